@@ -1,0 +1,73 @@
+// A thin linear / mixed-integer programming layer over COIN-OR CLP and CBC.
+//
+// Callers build a model (variables with bounds and objective coefficients,
+// sparse constraints with lower/upper bounds), solve it, read values and
+// duals, and may add constraints and solve again: the re-solve starts from the
+// previous basis (CLP dual simplex), which is what lazy constraint generation
+// needs. Callers never see a COIN-OR type (SimGrid's lmm::System pattern).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fairgpu {
+
+inline constexpr double kInf = 1e30;  // CLP's notion of infinity for bounds
+
+enum class LpStatus { kOptimal, kInfeasible, kUnbounded, kError };
+const char* to_string(LpStatus s);
+
+struct LpSolveOptions {
+  bool presolve = true;   // first solve only; CLP's presolve shrinks OEF's LPs a lot
+  double time_limit_seconds = 0;  // 0: none (MIP only)
+};
+
+class LinearProgram {
+ public:
+  LinearProgram();
+  ~LinearProgram();
+  LinearProgram(LinearProgram&&) noexcept;
+  LinearProgram& operator=(LinearProgram&&) noexcept;
+
+  void maximize() { maximize_ = true; }
+  void minimize() { maximize_ = false; }
+
+  // Returns the variable's index. Bounds may be +-kInf.
+  int add_variable(double lower, double upper, double objective = 0.0, bool integer = false);
+  // lower <= sum coef_i * x_{vars_i} <= upper. Returns the row index.
+  int add_constraint(std::span<const int> vars, std::span<const double> coefs, double lower,
+                     double upper);
+  int add_constraint(std::initializer_list<int> vars, std::initializer_list<double> coefs,
+                     double lower, double upper) {
+    return add_constraint(std::span<const int>(vars.begin(), vars.size()),
+                          std::span<const double>(coefs.begin(), coefs.size()), lower, upper);
+  }
+  void set_objective(int var, double coef);
+  void set_variable_bounds(int var, double lower, double upper);
+  void set_constraint_bounds(int row, double lower, double upper);
+
+  int num_variables() const;
+  int num_constraints() const;
+
+  // Solves (or re-solves after changes). With integer variables the model is
+  // handed to CBC; otherwise CLP.
+  LpStatus solve(const LpSolveOptions& options = {});
+
+  double objective_value() const { return objective_; }
+  double value(int var) const { return values_.at(var); }
+  const std::vector<double>& values() const { return values_; }
+  // Row duals (shadow prices) in the sense of the stated objective; LP only.
+  double dual(int row) const { return duals_.at(row); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  bool maximize_ = false;
+  double objective_ = 0.0;
+  std::vector<double> values_;
+  std::vector<double> duals_;
+};
+
+}  // namespace fairgpu

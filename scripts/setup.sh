@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every Debian package fairgpu needs to build, test and benchmark.
+# Idempotent and quiet; run as root (or with sudo available) on Debian 12.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  coinor-libclp-dev coinor-libcbc-dev   # LP (CLP) and MIP (CBC) solvers
+  nlohmann-json3-dev libcli11-dev       # JSON, command line
+  libfmt-dev                            # formatting of tables
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists; refresh them when a package is unknown.
+if ! apt-cache show "${missing[@]}" >/dev/null 2>&1; then
+  $sudo apt-get update -qq >/dev/null
+fi
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

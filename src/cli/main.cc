@@ -1,0 +1,2 @@
+// PLACEHOLDER: replaced by the CLI.
+int main() { return 0; }

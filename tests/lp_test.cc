@@ -1,0 +1,66 @@
+// The LP layer on problems whose optimum is known in closed form.
+#include <gtest/gtest.h>
+
+#include "fairgpu/lp.h"
+
+namespace fairgpu {
+namespace {
+
+// max 3a + 2b  s.t.  a + b <= 4,  a + 3b <= 6,  a <= 3   ->  a = 3, b = 1, obj = 11.
+TEST(LinearProgram, SmallMaximisation) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 3, 3);
+  int b = lp.add_variable(0, kInf, 2);
+  lp.add_constraint({a, b}, {1, 1}, -kInf, 4);
+  lp.add_constraint({a, b}, {1, 3}, -kInf, 6);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 11, 1e-9);
+  EXPECT_NEAR(lp.value(a), 3, 1e-9);
+  EXPECT_NEAR(lp.value(b), 1, 1e-9);
+}
+
+// Adding a row after a solve re-solves from the previous basis:
+// with b <= 0.5 the optimum becomes a = 3, b = 0.5, obj = 10.
+TEST(LinearProgram, AddRowAndResolve) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 3, 3);
+  int b = lp.add_variable(0, kInf, 2);
+  lp.add_constraint({a, b}, {1, 1}, -kInf, 4);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 11, 1e-9);
+  lp.add_constraint({b}, {1}, -kInf, 0.5);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 10, 1e-9);
+  // A new column priced in: c with objective 5, c + a <= 3.5.
+  int c = lp.add_variable(0, kInf, 5);
+  lp.add_constraint({a, c}, {1, 1}, -kInf, 3.5);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  // Best: c = 3.5, a = 0, b = 0.5 -> 17.5 + 1 = 18.5.
+  EXPECT_NEAR(lp.objective_value(), 18.5, 1e-9);
+}
+
+TEST(LinearProgram, Infeasible) {
+  LinearProgram lp;
+  int a = lp.add_variable(0, 1, 1);
+  lp.add_constraint({a}, {1}, 2, kInf);
+  EXPECT_EQ(lp.solve(), LpStatus::kInfeasible);
+}
+
+// Knapsack: values 10, 13, 7; weights 4, 6, 3; capacity 9 -> take items 2 and 3 (20).
+TEST(LinearProgram, MixedIntegerKnapsack) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 1, 10, true);
+  int b = lp.add_variable(0, 1, 13, true);
+  int c = lp.add_variable(0, 1, 7, true);
+  lp.add_constraint({a, b, c}, {4, 6, 3}, -kInf, 9);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 20, 1e-9);
+  EXPECT_NEAR(lp.value(b), 1, 1e-9);
+  EXPECT_NEAR(lp.value(c), 1, 1e-9);
+}
+
+}  // namespace
+}  // namespace fairgpu
