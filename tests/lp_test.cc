@@ -64,3 +64,21 @@ TEST(LinearProgram, MixedIntegerKnapsack) {
 
 }  // namespace
 }  // namespace fairgpu
+
+namespace fairgpu {
+namespace {
+
+// Duals are the rate of change of the stated objective per unit of a row's
+// bound: max 3a + 2b, a + b <= 4 (binding, dual 2 once a is at its bound 3).
+TEST(LinearProgram, DualsInTheObjectivesSense) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 3, 3);
+  int b = lp.add_variable(0, kInf, 2);
+  int r = lp.add_constraint({a, b}, {1, 1}, -kInf, 4);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.dual(r), 2, 1e-9);
+}
+
+}  // namespace
+}  // namespace fairgpu

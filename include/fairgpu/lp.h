@@ -36,6 +36,9 @@ class LinearProgram {
 
   // Returns the variable's index. Bounds may be +-kInf.
   int add_variable(double lower, double upper, double objective = 0.0, bool integer = false);
+  // A column with coefficients in existing constraints (column generation).
+  int add_column(double lower, double upper, double objective, std::span<const int> rows,
+                 std::span<const double> coefs);
   // lower <= sum coef_i * x_{vars_i} <= upper. Returns the row index.
   int add_constraint(std::span<const int> vars, std::span<const double> coefs, double lower,
                      double upper);

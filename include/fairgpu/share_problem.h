@@ -46,7 +46,7 @@ struct ShareEntity {
 struct ShareTenant {
   std::string name;
   double weight = 1.0;
-  double demand = kNoDemand;          // cap on total devices over all its entities
+  double demand = kNoDemand;          // cap on total devices, split over entities by weight
   std::vector<std::size_t> entities;  // indices into ShareProblem::entities
 };
 
@@ -60,8 +60,13 @@ struct ShareProblem {
   std::size_t num_entities() const { return entities.size(); }
   double total_capacity() const;
   double total_weight() const;  // sum of entity (== tenant) weights
-  // Demand cap that applies to an entity on its own (its tenant's demand).
-  double entity_demand(std::size_t e) const { return tenants[entities[e].tenant].demand; }
+  // An entity's own device cap: its weight share of its tenant's demand (a
+  // virtual tenant is a replica with a slice of the tenant's weight, so it gets
+  // the same slice of the tenant's demand). Infinite when the tenant has none.
+  double entity_demand(std::size_t e) const {
+    const auto& t = tenants[entities[e].tenant];
+    return t.demand * entities[e].weight / t.weight;
+  }
   bool has_demands() const;
 
   // W_l . x_l

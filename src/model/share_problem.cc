@@ -102,13 +102,13 @@ std::string check_feasible(const ShareProblem& p, const Matrix& x, double tol) {
       return out.str();
     }
   }
-  for (const auto& t : p.tenants) {
-    if (!std::isfinite(t.demand)) continue;
+  for (std::size_t e = 0; e < p.num_entities(); ++e) {
+    double cap = p.entity_demand(e);
+    if (!std::isfinite(cap)) continue;
     double held = 0;
-    for (std::size_t e : t.entities)
-      for (std::size_t j = 0; j < p.num_types(); ++j) held += x(e, j);
-    if (held > t.demand * (1 + tol) + tol) {
-      out << t.name << " holds " << held << " devices, demand " << t.demand;
+    for (std::size_t j = 0; j < p.num_types(); ++j) held += x(e, j);
+    if (held > cap * (1 + tol) + tol) {
+      out << p.entities[e].name << " holds " << held << " devices, demand " << cap;
       return out.str();
     }
   }

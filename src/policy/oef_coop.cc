@@ -1,6 +1,313 @@
-// PLACEHOLDER: replaced by the real implementation.
-#include <stdexcept>
+// oef-coop — OEF in cooperative environments (Mo, Xu, Lau, Middleware '24,
+// §4.2.2, eq. 10a-10c), weighted (§4.2.3) and per job type (§4.2.4).
+//
+//   max  sum_l W_l . x_l   s.t.  sum_l x_l^j <= m_j,
+//        W_l . x_l / pi_l >= W_l . x_i / pi_i   for every pair (l, i)      (10c)
+//
+// Weights: replicating tenant l pi_l times and letting replicas share equally
+// turns 10c into the weighted rows above, which also covers non-integer pi.
+// Theorem 5.1: EF plus full use of capacity gives sharing incentive.
+//
+// Scaling past the n^2 envy rows (the leads, each checked against the
+// full LP in tests/oef_test.cc):
+//  1. Entities with identical speedup vectors (and no demand) are merged into
+//     one group whose weight is their total; by convexity and symmetry some
+//     optimum splits a group's bundle in proportion to weight, and that split
+//     keeps every envy row (a group member's view is a weighted average).
+//  2. Envy rows are generated lazily: start with the rows between neighbours
+//     in speedup order (Theorem 5.2: binding envy is mostly between adjacent
+//     users), solve, add the most violated rows of every entity, re-solve from
+//     the previous basis (dual simplex), until no row is violated. The result
+//     satisfies all n^2 rows and so is optimal for the full LP.
+//
+// Demands (not in the paper). An entity capped at d devices values a bundle y
+// by V_l(y), the most it can draw from y with d devices, so it does not envy
+// bundles it could not use — otherwise a small tenant would drag everyone
+// down to its size. "W_l.x_l >= V_l(y)" is not convex in (x_l, y); we use
+// V_l(y) = min over v in {0} U {W_l^j} of  sum_j max(0, W_l^j - v) y_j + v d
+// and keep, per pair, one v: a linear row that implies the capped envy row.
+// Rows are first linearised at the capped equal split x0 (every entity takes
+// the best d devices of its own weighted share m*pi_l/sum(pi)), which
+// satisfies all of them, so the LP is always feasible; then the rows are
+// re-linearised at the current optimum and re-solved while that improves
+// total throughput (each step keeps the previous optimum feasible). With
+// demands sharing incentive is stated explicitly: W_l.x_l >= V_l(m*pi_l/sum pi).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "fairgpu/lp.h"
+#include "policy/share_lp.h"
 #include "policy/share_policies.h"
+
 namespace fairgpu::policy {
-std::unique_ptr<SharePolicy> NewOefCooperative() { throw std::logic_error("oef_coop: not implemented yet"); }
+namespace {
+
+constexpr std::size_t kRowsPerEntityPerRound = 4;
+constexpr int kRelinearisationRounds = 20;
+constexpr double kTol = 1e-9;
+
+// Entities merged by identical speedup vectors (uncapped only).
+struct Grouping {
+  ShareProblem reduced;
+  std::vector<std::vector<std::size_t>> members;  // reduced entity -> original entities
+};
+
+Grouping group_identical(const ShareProblem& p) {
+  Grouping g;
+  g.reduced.gpu_types = p.gpu_types;
+  g.reduced.capacity = p.capacity;
+  std::map<std::vector<double>, std::size_t> index;
+  for (std::size_t e = 0; e < p.num_entities(); ++e) {
+    const ShareEntity& ent = p.entities[e];
+    double cap = p.entity_demand(e);
+    if (std::isfinite(cap)) {
+      g.reduced.add_tenant(ent.name, ent.speedup, ent.weight, cap);
+      g.members.push_back({e});
+      continue;
+    }
+    auto [it, inserted] = index.try_emplace(ent.speedup, g.reduced.num_entities());
+    if (inserted) {
+      g.reduced.add_tenant(ent.name, ent.speedup, ent.weight);
+      g.members.push_back({e});
+    } else {
+      std::size_t r = it->second;
+      g.reduced.entities[r].weight += ent.weight;
+      g.reduced.tenants[g.reduced.entities[r].tenant].weight += ent.weight;
+      g.members[r].push_back(e);
+    }
+  }
+  return g;
+}
+
+class CoopSolver {
+ public:
+  explicit CoopSolver(const ShareProblem& p)
+      : p_(p), n_(p.num_entities()), k_(p.num_types()), total_weight_(0) {
+    for (const auto& e : p.entities) total_weight_ += e.weight;
+    cap_.resize(n_);
+    for (std::size_t l = 0; l < n_; ++l) cap_[l] = p.entity_demand(l);
+    any_cap_ = std::any_of(cap_.begin(), cap_.end(), [](double c) { return std::isfinite(c); });
+    x0_ = capped_equal_split();
+    anchor_ = x0_;
+  }
+
+  Matrix solve() {
+    Matrix obj(n_, k_);
+    for (std::size_t l = 0; l < n_; ++l)
+      for (std::size_t j = 0; j < k_; ++j) obj(l, j) = p_.entities[l].speedup[j];
+    s_ = build_share_lp(p_, &obj);
+    if (any_cap_) add_sharing_incentive_rows();
+    add_neighbour_rows();
+    Matrix x = lazy_rounds();
+    for (int round = 0; any_cap_ && round < kRelinearisationRounds; ++round) {
+      double before = s_.lp.objective_value();
+      if (!relinearise(x)) break;
+      x = lazy_rounds();
+      if (s_.lp.objective_value() <= before * (1 + kTol)) break;
+    }
+    return x;
+  }
+
+ private:
+  struct Row {
+    int index;
+    double v;  // linearisation point of a capped row; 0 for a plain envy row
+  };
+
+  // y = x_i scaled to l's weight.
+  void scaled_bundle(std::size_t l, std::size_t i, const Matrix& x, double* y) const {
+    double s = p_.entities[l].weight / p_.entities[i].weight;
+    for (std::size_t j = 0; j < k_; ++j) y[j] = x(i, j) * s;
+  }
+
+  Matrix capped_equal_split() const {
+    Matrix x(n_, k_);
+    std::vector<double> share(k_);
+    for (std::size_t l = 0; l < n_; ++l) {
+      for (std::size_t j = 0; j < k_; ++j)
+        share[j] = p_.capacity[j] * p_.entities[l].weight / total_weight_;
+      best_sub_bundle(l, share.data(), cap_[l], x.row(l));
+    }
+    return x;
+  }
+
+  // The sub-bundle of y that realises V_l(y): fastest types first, up to cap.
+  void best_sub_bundle(std::size_t l, const double* y, double cap, double* out) const {
+    const auto& w = p_.entities[l].speedup;
+    std::vector<std::size_t> order(k_);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return w[a] > w[b]; });
+    double left = cap;
+    for (std::size_t j : order) {
+      out[j] = std::min(y[j], std::max(0.0, left));
+      left -= out[j];
+    }
+  }
+
+  // The v minimising sum_j max(0, w_j - v) y_j + v d (the active piece of V_l at y).
+  double linearisation_point(std::size_t l, const double* y) const {
+    const auto& w = p_.entities[l].speedup;
+    double best = std::numeric_limits<double>::infinity(), best_v = 0;
+    std::vector<double> candidates{0.0};
+    candidates.insert(candidates.end(), w.begin(), w.end());
+    for (double v : candidates) {
+      double f = v * cap_[l];
+      for (std::size_t j = 0; j < k_; ++j) f += std::max(0.0, w[j] - v) * y[j];
+      if (f < best) best = f, best_v = v;
+    }
+    return best_v;
+  }
+
+  // Envy row of l towards i: W_l.x_l - (pi_l/pi_i) u.x_i >= v d with
+  // u_j = max(0, W_l^j - v); v = 0 (and d irrelevant) for an uncapped l.
+  int add_envy_row(std::size_t l, std::size_t i, double v) {
+    const auto& w = p_.entities[l].speedup;
+    double s = p_.entities[l].weight / p_.entities[i].weight;
+    std::vector<int> vars;
+    std::vector<double> coef;
+    for (std::size_t j = 0; j < k_; ++j) {
+      if (w[j] != 0) vars.push_back(s_.var(l, j)), coef.push_back(w[j]);
+      double u = std::max(0.0, w[j] - v);
+      if (u != 0) vars.push_back(s_.var(i, j)), coef.push_back(-s * u);
+    }
+    double rhs = std::isfinite(cap_[l]) ? v * cap_[l] : 0.0;
+    int r = s_.lp.add_constraint(vars, coef, rhs, kInf);
+    rows_[key(l, i)] = {r, v};
+    return r;
+  }
+
+  void add_pair(std::size_t l, std::size_t i) {
+    if (rows_.count(key(l, i))) return;
+    double v = 0;
+    if (std::isfinite(cap_[l])) {
+      std::vector<double> y(k_);
+      // At the anchor, a point that satisfies every row and every capped envy
+      // constraint, so the LP stays feasible.
+      scaled_bundle(l, i, anchor_, y.data());
+      v = linearisation_point(l, y.data());
+    }
+    add_envy_row(l, i, v);
+  }
+
+  void add_sharing_incentive_rows() {
+    std::vector<double> share(k_);
+    for (std::size_t l = 0; l < n_; ++l) {
+      for (std::size_t j = 0; j < k_; ++j)
+        share[j] = p_.capacity[j] * p_.entities[l].weight / total_weight_;
+      double target = p_.capped_value(l, share.data(), cap_[l]);
+      add_entity_row(s_, l, p_.entities[l].speedup.data(), target * (1 - kTol), kInf);
+    }
+  }
+
+  void add_neighbour_rows() {
+    std::vector<std::size_t> order(n_);
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<double> size(n_);
+    for (std::size_t l = 0; l < n_; ++l) size[l] = p_.value(l, p_.capacity.data());
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return size[a] < size[b]; });
+    for (std::size_t r = 0; r + 1 < n_; ++r) {
+      add_pair(order[r], order[r + 1]);
+      add_pair(order[r + 1], order[r]);
+    }
+  }
+
+  // Solves, adds violated envy rows, repeats; returns the final allocation.
+  Matrix lazy_rounds() {
+    for (;;) {
+      solve_or_throw(s_.lp, "oef-coop");
+      Matrix x = extract_allocation(p_, s_);
+      if (!add_violated_rows(x)) return x;
+    }
+  }
+
+  bool add_violated_rows(const Matrix& x) {
+    std::vector<double> own(n_), y(k_);
+    for (std::size_t l = 0; l < n_; ++l) own[l] = p_.throughput(l, x);
+    std::vector<std::pair<double, std::size_t>> worst;
+    bool added = false;
+    for (std::size_t l = 0; l < n_; ++l) {
+      worst.clear();
+      const double* w = p_.entities[l].speedup.data();
+      for (std::size_t i = 0; i < n_; ++i) {
+        if (i == l) continue;
+        double envy;
+        if (std::isfinite(cap_[l])) {
+          scaled_bundle(l, i, x, y.data());
+          envy = p_.capped_value(l, y.data(), cap_[l]);
+        } else {
+          const double* xi = x.row(i);
+          envy = 0;
+          for (std::size_t j = 0; j < k_; ++j) envy += w[j] * xi[j];
+          envy *= p_.entities[l].weight / p_.entities[i].weight;
+        }
+        double violation = envy - own[l];
+        if (violation > 1e-9 * std::max(1.0, own[l]) && !rows_.count(key(l, i)))
+          worst.emplace_back(violation, i);
+      }
+      std::size_t take = std::min(kRowsPerEntityPerRound, worst.size());
+      std::partial_sort(worst.begin(), worst.begin() + static_cast<std::ptrdiff_t>(take),
+                        worst.end(), std::greater<>());
+      for (std::size_t r = 0; r < take; ++r) add_pair(l, worst[r].second), added = true;
+    }
+    return added;
+  }
+
+  // Moves every capped row to the piece of V_l active at x; true if any moved.
+  bool relinearise(const Matrix& x) {
+    std::vector<double> y(k_);
+    std::vector<std::pair<std::size_t, std::size_t>> moved;
+    for (auto& [pair_key, row] : rows_) {
+      std::size_t l = pair_key / n_, i = pair_key % n_;
+      if (!std::isfinite(cap_[l])) continue;
+      scaled_bundle(l, i, x, y.data());
+      double v = linearisation_point(l, y.data());
+      if (v == row.v) continue;
+      s_.lp.set_constraint_bounds(row.index, -kInf, kInf);  // retire the old piece
+      moved.emplace_back(l, i);
+      row.v = v;
+    }
+    for (auto [l, i] : moved) add_envy_row(l, i, rows_[key(l, i)].v);
+    anchor_ = x;  // x satisfies all capped envy constraints and every new piece
+    return !moved.empty();
+  }
+
+  std::size_t key(std::size_t l, std::size_t i) const { return l * n_ + i; }
+
+  const ShareProblem& p_;
+  std::size_t n_, k_;
+  double total_weight_;
+  std::vector<double> cap_;
+  bool any_cap_ = false;
+  Matrix x0_, anchor_;
+  ShareLp s_;
+  std::unordered_map<std::size_t, Row> rows_;
+};
+
+class OefCooperative final : public SharePolicy {
+ public:
+  std::string_view name() const override { return "oef-coop"; }
+
+  Matrix allocate(const ShareProblem& p) const override {
+    Grouping g = group_identical(p);
+    Matrix xr = CoopSolver(g.reduced).solve();
+    Matrix x(p.num_entities(), p.num_types());
+    for (std::size_t r = 0; r < g.members.size(); ++r) {
+      double total = g.reduced.entities[r].weight;
+      for (std::size_t e : g.members[r])
+        for (std::size_t j = 0; j < p.num_types(); ++j)
+          x(e, j) = xr(r, j) * p.entities[e].weight / total;
+    }
+    return x;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<SharePolicy> NewOefCooperative() { return std::make_unique<OefCooperative>(); }
+
 }  // namespace fairgpu::policy

@@ -29,13 +29,13 @@ ShareLp build_share_lp(const ShareProblem& p, const Matrix* objective) {
     ones.assign(vars.size(), 1.0);
     s.lp.add_constraint(vars, ones, -kInf, p.capacity[j]);
   }
-  for (const auto& t : p.tenants) {
-    if (!std::isfinite(t.demand)) continue;
+  for (std::size_t e = 0; e < p.num_entities(); ++e) {
+    double cap = p.entity_demand(e);
+    if (!std::isfinite(cap)) continue;
     vars.clear();
-    for (std::size_t e : t.entities)
-      for (std::size_t j = 0; j < s.k; ++j) vars.push_back(s.var(e, j));
+    for (std::size_t j = 0; j < s.k; ++j) vars.push_back(s.var(e, j));
     ones.assign(vars.size(), 1.0);
-    s.lp.add_constraint(vars, ones, -kInf, t.demand);
+    s.lp.add_constraint(vars, ones, -kInf, cap);
   }
   return s;
 }

@@ -18,8 +18,8 @@ struct ShareLp {
 };
 
 // x >= 0 with objective coefficient `objective(e, j)` (a Matrix, or empty for
-// zero), sum_l x_l^j <= m_j, and sum over a tenant's entities and types <= its
-// demand where one is given. The LP is a maximisation.
+// zero), sum_l x_l^j <= m_j, and sum_j x_l^j <= entity_demand(l) where the
+// tenant gave a demand. The LP is a maximisation.
 ShareLp build_share_lp(const ShareProblem& p, const Matrix* objective = nullptr);
 
 // Adds  sum_j coef[j] * x_e^j  - rhs_var_coef * rhs_var  in [lower, upper]

@@ -1,6 +1,6 @@
 // CLP/CBC behind fairgpu's model-building API. The model is kept in our own
 // arrays until the first solve, then loaded into a ClpSimplex that is kept so
-// later rows/columns can be appended and re-solved from the last basis.
+// later rows and columns can be appended and re-solved from the last basis.
 #include "fairgpu/lp.h"
 
 #include <coin/CbcModel.hpp>
@@ -24,14 +24,18 @@ const char* to_string(LpStatus s) {
 }
 
 struct LinearProgram::Impl {
-  // Columns.
+  struct Vec {  // a sparse row or column
+    std::vector<int> index;
+    std::vector<double> value;
+  };
   std::vector<double> col_lower, col_upper, obj;
   std::vector<char> integer;
-  // Rows, stored row-wise.
   std::vector<double> row_lower, row_upper;
-  std::vector<CoinBigIndex> row_start{0};
-  std::vector<int> row_index;
-  std::vector<double> row_value;
+  // Every coefficient, as triplets; what the first load (and CBC) uses.
+  std::vector<int> t_row, t_col;
+  std::vector<double> t_val;
+  // Added since the last sync with CLP: entries of new rows, of new columns.
+  std::vector<Vec> new_rows, new_cols;
 
   ClpSimplex clp;
   bool loaded = false;
@@ -39,38 +43,65 @@ struct LinearProgram::Impl {
 
   Impl() { clp.setLogLevel(0); }
 
+  CoinPackedMatrix matrix() const {
+    return CoinPackedMatrix(true, t_row.data(), t_col.data(), t_val.data(),
+                            static_cast<CoinBigIndex>(t_val.size()));
+  }
+
+  void add_entry(int r, int c, double v) {
+    t_row.push_back(r);
+    t_col.push_back(c);
+    t_val.push_back(v);
+    if (!loaded) return;
+    if (r >= loaded_rows) {
+      auto& row = new_rows[static_cast<std::size_t>(r - loaded_rows)];
+      row.index.push_back(c);
+      row.value.push_back(v);
+    } else {  // a new column's entry in a row CLP already has
+      auto& col = new_cols[static_cast<std::size_t>(c - loaded_cols)];
+      col.index.push_back(r);
+      col.value.push_back(v);
+    }
+  }
+
   void load(bool maximize) {
-    int ncols = static_cast<int>(obj.size());
-    int nrows = static_cast<int>(row_lower.size());
-    std::vector<int> lengths(nrows);
-    for (int r = 0; r < nrows; ++r) lengths[r] = static_cast<int>(row_start[r + 1] - row_start[r]);
-    CoinPackedMatrix rows(false, ncols, nrows, row_start.back(), row_value.data(),
-                          row_index.data(), row_start.data(), lengths.data());
-    clp.loadProblem(rows, col_lower.data(), col_upper.data(), obj.data(), row_lower.data(),
+    CoinPackedMatrix m = matrix();
+    // The triplet constructor sizes the matrix by the largest index seen.
+    m.setDimensions(static_cast<int>(row_lower.size()), static_cast<int>(obj.size()));
+    clp.loadProblem(m, col_lower.data(), col_upper.data(), obj.data(), row_lower.data(),
                     row_upper.data());
     clp.setOptimizationDirection(maximize ? -1.0 : 1.0);
     loaded = true;
-    loaded_rows = nrows;
-    loaded_cols = ncols;
+    loaded_rows = static_cast<int>(row_lower.size());
+    loaded_cols = static_cast<int>(obj.size());
+    new_rows.clear();
+    new_cols.clear();
   }
 
-  // Appends columns and rows added since the last load/solve.
+  // Appends the columns, then the rows, added since the last load/sync.
   void sync() {
-    int ncols = static_cast<int>(obj.size());
-    for (int c = loaded_cols; c < ncols; ++c) {
-      clp.addColumn(0, nullptr, nullptr, col_lower[c], col_upper[c], obj[c]);
+    for (std::size_t i = 0; i < new_cols.size(); ++i) {
+      std::size_t c = static_cast<std::size_t>(loaded_cols) + i;
+      const auto& col = new_cols[i];
+      clp.addColumn(static_cast<int>(col.index.size()), col.index.data(), col.value.data(),
+                    col_lower[c], col_upper[c], obj[c]);
     }
-    loaded_cols = ncols;
-    int nrows = static_cast<int>(row_lower.size());
-    if (nrows > loaded_rows) {
-      std::vector<CoinBigIndex> starts(row_start.begin() + loaded_rows, row_start.end());
-      CoinBigIndex base = starts.front();
-      for (auto& s : starts) s -= base;
-      clp.addRows(nrows - loaded_rows, row_lower.data() + loaded_rows,
-                  row_upper.data() + loaded_rows, starts.data(), row_index.data() + base,
-                  row_value.data() + base);
-      loaded_rows = nrows;
+    loaded_cols += static_cast<int>(new_cols.size());
+    new_cols.clear();
+    if (!new_rows.empty()) {  // one batched call: CLP reallocates per call
+      std::vector<CoinBigIndex> starts{0};
+      std::vector<int> index;
+      std::vector<double> value;
+      for (const auto& row : new_rows) {
+        index.insert(index.end(), row.index.begin(), row.index.end());
+        value.insert(value.end(), row.value.begin(), row.value.end());
+        starts.push_back(static_cast<CoinBigIndex>(index.size()));
+      }
+      clp.addRows(static_cast<int>(new_rows.size()), row_lower.data() + loaded_rows,
+                  row_upper.data() + loaded_rows, starts.data(), index.data(), value.data());
     }
+    loaded_rows += static_cast<int>(new_rows.size());
+    new_rows.clear();
   }
 };
 
@@ -80,28 +111,43 @@ LinearProgram::LinearProgram(LinearProgram&&) noexcept = default;
 LinearProgram& LinearProgram::operator=(LinearProgram&&) noexcept = default;
 
 int LinearProgram::add_variable(double lower, double upper, double objective, bool integer) {
+  int c = add_column(lower, upper, objective, {}, {});
+  impl_->integer.back() = integer ? 1 : 0;
+  return c;
+}
+
+int LinearProgram::add_column(double lower, double upper, double objective,
+                              std::span<const int> rows, std::span<const double> coefs) {
+  if (rows.size() != coefs.size()) throw std::invalid_argument("add_column: size mismatch");
   auto& d = *impl_;
+  int c = static_cast<int>(d.obj.size());
   d.col_lower.push_back(lower);
   d.col_upper.push_back(upper);
   d.obj.push_back(objective);
-  d.integer.push_back(integer ? 1 : 0);
-  return static_cast<int>(d.obj.size()) - 1;
+  d.integer.push_back(0);
+  if (d.loaded) d.new_cols.emplace_back();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= static_cast<int>(d.row_lower.size()))
+      throw std::out_of_range("add_column: unknown constraint");
+    d.add_entry(rows[i], c, coefs[i]);
+  }
+  return c;
 }
 
 int LinearProgram::add_constraint(std::span<const int> vars, std::span<const double> coefs,
                                   double lower, double upper) {
   if (vars.size() != coefs.size()) throw std::invalid_argument("add_constraint: size mismatch");
   auto& d = *impl_;
+  int r = static_cast<int>(d.row_lower.size());
+  d.row_lower.push_back(lower);
+  d.row_upper.push_back(upper);
+  if (d.loaded) d.new_rows.emplace_back();
   for (std::size_t i = 0; i < vars.size(); ++i) {
     if (vars[i] < 0 || vars[i] >= static_cast<int>(d.obj.size()))
       throw std::out_of_range("add_constraint: unknown variable");
-    d.row_index.push_back(vars[i]);
-    d.row_value.push_back(coefs[i]);
+    d.add_entry(r, vars[i], coefs[i]);
   }
-  d.row_start.push_back(static_cast<CoinBigIndex>(d.row_index.size()));
-  d.row_lower.push_back(lower);
-  d.row_upper.push_back(upper);
-  return static_cast<int>(d.row_lower.size()) - 1;
+  return r;
 }
 
 void LinearProgram::set_objective(int var, double coef) {
@@ -144,17 +190,12 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
 
   if (has_integer) {
     // MILP: a fresh CBC model each time (branch and bound keeps no useful basis).
-    std::vector<int> lengths(d.row_lower.size());
-    for (std::size_t r = 0; r < lengths.size(); ++r)
-      lengths[r] = static_cast<int>(d.row_start[r + 1] - d.row_start[r]);
-    CoinPackedMatrix rows(false, static_cast<int>(d.obj.size()),
-                          static_cast<int>(d.row_lower.size()), d.row_start.back(),
-                          d.row_value.data(), d.row_index.data(), d.row_start.data(),
-                          lengths.data());
+    CoinPackedMatrix m = d.matrix();
+    m.setDimensions(static_cast<int>(d.row_lower.size()), static_cast<int>(d.obj.size()));
     OsiClpSolverInterface osi;
     osi.messageHandler()->setLogLevel(0);
-    osi.loadProblem(rows, d.col_lower.data(), d.col_upper.data(), d.obj.data(),
-                    d.row_lower.data(), d.row_upper.data());
+    osi.loadProblem(m, d.col_lower.data(), d.col_upper.data(), d.obj.data(), d.row_lower.data(),
+                    d.row_upper.data());
     osi.setObjSense(maximize_ ? -1.0 : 1.0);
     for (std::size_t c = 0; c < d.integer.size(); ++c)
       if (d.integer[c]) osi.setInteger(static_cast<int>(c));
@@ -181,8 +222,15 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     d.clp.initialSolve(how);
   } else {
     d.clp.setOptimizationDirection(maximize_ ? -1.0 : 1.0);
+    bool new_columns = !d.new_cols.empty();
     d.sync();
-    d.clp.dual();  // warm start from the previous basis
+    // New rows keep the basis dual feasible (dual simplex); new columns keep it
+    // primal feasible (primal simplex).
+    if (new_columns) {
+      d.clp.primal(1);
+    } else {
+      d.clp.dual();
+    }
     if (d.clp.status() != 0) d.clp.primal();
   }
   LpStatus st = status_of(d.clp.status());
