@@ -17,8 +17,8 @@ ShareProblem two_types(std::vector<std::vector<double>> w, std::vector<double> w
   p.gpu_types = {"gpu1", "gpu2"};
   p.capacity = {1, 1};
   for (std::size_t l = 0; l < w.size(); ++l)
-    p.add_tenant("u" + std::to_string(l + 1), w[l], weights.empty() ? 1.0 : weights[l],
-                 demands.empty() ? kNoDemand : demands[l]);
+    p.add_tenant(std::string("u").append(std::to_string(l + 1)), w[l],
+                 weights.empty() ? 1.0 : weights[l], demands.empty() ? kNoDemand : demands[l]);
   return p;
 }
 
@@ -198,11 +198,13 @@ TEST_P(OefRandom, CoopMatchesFullLpAndIsEnvyFreeAndSharingIncentive) {
   for (std::size_t l = 0; l < p.num_entities(); ++l) {
     double own = p.throughput(l, x) / p.entities[l].weight;
     for (std::size_t i = 0; i < p.num_entities(); ++i)
-      EXPECT_LE(p.throughput(l, [&] {
-                  Matrix y(p.num_entities(), p.num_types());
-                  for (std::size_t j = 0; j < p.num_types(); ++j) y(l, j) = x(i, j);
-                  return y;
-                }()) / p.entities[i].weight,
+      EXPECT_LE(p.throughput(l,
+                             [&] {
+                               Matrix y(p.num_entities(), p.num_types());
+                               for (std::size_t j = 0; j < p.num_types(); ++j) y(l, j) = x(i, j);
+                               return y;
+                             }()) /
+                    p.entities[i].weight,
                 own * (1 + 1e-6))
           << "u" << l << " envies u" << i;
     double si = p.value(l, p.capacity.data()) * p.entities[l].weight / total_weight;
@@ -236,8 +238,9 @@ TEST(OefCoop, IdenticalTenantsMatchFullLp) {
   p.capacity = base.capacity;
   for (int copy = 0; copy < 5; ++copy)
     for (std::size_t e = 0; e < base.num_entities(); ++e)
-      p.add_tenant("c" + std::to_string(copy) + "_" + std::to_string(e), base.entities[e].speedup,
-                   1.0 + copy % 2);
+      p.add_tenant(
+          std::string("c").append(std::to_string(copy)).append("_").append(std::to_string(e)),
+          base.entities[e].speedup, 1.0 + copy % 2);
   Matrix x = run("oef-coop", p);
   double want = reference::full_coop_total(p);
   EXPECT_NEAR(total(p, x), want, 1e-6 * want);

@@ -26,7 +26,7 @@ inline ShareProblem random_problem(std::uint32_t seed, std::size_t n, std::size_
     for (std::size_t j = 1; j < k; ++j) w.push_back(w.back() + step(rng));
     double weight = weights ? wt(rng) : 1.0;
     double demand = u(rng) < demand_fraction ? 0.5 + 3 * u(rng) : kNoDemand;
-    p.add_tenant("u" + std::to_string(l), std::move(w), weight, demand);
+    p.add_tenant(std::string("u").append(std::to_string(l)), std::move(w), weight, demand);
   }
   return p;
 }

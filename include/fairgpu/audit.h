@@ -49,7 +49,11 @@ struct AuditReport {
 };
 
 // Audits allocation x for problem p. `policy` is used by the SP probe (which
-// re-runs it on misreported speedups); pass nullptr to skip the probe.
+// re-runs it on misreported speedups); pass nullptr to skip the probe. The
+// probe takes x to be the policy's honest answer and measures gains against it.
+// Throws std::invalid_argument when x fails check_feasible(p, x,
+// options.tolerance); efficiency is measured against the registered
+// `max-sum-throughput` policy.
 AuditReport audit_allocation(const ShareProblem& p, const Matrix& x, const SharePolicy* policy,
                              const AuditOptions& options = {});
 

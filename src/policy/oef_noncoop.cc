@@ -38,7 +38,13 @@
 namespace fairgpu::policy {
 namespace {
 
-constexpr int kMaxColumns = 100000;
+constexpr std::size_t kMaxColumns = 100000;
+// Stop pricing when no column improves the master by more than this relative
+// amount: CLP solves the master to ~1e-7 dual feasibility, so asking for less
+// only makes the column generation tail off (measured: stuck at 1 - 5e-8).
+// sum_l pi_l min_j p_j/W_l^j >= 1 - gap bounds t* <= t / (1 - gap).
+constexpr double kOptimalityGap = 1e-7;
+constexpr double kSmoothing = 0.8;  // Wentges' alpha: weight of the stability centre
 
 class OefNonCooperative final : public SharePolicy {
  public:
@@ -67,7 +73,7 @@ class OefNonCooperative final : public SharePolicy {
     for (std::size_t j = 0; j < k; ++j)
       rows.push_back(master.add_constraint({}, {}, -kInf, p.capacity[j]));
 
-    auto add_column = [&](std::vector<std::uint16_t> assign) {
+    auto add_column = [&](const std::vector<std::uint16_t>& assign) {
       std::vector<double> cost(k, 0.0);
       for (std::size_t l = 0; l < n; ++l)
         cost[assign[l]] += p.entities[l].weight / p.entities[l].speedup[assign[l]];
@@ -79,7 +85,7 @@ class OefNonCooperative final : public SharePolicy {
         c.push_back(cost[j]);
       }
       master.add_column(0.0, kInf, 1.0, r, c);
-      columns.push_back(std::move(assign));
+      columns.push_back(assign);
     };
 
     // Start from "everyone on type j" for each type with capacity (entities
@@ -96,29 +102,63 @@ class OefNonCooperative final : public SharePolicy {
       add_column(std::move(assign));
     }
 
-    std::vector<double> price(k);
-    for (;;) {
-      solve_or_throw(master, "oef-noncoop master");
-      for (std::size_t j = 0; j < k; ++j) price[j] = std::max(0.0, master.dual(rows[j]));
-      // Pricing: each entity's cheapest type per unit of throughput.
-      std::vector<std::uint16_t> assign(n);
-      double cost = 0;
+    // Pricing: each entity's cheapest type per unit of throughput under
+    // prices q; returns F(q) = sum_l pi_l min_j q_j / W_l^j.
+    std::vector<std::uint16_t> assign(n);
+    auto price_out = [&](const std::vector<double>& q) {
+      double f = 0;
       for (std::size_t l = 0; l < n; ++l) {
         const auto& w = p.entities[l].speedup;
         double best = std::numeric_limits<double>::infinity();
         std::size_t best_j = 0;
         for (std::size_t j = 0; j < k; ++j) {
           if (!(w[j] > 0) || p.capacity[j] <= 0) continue;
-          double c = price[j] / w[j];
+          double c = q[j] / w[j];
           if (c < best) best = c, best_j = j;
         }
         assign[l] = static_cast<std::uint16_t>(best_j);
-        cost += p.entities[l].weight * best;
+        f += p.entities[l].weight * best;
       }
-      if (cost >= 1.0 - 1e-10 || columns.size() >= kMaxColumns) break;
-      add_column(std::move(assign));
-    }
+      return f;
+    };
+    auto dot = [&](const std::vector<double>& q, const std::vector<double>& v) {
+      double s = 0;
+      for (std::size_t j = 0; j < k; ++j) s += q[j] * v[j];
+      return s;
+    };
 
+    // Plain column generation tails off (thousands of columns at n = 10,000),
+    // so prices are smoothed (Wentges): price at a point between the master's
+    // duals and the best dual point found so far (the stability centre). Any
+    // prices q bound the optimum from above: t* <= m.q / F(q); the master's
+    // value t is a lower bound; stop when they meet within kOptimalityGap.
+    std::vector<double> duals(k), centre, trial(k);
+    double centre_bound = std::numeric_limits<double>::infinity();
+    while (columns.size() < kMaxColumns) {
+      solve_or_throw(master, "oef-noncoop master");
+      double t = master.objective_value();
+      for (std::size_t j = 0; j < k; ++j) duals[j] = std::max(0.0, master.dual(rows[j]));
+      if (centre.empty()) centre = duals;
+      bool added = false;
+      for (double alpha = kSmoothing; !added; alpha = alpha > 0.01 ? alpha / 2 : 0.0) {
+        for (std::size_t j = 0; j < k; ++j) trial[j] = alpha * centre[j] + (1 - alpha) * duals[j];
+        double f = price_out(trial);
+        double bound = f > 0 ? dot(trial, p.capacity) / f : std::numeric_limits<double>::infinity();
+        if (bound < centre_bound) centre_bound = bound, centre = trial;
+        if (centre_bound <= t * (1 + kOptimalityGap)) break;
+        // Does the column priced at `trial` improve the master (duals)?
+        double reduced = 1.0;
+        for (std::size_t l = 0; l < n; ++l)
+          reduced -= p.entities[l].weight * duals[assign[l]] / p.entities[l].speedup[assign[l]];
+        if (reduced > 1e-12) {
+          add_column(assign);
+          added = true;
+        } else if (alpha == 0.0) {
+          break;  // the master's own duals price out nothing: optimal
+        }
+      }
+      if (!added) break;
+    }
     Matrix x(n, k);
     for (std::size_t a = 0; a < columns.size(); ++a) {
       double nu = master.value(static_cast<int>(a));
