@@ -1,2 +1,198 @@
-// PLACEHOLDER: replaced by the CLI.
-int main() { return 0; }
+// The `fairgpu` command: `allocate` (run a share policy on a problem),
+// `audit` (check a given allocation for the fairness properties) and
+// `policies` (list the registered policies).
+//
+// Errors are caught here, once: bad input or bad flags print one line
+// "fairgpu: ..." on stderr and exit 2; anything else (a bug, a policy that is
+// not available) exits 1. Output is composed in full before it is written, so
+// a failure never leaves partial output on stdout.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "fairgpu/allocation_io.h"
+#include "fairgpu/audit.h"
+#include "fairgpu/policy.h"
+
+namespace fairgpu {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+// A bad command line (as opposed to a bad input file).
+class UsageError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string policy_names() {
+  std::string out;
+  for (const auto& name : PolicyRegistry::builtin().names())
+    out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+void check_policy_name(const std::string& name) {
+  if (!PolicyRegistry::builtin().find(name))
+    throw UsageError("unknown policy '" + name + "' (valid: " + policy_names() + ")");
+}
+
+std::unique_ptr<SharePolicy> make_policy(const std::string& name) {
+  check_policy_name(name);
+  return make_share_policy(name);
+}
+
+struct AllocateArgs {
+  std::string input;
+  std::string policy = "oef-coop";
+  bool json = false;
+  bool audit = false;
+  bool no_sp_probe = false;
+  bool use_default = true;  // no --input given
+};
+
+struct AuditArgs {
+  std::string input;
+  std::string allocation;
+  std::string policy;
+  bool json = false;
+  bool no_sp_probe = false;
+};
+
+std::string run_allocate(const AllocateArgs& a) {
+  auto policy = make_policy(a.policy);
+  ShareProblem problem = a.use_default ? default_share_problem() : read_share_problem(a.input);
+  ShareAllocation result = run_share_policy(*policy, problem);
+  AllocationOutput out{a.policy, result.solve_seconds, nullptr};
+  AuditReport report;
+  if (a.audit) {
+    AuditOptions options;
+    options.strategy_proofness_probe = !a.no_sp_probe;
+    report = audit_allocation(problem, result.x, a.no_sp_probe ? nullptr : policy.get(), options);
+    out.audit = &report;
+  }
+  return a.json ? allocation_to_json(problem, result.x, out)
+                : allocation_to_text(problem, result.x, out);
+}
+
+std::string run_audit(const AuditArgs& a) {
+  if (!a.policy.empty()) check_policy_name(a.policy);  // even when the probe is off
+  ShareProblem problem = read_share_problem(a.input);
+  AllocationInput given = read_allocation(problem, a.allocation);
+  // --policy overrides the policy named in the allocation file.
+  std::string policy_name = a.policy.empty() ? given.policy : a.policy;
+  std::unique_ptr<SharePolicy> policy;
+  if (!policy_name.empty() && !a.no_sp_probe) policy = make_policy(policy_name);
+  AuditOptions options;
+  options.strategy_proofness_probe = policy != nullptr;
+  AuditReport report = audit_allocation(problem, given.x, policy.get(), options);
+  if (a.json) return audit_to_json(report);
+  return allocation_to_text(problem, given.x, {"", -1, &report});
+}
+
+std::string run_policies() {
+  const auto& all = PolicyRegistry::builtin().all();
+  std::size_t width = 0;
+  for (const auto& p : all) width = std::max(width, p.name.size());
+  std::string out;
+  for (const auto& p : all) out += fmt::format("{:<{}}  {}\n", p.name, width, p.description);
+  return out;
+}
+
+// CLI11 messages may span lines; the contract is one line.
+std::string flatten(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "fairgpu: a fair scheduler for shared heterogeneous GPU clusters.\n"
+      "Computes a policy's fair share of GPU types per tenant and audits allocations\n"
+      "for envy-freeness, sharing incentive, Pareto efficiency, optimal efficiency and\n"
+      "strategy-proofness.",
+      "fairgpu"};
+  app.require_subcommand(1);
+  app.footer(
+      "Exit status: 0 ok, 2 bad input or command line (one line on stderr), 1 other "
+      "errors.\nRun 'fairgpu <subcommand> --help' for the options of a subcommand.");
+  const std::string policy_help = "share policy: " + policy_names();
+
+  AllocateArgs alloc;
+  auto* allocate =
+      app.add_subcommand("allocate", "compute a policy's share of every GPU type for every tenant");
+  auto* alloc_input = allocate->add_option(
+      "--input", alloc.input, "problem JSON (default: a built-in 3-type, 2-tenant example)");
+  allocate->add_option("--policy", alloc.policy, policy_help + " (default: oef-coop)");
+  allocate->add_flag("--json", alloc.json, "print JSON instead of a table");
+  allocate->add_flag("--audit", alloc.audit, "also check EF, SI, PE, efficiency and SP");
+  allocate->add_flag("--no-sp-probe", alloc.no_sp_probe,
+                     "with --audit: skip the strategy-proofness probe (re-runs the policy)");
+
+  AuditArgs aud;
+  auto* audit = app.add_subcommand("audit", "check a given allocation for the fairness properties");
+  audit->add_option("--input", aud.input, "problem JSON")->required();
+  audit
+      ->add_option("--allocation", aud.allocation,
+                   "allocation JSON: `fairgpu allocate --json` output, or "
+                   "{\"allocation\": [[...], ...]} (one row per tenant / job type)")
+      ->required();
+  audit->add_option("--policy", aud.policy,
+                    "policy the strategy-proofness probe re-runs (default: the file's "
+                    "\"policy\"; without one the probe is skipped); " +
+                        policy_help);
+  audit->add_flag("--json", aud.json, "print the audit as JSON");
+  audit->add_flag("--no-sp-probe", aud.no_sp_probe, "skip the strategy-proofness probe");
+
+  auto* policies = app.add_subcommand("policies", "list the registered policies");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "fairgpu: %s; run 'fairgpu --help'\n", flatten(e.what()).c_str());
+    return kExitBadInput;
+  }
+
+  // Only an absent --input means the built-in example; --input "" is a mistake.
+  alloc.use_default = alloc_input->count() == 0;
+  std::string out;
+  if (allocate->parsed())
+    out = run_allocate(alloc);
+  else if (audit->parsed())
+    out = run_audit(aud);
+  else if (policies->parsed())
+    out = run_policies();
+  if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "fairgpu: cannot write the output\n");
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace fairgpu
+
+int main(int argc, char** argv) {
+  try {
+    return fairgpu::run(argc, argv);
+  } catch (const fairgpu::InputError& e) {
+    std::fprintf(stderr, "fairgpu: %s\n", e.what());
+    return fairgpu::kExitBadInput;
+  } catch (const fairgpu::UsageError& e) {
+    std::fprintf(stderr, "fairgpu: %s\n", e.what());
+    return fairgpu::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fairgpu: error: %s\n", fairgpu::flatten(e.what()).c_str());
+    return fairgpu::kExitFailure;
+  }
+}

@@ -5,8 +5,9 @@
 // §4.2.4 (one per job type of a tenant, carrying an equal split of the
 // tenant's weight). W_l is entity l's speedup vector, w_l its weight, x_l its
 // row of X, m the capacity vector, and V_l(y) the most throughput l can draw
-// from a bundle y: W_l . y, or with a tenant demand d the best d devices of y
-// (ShareProblem::capped_value, a fractional knapsack).
+// from a bundle y: W_l . y, or under a demand the best d_l devices of y
+// (ShareProblem::capped_value, a fractional knapsack), d_l being l's weight
+// share of its tenant's demand (ShareProblem::entity_demand).
 //
 // - Envy-freeness (EF, §2.3.1 (2); the constraint of eq. 10c): no entity
 //   prefers another's bundle. Ratio of l towards i:
@@ -20,7 +21,7 @@
 //   Ratio (W_l . x_l) / V_l(m * w_l / sum w); SI iff the min >= 1 - tolerance.
 // - Pareto efficiency (PE, §2.3.1 (4), in DRF's strong sense, not Gavel's
 //   work conservation): nobody can gain without someone losing. One LP:
-//   maximise sum_l W_l . x'_l over feasible X' (capacities, tenant demands)
+//   maximise sum_l W_l . x'_l over feasible X' (capacities, demands)
 //   subject to W_l . x'_l >= W_l . x_l for every l, including entities with
 //   nothing. Its optimum exceeds the audited total iff some entity can gain
 //   at nobody's expense; pareto_improvement is that excess relative to the
@@ -163,12 +164,12 @@ double overuse(const ShareProblem& p, const Matrix& x) {
     for (std::size_t e = 0; e < p.num_entities(); ++e) used += x(e, j);
     s = std::max(s, used / p.capacity[j]);
   }
-  for (const auto& t : p.tenants) {
-    if (!std::isfinite(t.demand) || !(t.demand > 0)) continue;
+  for (std::size_t e = 0; e < p.num_entities(); ++e) {
+    double cap = p.entity_demand(e);
+    if (!std::isfinite(cap) || !(cap > 0)) continue;
     double held = 0;
-    for (std::size_t e : t.entities)
-      for (std::size_t j = 0; j < p.num_types(); ++j) held += x(e, j);
-    s = std::max(s, held / t.demand);
+    for (std::size_t j = 0; j < p.num_types(); ++j) held += x(e, j);
+    s = std::max(s, held / cap);
   }
   return s;
 }

@@ -1,0 +1,297 @@
+// End-to-end tests of the `fairgpu` program: runs the built binary with its
+// output redirected to files and checks exit status, stdout and stderr.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fairgpu/policy.h"
+
+namespace fairgpu {
+namespace {
+
+using nlohmann::json;
+
+struct RunResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string source_path(const std::string& relative) {
+  return std::string(FAIRGPU_SOURCE_DIR) + "/" + relative;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+class CliTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::path(testing::TempDir()) /
+           ("fairgpu-cli-" + std::to_string(getpid()) + "-" + info->test_suite_name() + "-" +
+            info->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  RunResult run(const std::vector<std::string>& args) {
+    std::string cmd = quote(FAIRGPU_BINARY);
+    // Appends, not "literal" + string: the latter trips GCC 12's -Wrestrict
+    // false positive (bug 105329) under -O3 -Werror.
+    for (const auto& a : args) cmd.append(" ").append(quote(a));
+    auto out = dir_ / "stdout", err = dir_ / "stderr";
+    cmd.append(" >").append(quote(out.string()));
+    cmd.append(" 2>").append(quote(err.string())).append(" </dev/null");
+    RunResult r;
+    int raw = std::system(cmd.c_str());
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    auto path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  // True when `policy` runs; placeholders still being written exit 1 with
+  // "not implemented", and their tests skip rather than fail.
+  bool implemented(const RunResult& r) {
+    return !(r.status == 1 && r.err.find("not implemented") != std::string::npos);
+  }
+
+  std::filesystem::path dir_;
+};
+
+std::size_t count_lines(const std::string& s) {
+  return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// Checks the structure of `allocate --json` output against the input problem:
+// tenants in input order, one value per GPU type, throughput = W.x, totals.
+void check_allocation_json(const json& in, const json& out, const std::string& policy) {
+  SCOPED_TRACE(policy);
+  EXPECT_EQ(out["policy"], policy);
+  EXPECT_EQ(out["gpu_types"], in["gpu_types"]);
+  ASSERT_EQ(out["tenants"].size(), in["tenants"].size());
+  std::size_t k = in["gpu_types"].size();
+  std::vector<double> used(k, 0.0);
+  double sum = 0;
+  for (std::size_t t = 0; t < in["tenants"].size(); ++t) {
+    const json& ti = in["tenants"][t];
+    const json& to = out["tenants"][t];
+    EXPECT_EQ(to["name"], ti["name"]);
+    ASSERT_EQ(to["allocation"].size(), k);
+    double w_x = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      double x = to["allocation"][j].get<double>();
+      EXPECT_GE(x, 0.0);
+      used[j] += x;
+      w_x += ti["speedup"][j].get<double>() / ti["speedup"][0].get<double>() * x;
+    }
+    EXPECT_NEAR(to["throughput"].get<double>(), w_x, 1e-9);
+    sum += to["throughput"].get<double>();
+  }
+  for (std::size_t j = 0; j < k; ++j)
+    EXPECT_LE(used[j], in["capacity"][in["gpu_types"][j].get<std::string>()].get<double>() + 1e-6);
+  EXPECT_NEAR(out["total_throughput"].get<double>(), sum, 1e-9);
+  EXPECT_GE(out["solve_seconds"].get<double>(), 0.0);
+  EXPECT_FALSE(out.contains("audit"));
+}
+
+TEST_F(CliTest, AllocateJsonMaxSumThroughput) {
+  std::string input = source_path("examples/paper-three-users.json");
+  RunResult r = run({"allocate", "--input", input, "--policy", "max-sum-throughput", "--json"});
+  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  json out = json::parse(r.out);
+  check_allocation_json(json::parse(slurp(input)), out, "max-sum-throughput");
+  // gpu2 to the user with speedup 4, gpu1 (worth 1 to everyone) to anyone.
+  EXPECT_NEAR(out["total_throughput"].get<double>(), 5.0, 1e-6);
+}
+
+TEST_F(CliTest, AllocateJsonEveryPolicy) {
+  std::string input = source_path("examples/weighted.json");
+  int ran = 0;
+  for (const auto& name : PolicyRegistry::builtin().names()) {
+    RunResult r = run({"allocate", "--input", input, "--policy", name, "--json"});
+    if (!implemented(r)) continue;
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    check_allocation_json(json::parse(slurp(input)), json::parse(r.out), name);
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "no policy implemented yet";
+}
+
+TEST_F(CliTest, AllocateDefaultExamplePrintsATable) {
+  RunResult r = run({"allocate", "--policy", "max-sum-throughput"});
+  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* row : {"\nalice ", "\nbob ", "\n  lstm ", "\n  vgg ", "\ntotal "})
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << " in\n" << r.out;
+  for (const char* column : {"k80", "p100", "v100", "throughput"})
+    EXPECT_NE(r.out.find(column), std::string::npos) << column;
+}
+
+TEST_F(CliTest, AllocateJsonWithJobTypesAndAudit) {
+  RunResult r =
+      run({"allocate", "--policy", "max-sum-throughput", "--json", "--audit", "--no-sp-probe"});
+  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  json out = json::parse(r.out);
+  ASSERT_EQ(out["tenants"].size(), 2u);
+  const json& bob = out["tenants"][1];
+  ASSERT_EQ(bob["job_types"].size(), 2u);
+  for (std::size_t j = 0; j < 3; ++j)
+    EXPECT_NEAR(bob["allocation"][j].get<double>(),
+                bob["job_types"][0]["allocation"][j].get<double>() +
+                    bob["job_types"][1]["allocation"][j].get<double>(),
+                1e-9);
+  const json& audit = out["audit"];
+  EXPECT_NEAR(audit["total_throughput"].get<double>(), out["total_throughput"].get<double>(), 1e-6);
+  // max-sum-throughput is the efficiency reference: optimal by definition.
+  EXPECT_EQ(audit["holds"]["optimal_efficiency"], true);
+  EXPECT_FALSE(audit["holds"].contains("strategy_proof"));
+}
+
+TEST_F(CliTest, AuditReadsAllocateOutput) {
+  std::string input = source_path("examples/paper-three-users.json");
+  RunResult a = run({"allocate", "--input", input, "--policy", "max-sum-throughput", "--json"});
+  if (!implemented(a)) GTEST_SKIP() << a.err;
+  ASSERT_EQ(a.status, 0) << a.err;
+  std::string allocation = write("allocation.json", a.out);
+  RunResult r =
+      run({"audit", "--input", input, "--allocation", allocation, "--json", "--no-sp-probe"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json audit = json::parse(r.out);
+  EXPECT_NEAR(audit["total_throughput"].get<double>(),
+              json::parse(a.out)["total_throughput"].get<double>(), 1e-6);
+  EXPECT_EQ(audit["sp_probed"], false);
+  EXPECT_TRUE(audit["holds"].contains("envy_free"));
+}
+
+TEST_F(CliTest, AuditReadsAPlainMatrix) {
+  std::string input = source_path("examples/paper-three-users.json");
+  // Everything to user3: total throughput 1 + 4.
+  std::string allocation = write("m.json", R"({"allocation": [[0, 0], [0, 0], [1, 1]]})");
+  RunResult r = run({"audit", "--input", input, "--allocation", allocation});
+  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("properties"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("envy-free"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5.000"), std::string::npos) << r.out;
+}
+
+struct BadRun {
+  std::vector<std::string> args;  // "{src}/" is replaced by the source directory
+  std::string must_contain1;      // e.g. the file name
+  std::string must_contain2;      // e.g. the field
+};
+
+TEST_F(CliTest, BadInputsExitTwoWithOneLine) {
+  const std::string data = "tests/data/";
+  const std::string paper = source_path("examples/paper-three-users.json");
+  std::vector<BadRun> cases = {
+      {{"allocate", "--input", source_path(data + "bad-speedup-length.json")},
+       "bad-speedup-length.json",
+       "tenants[1].speedup"},
+      {{"allocate", "--input", source_path(data + "bad-job-type-overflow.json")},
+       "bad-job-type-overflow.json",
+       "tenants[1].job_types[1].throughput[2]"},
+      {{"allocate", "--input", source_path(data + "bad-unknown-field.json")},
+       "bad-unknown-field.json",
+       "tenants[0].wieght"},
+      {{"allocate", "--input", source_path(data + "bad-capacity-string.json")},
+       "bad-capacity-string.json",
+       "capacity.p100"},
+      {{"allocate", "--input", source_path(data + "bad-syntax.json"), "--json"},
+       "bad-syntax.json",
+       "line 5"},
+      {{"allocate", "--input", source_path(data + "no-such-file.json")},
+       "no-such-file.json",
+       "cannot open"},
+      {{"audit", "--input", paper, "--allocation",
+        source_path(data + "bad-allocation-over-capacity.json")},
+       "bad-allocation-over-capacity.json",
+       "over capacity"},
+      {{"audit", "--input", source_path(data + "bad-speedup-length.json"), "--allocation",
+        source_path(data + "bad-allocation-over-capacity.json")},
+       "bad-speedup-length.json",
+       "tenants[1].speedup"},
+      {{"allocate", "--policy", "no-such-policy"}, "no-such-policy", "max-sum-throughput"},
+      {{"allocate", "--bogus-flag"}, "--bogus-flag", ""},
+      {{"audit", "--input", paper}, "--allocation", ""},
+      {{}, "subcommand", ""},
+      {{"allocate", "--input", ""}, "empty file name", ""},
+      {{"audit", "--input", paper, "--allocation", paper, "--policy", "nope", "--no-sp-probe"},
+       "unknown policy 'nope'",
+       ""},
+      {{"audit", "--input", paper, "--allocation", paper}, "paper-three-users.json", "allocation"},
+  };
+  for (const auto& c : cases) {
+    RunResult r = run(c.args);
+    std::string what = c.args.empty() ? "(no arguments)" : c.args.back();
+    EXPECT_EQ(r.status, 2) << what << ": " << r.err;
+    EXPECT_EQ(r.out, "") << what;
+    EXPECT_EQ(count_lines(r.err), 1u) << what << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("fairgpu: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.must_contain1), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.must_contain2), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(CliTest, UnknownPolicyListsTheValidNames) {
+  RunResult r = run({"allocate", "--policy", "oef"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  for (const auto& name : PolicyRegistry::builtin().names())
+    EXPECT_NE(r.err.find(name), std::string::npos) << name << " in " << r.err;
+}
+
+TEST_F(CliTest, PoliciesListsEveryPolicy) {
+  RunResult r = run({"policies"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), PolicyRegistry::builtin().all().size());
+  for (const char* name :
+       {"oef-noncoop", "oef-coop", "gavel", "gandiva-fair", "max-min", "max-sum-throughput"}) {
+    std::string line_start = std::string(name).append(" ");
+    bool found = r.out.rfind(line_start, 0) == 0 ||
+                 r.out.find(std::string("\n").append(line_start)) != std::string::npos;
+    EXPECT_TRUE(found) << name << " in\n" << r.out;
+  }
+}
+
+TEST_F(CliTest, HelpListsSubcommands) {
+  RunResult r = run({"--help"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* sub : {"allocate", "audit", "policies"})
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub << " in\n" << r.out;
+}
+
+}  // namespace
+}  // namespace fairgpu
