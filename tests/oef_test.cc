@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
 #include "reference_lp.h"
 #include "test_instances.h"
@@ -228,6 +229,25 @@ INSTANTIATE_TEST_SUITE_P(Seeds, OefRandom,
                                            RandomCase{3, 10, 4, true}, RandomCase{4, 20, 6, false},
                                            RandomCase{5, 30, 5, true}, RandomCase{6, 50, 6, false},
                                            RandomCase{7, 50, 2, true}, RandomCase{8, 40, 6, true}));
+
+// Theorem 5.4 on random instances: no inflation of one tenant's speedups on
+// the probe's grid (x1.1 .. x3, all faster types or one) raises its true
+// throughput under oef-noncoop. The same probe catches max-sum-throughput.
+// (The probe re-solves n * 5 * k times, so these stay at n <= 30.)
+TEST(OefNonCoop, StrategyProofnessProbeFindsNoGainOnRandomInstances) {
+  for (RandomCase c : {RandomCase{31, 2, 2, false}, RandomCase{32, 8, 3, true},
+                       RandomCase{33, 20, 6, false}, RandomCase{34, 30, 4, true}}) {
+    ShareProblem p = testing::random_problem(c.seed, c.n, c.k, c.weights);
+    auto policy = make_share_policy("oef-noncoop");
+    AuditReport r = audit_allocation(p, policy->allocate(p), policy.get());
+    ASSERT_TRUE(r.sp_probed);
+    EXPECT_LE(r.sp_max_gain, 1e-6) << "seed " << c.seed << ": " << r.sp_best_lie;
+    EXPECT_TRUE(r.strategy_proof);
+    auto greedy = make_share_policy("max-sum-throughput");
+    AuditReport g = audit_allocation(p, greedy->allocate(p), greedy.get());
+    EXPECT_FALSE(g.strategy_proof) << "seed " << c.seed << ": the probe should catch max-sum";
+  }
+}
 
 // Groups of identical tenants (Gavel-like instances) give the same total as
 // the full LP and split each group's bundle by weight.
