@@ -16,9 +16,9 @@
 #include <random>
 #include <stdexcept>
 
-#include "fairgpu/policy.h"
 #include "../tests/reference_lp.h"
 #include "../tests/test_instances.h"
+#include "fairgpu/policy.h"
 
 namespace fairgpu {
 namespace {
@@ -78,7 +78,12 @@ void BM_CoopPolicy(benchmark::State& state) {
              testing::random_problem(2, static_cast<std::size_t>(state.range(0)), 10));
 }
 BENCHMARK(BM_CoopFullLp)->Arg(100)->Arg(200)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK(BM_CoopPolicy)->Arg(100)->Arg(200)->Arg(1000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_CoopPolicy)
+    ->Arg(100)
+    ->Arg(200)
+    ->Arg(1000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 // ---- oef-coop: Gavel's measured throughputs, k = 3 ---------------------------
 void BM_CoopGavelFullLp(benchmark::State& state) {

@@ -1,7 +1,7 @@
 // The LP layer on problems whose optimum is known in closed form.
-#include <gtest/gtest.h>
-
 #include "fairgpu/lp.h"
+
+#include <gtest/gtest.h>
 
 namespace fairgpu {
 namespace {

@@ -70,7 +70,8 @@ inline double full_noncoop_total(const ShareProblem& p, LpSolveOptions o = {}) {
   for (std::size_t l = 0; l < n; ++l) {
     std::vector<int> v;
     std::vector<double> c;
-    for (std::size_t j = 0; j < k; ++j) v.push_back(f.x[l * k + j]), c.push_back(p.entities[l].speedup[j]);
+    for (std::size_t j = 0; j < k; ++j)
+      v.push_back(f.x[l * k + j]), c.push_back(p.entities[l].speedup[j]);
     v.push_back(t), c.push_back(-p.entities[l].weight);
     f.lp.add_constraint(v, c, 0, 0);
   }

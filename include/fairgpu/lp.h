@@ -20,7 +20,7 @@ enum class LpStatus { kOptimal, kInfeasible, kUnbounded, kError };
 const char* to_string(LpStatus s);
 
 struct LpSolveOptions {
-  bool presolve = true;   // first solve only; CLP's presolve shrinks OEF's LPs a lot
+  bool presolve = true;           // first solve only; CLP's presolve shrinks OEF's LPs a lot
   double time_limit_seconds = 0;  // 0: none (MIP only)
 };
 

@@ -61,8 +61,8 @@ std::size_t ShareProblem::add_tenant(std::string name, std::vector<double> speed
 }
 
 std::size_t ShareProblem::add_tenant_job_types(
-    std::string name, std::vector<std::pair<std::string, std::vector<double>>> types,
-    double weight, double demand) {
+    std::string name, std::vector<std::pair<std::string, std::vector<double>>> types, double weight,
+    double demand) {
   std::size_t t = tenants.size();
   ShareTenant tenant{name, weight, demand, {}};
   // OEF §4.2.4: one virtual tenant per job type, the weight split equally.

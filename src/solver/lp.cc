@@ -8,17 +8,20 @@
 #include <coin/ClpSolve.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #include <coin/OsiClpSolverInterface.hpp>
-
 #include <stdexcept>
 
 namespace fairgpu {
 
 const char* to_string(LpStatus s) {
   switch (s) {
-    case LpStatus::kOptimal: return "optimal";
-    case LpStatus::kInfeasible: return "infeasible";
-    case LpStatus::kUnbounded: return "unbounded";
-    case LpStatus::kError: return "error";
+    case LpStatus::kOptimal:
+      return "optimal";
+    case LpStatus::kInfeasible:
+      return "infeasible";
+    case LpStatus::kUnbounded:
+      return "unbounded";
+    case LpStatus::kError:
+      return "error";
   }
   return "?";
 }
@@ -174,10 +177,14 @@ namespace {
 
 LpStatus status_of(int clp_status) {
   switch (clp_status) {
-    case 0: return LpStatus::kOptimal;
-    case 1: return LpStatus::kInfeasible;
-    case 2: return LpStatus::kUnbounded;
-    default: return LpStatus::kError;
+    case 0:
+      return LpStatus::kOptimal;
+    case 1:
+      return LpStatus::kInfeasible;
+    case 2:
+      return LpStatus::kUnbounded;
+    default:
+      return LpStatus::kError;
   }
 }
 
