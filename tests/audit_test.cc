@@ -1,6 +1,8 @@
 // Property audit (src/fairness/audit.cc) on hand-built allocations whose
 // properties are known in closed form, most of them from OEF §2.4, plus the
 // strategy-proofness probe run against the registered policies.
+#include "fairgpu/audit.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +15,6 @@
 #include <string_view>
 #include <vector>
 
-#include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/share_problem.h"
 
@@ -50,20 +51,11 @@ AuditOptions no_probe() {
   return o;
 }
 
-// A registered policy, or nullptr (with `why`) while it is still a
-// placeholder that throws std::logic_error("... not implemented ...").
-std::unique_ptr<SharePolicy> real_policy(std::string_view name, const ShareProblem& p,
-                                         std::string& why) {
-  try {
-    std::unique_ptr<SharePolicy> policy = make_share_policy(name);
-    if (!policy) throw std::runtime_error("no policy named " + std::string(name));
-    policy->allocate(p);
-    return policy;
-  } catch (const std::logic_error& e) {
-    if (std::string(e.what()).find("not implemented") == std::string::npos) throw;
-    why = std::string(name) + " is a placeholder: " + e.what();
-    return nullptr;
-  }
+// A registered policy by name (throws for an unknown name).
+std::unique_ptr<SharePolicy> policy_named(std::string_view name) {
+  std::unique_ptr<SharePolicy> policy = make_share_policy(name);
+  if (!policy) throw std::runtime_error("no policy named " + std::string(name));
+  return policy;
 }
 
 // OEF eq. (2), X* = [[1,0],[0,.5],[0,.5]], E* = (1, 1.5, 2), total 4.5.
@@ -266,9 +258,7 @@ TEST(AuditShares, RandomInstancesMaxSumAndEqualSplit) {
       for (std::size_t j = 1; j < k; ++j) w.push_back(w.back() + step(rng));
       p.add_tenant(fmt::format("u{}", l), w, 1 + std::floor(3 * step(rng)));
     }
-    std::string why;
-    std::unique_ptr<SharePolicy> max_sum = real_policy("max-sum-throughput", p, why);
-    if (!max_sum) GTEST_SKIP() << why;
+    std::unique_ptr<SharePolicy> max_sum = policy_named("max-sum-throughput");
     AuditReport best = audit_allocation(p, max_sum->allocate(p), nullptr);
     EXPECT_NEAR(best.efficiency_gap, 0.0, 1e-7);
     EXPECT_TRUE(best.pareto_efficient) << best.pareto_improvement;
@@ -296,9 +286,7 @@ TEST(AuditProbe, MaxSumThroughputRewardsLies) {
   p.capacity = {1, 1};
   p.add_tenant("u1", {1, 2});
   p.add_tenant("u2", {1, 3});
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("max-sum-throughput", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("max-sum-throughput");
   AuditReport r = audit_allocation(p, matrix({{1, 0}, {0, 1}}), policy.get());
   EXPECT_TRUE(r.sp_probed);
   EXPECT_GE(r.sp_max_gain, 1.0 - 1e-7);
@@ -319,9 +307,7 @@ TEST(AuditProbe, SpeedupBlindPolicyHasNothingToGain) {
   p.capacity = {2, 1, 1};
   p.add_tenant("u1", {1, 1.5, 2});
   p.add_tenant("u2", {1, 2, 4}, 2.0);
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("max-min", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("max-min");
   AuditReport r = audit_allocation(p, policy->allocate(p), policy.get());
   EXPECT_TRUE(r.sp_probed);
   EXPECT_NEAR(r.sp_max_gain, 0.0, 1e-7);
@@ -423,9 +409,7 @@ TEST(AuditProbe, ReportsNegativeGainWhenEveryLieHurts) {
 // OEF Theorem 5.4: the non-cooperative OEF is strategy-proof.
 TEST(AuditProbe, OefNonCooperativeIsStrategyProofOnPaperExample) {
   ShareProblem p = oef_three_users();
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("oef-noncoop", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("oef-noncoop");
   AuditReport r = audit_allocation(p, policy->allocate(p), policy.get());
   EXPECT_TRUE(r.sp_probed);
   EXPECT_LE(r.sp_max_gain, 1e-6) << r.sp_best_lie;
@@ -436,9 +420,7 @@ TEST(AuditProbe, OefNonCooperativeIsStrategyProofOnPaperExample) {
 // in the paper's rounding, about 3%); the default grid finds a gain too.
 TEST(AuditProbe, GandivaFairIsNotStrategyProofOnPaperExample) {
   ShareProblem p = oef_three_users();
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("gandiva-fair", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("gandiva-fair");
   const Matrix honest = policy->allocate(p);
   AuditReport r = audit_allocation(p, honest, policy.get());
   EXPECT_GT(r.sp_max_gain, 1e-6);
@@ -455,9 +437,7 @@ TEST(AuditProbe, GandivaFairIsNotStrategyProofOnPaperExample) {
 // OEF §2.4: under Gavel u1 gains by reporting 2.5 on GPU2 (factor 1.25).
 TEST(AuditProbe, GavelIsNotStrategyProofOnPaperExample) {
   ShareProblem p = oef_three_users();
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("gavel", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("gavel");
   AuditOptions paper_lie;
   paper_lie.sp_factors = {1.25};
   AuditReport r = audit_allocation(p, policy->allocate(p), policy.get(), paper_lie);
@@ -476,9 +456,7 @@ TEST(AuditProbe, OefCooperativeRewardsTheFig2Lie) {
   p.capacity = {1, 1};
   p.add_tenant("u1", {1, 2});
   p.add_tenant("u2", {1, 4});
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("oef-coop", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("oef-coop");
   AuditOptions fig2;
   fig2.sp_factors = {1.5};
   AuditReport r = audit_allocation(p, matrix({{1, 0.25}, {0, 0.75}}), policy.get(), fig2);
@@ -491,9 +469,7 @@ TEST(AuditProbe, OefCooperativeRewardsTheFig2Lie) {
 // answer has total 4.5 (X* of eq. 2 is one optimum).
 TEST(AuditProbe, OefCooperativeIsEfSiPeOnPaperExample) {
   ShareProblem p = oef_three_users();
-  std::string why;
-  std::unique_ptr<SharePolicy> policy = real_policy("oef-coop", p, why);
-  if (!policy) GTEST_SKIP() << why;
+  std::unique_ptr<SharePolicy> policy = policy_named("oef-coop");
   AuditReport r = audit_allocation(p, policy->allocate(p), nullptr);
   EXPECT_TRUE(r.envy_free) << r.envy_pair;
   EXPECT_TRUE(r.sharing_incentive) << r.sharing_incentive_worst;

@@ -77,11 +77,8 @@ class CliTest : public testing::Test {
     return path.string();
   }
 
-  // True when `policy` runs; placeholders still being written exit 1 with
-  // "not implemented", and their tests skip rather than fail.
-  bool implemented(const RunResult& r) {
-    return !(r.status == 1 && r.err.find("not implemented") != std::string::npos);
-  }
+  // True when the run succeeded; tests assert it before reading the output.
+  bool succeeded(const RunResult& r) { return r.status == 0; }
 
   std::filesystem::path dir_;
 };
@@ -125,7 +122,7 @@ void check_allocation_json(const json& in, const json& out, const std::string& p
 TEST_F(CliTest, AllocateJsonMaxSumThroughput) {
   std::string input = source_path("examples/paper-three-users.json");
   RunResult r = run({"allocate", "--input", input, "--policy", "max-sum-throughput", "--json"});
-  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_TRUE(succeeded(r)) << r.err;
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
   json out = json::parse(r.out);
@@ -139,17 +136,16 @@ TEST_F(CliTest, AllocateJsonEveryPolicy) {
   int ran = 0;
   for (const auto& name : PolicyRegistry::builtin().names()) {
     RunResult r = run({"allocate", "--input", input, "--policy", name, "--json"});
-    if (!implemented(r)) continue;
-    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    ASSERT_TRUE(succeeded(r)) << name << ": " << r.err;
     check_allocation_json(json::parse(slurp(input)), json::parse(r.out), name);
     ++ran;
   }
-  if (ran == 0) GTEST_SKIP() << "no policy implemented yet";
+  EXPECT_EQ(ran, 6);
 }
 
 TEST_F(CliTest, AllocateDefaultExamplePrintsATable) {
   RunResult r = run({"allocate", "--policy", "max-sum-throughput"});
-  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_TRUE(succeeded(r)) << r.err;
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* row : {"\nalice ", "\nbob ", "\n  lstm ", "\n  vgg ", "\ntotal "})
     EXPECT_NE(r.out.find(row), std::string::npos) << row << " in\n" << r.out;
@@ -160,7 +156,7 @@ TEST_F(CliTest, AllocateDefaultExamplePrintsATable) {
 TEST_F(CliTest, AllocateJsonWithJobTypesAndAudit) {
   RunResult r =
       run({"allocate", "--policy", "max-sum-throughput", "--json", "--audit", "--no-sp-probe"});
-  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_TRUE(succeeded(r)) << r.err;
   ASSERT_EQ(r.status, 0) << r.err;
   json out = json::parse(r.out);
   ASSERT_EQ(out["tenants"].size(), 2u);
@@ -181,7 +177,7 @@ TEST_F(CliTest, AllocateJsonWithJobTypesAndAudit) {
 TEST_F(CliTest, AuditReadsAllocateOutput) {
   std::string input = source_path("examples/paper-three-users.json");
   RunResult a = run({"allocate", "--input", input, "--policy", "max-sum-throughput", "--json"});
-  if (!implemented(a)) GTEST_SKIP() << a.err;
+  ASSERT_TRUE(succeeded(a)) << a.err;
   ASSERT_EQ(a.status, 0) << a.err;
   std::string allocation = write("allocation.json", a.out);
   RunResult r =
@@ -199,7 +195,7 @@ TEST_F(CliTest, AuditReadsAPlainMatrix) {
   // Everything to user3: total throughput 1 + 4.
   std::string allocation = write("m.json", R"({"allocation": [[0, 0], [0, 0], [1, 1]]})");
   RunResult r = run({"audit", "--input", input, "--allocation", allocation});
-  if (!implemented(r)) GTEST_SKIP() << r.err;
+  ASSERT_TRUE(succeeded(r)) << r.err;
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("properties"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("envy-free"), std::string::npos) << r.out;
