@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <vector>
+
 namespace fairgpu {
 namespace {
 
@@ -78,6 +81,69 @@ TEST(LinearProgram, DualsInTheObjectivesSense) {
   int r = lp.add_constraint({a, b}, {1, 1}, -kInf, 4);
   ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
   EXPECT_NEAR(lp.dual(r), 2, 1e-9);
+}
+
+}  // namespace
+}  // namespace fairgpu
+
+namespace fairgpu {
+namespace {
+
+// Deleting rows renumbers the rest in order and keeps their duals; the next
+// solve starts from the previous basis. max 3a + 2b, a + b <= 4 (binding),
+// a + 3b <= 100 (slack), a <= 3  ->  11; then the binding row goes too.
+TEST(LinearProgram, DeleteConstraintsAndResolve) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 3, 3);
+  int b = lp.add_variable(0, kInf, 2);
+  int slack = lp.add_constraint({a, b}, {1, 3}, -kInf, 100);
+  int binding = lp.add_constraint({a, b}, {1, 1}, -kInf, 4);
+  int cap = lp.add_constraint({b}, {1}, -kInf, 10);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 11, 1e-9);
+  EXPECT_EQ(lp.dual(slack), 0);
+  lp.delete_constraints(std::vector<int>{slack, slack});  // duplicates ignored
+  EXPECT_EQ(lp.num_constraints(), 2);
+  binding -= 1, cap -= 1;  // renumbered in order
+  EXPECT_NEAR(lp.dual(binding), 2, 1e-9);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 11, 1e-9);
+  // A row added after a solve, then deleted with another before the next.
+  int extra = lp.add_constraint({a}, {1}, -kInf, 2);
+  lp.delete_constraints(std::vector<int>{binding, extra});
+  ASSERT_EQ(lp.num_constraints(), 1);
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 3 * 3 + 2 * 10, 1e-9);  // only b <= 10 left
+  EXPECT_NEAR(lp.dual(0), 2, 1e-9);
+  EXPECT_THROW(lp.delete_constraints(std::vector<int>{1}), std::out_of_range);
+}
+
+TEST(LinearProgram, DeleteConstraintsBeforeFirstSolve) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, kInf, 1);
+  lp.add_constraint({a}, {1}, -kInf, 1);
+  lp.add_constraint({a}, {1}, -kInf, 5);
+  lp.delete_constraints(std::vector<int>{0});
+  ASSERT_EQ(lp.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 5, 1e-9);
+}
+
+// Exact dual steepest edge changes the path, not the optimum.
+TEST(LinearProgram, ExactDualSteepestEdge) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 3, 3);
+  int b = lp.add_variable(0, kInf, 2);
+  lp.add_constraint({a, b}, {1, 1}, -kInf, 4);
+  LpSolveOptions o;
+  o.exact_dual_steepest_edge = true;
+  ASSERT_EQ(lp.solve(o), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 11, 1e-9);
+  lp.add_constraint({b}, {1}, -kInf, 0.5);
+  ASSERT_EQ(lp.solve(o), LpStatus::kOptimal);
+  EXPECT_NEAR(lp.objective_value(), 10, 1e-9);
 }
 
 }  // namespace

@@ -22,6 +22,11 @@ const char* to_string(LpStatus s);
 struct LpSolveOptions {
   bool presolve = true;           // first solve only; CLP's presolve shrinks OEF's LPs a lot
   double time_limit_seconds = 0;  // 0: none (MIP only)
+  // LP only: dual simplex prices rows by exact steepest-edge weights (one
+  // backward solve per row at the start of each solve) instead of CLP's
+  // default approximation. Pays off on degenerate LPs re-solved after many
+  // added rows: oef-coop needs half the iterations.
+  bool exact_dual_steepest_edge = false;
 };
 
 class LinearProgram {
@@ -50,6 +55,11 @@ class LinearProgram {
   void set_objective(int var, double coef);
   void set_variable_bounds(int var, double lower, double upper);
   void set_constraint_bounds(int row, double lower, double upper);
+  // Removes the given rows (any order; duplicates ignored). The other rows
+  // keep their order and are renumbered from 0, and so are the last duals.
+  // Meant for rows with zero dual at the last solve (purging lazily added
+  // rows): the next solve starts from the previous basis without them.
+  void delete_constraints(std::span<const int> rows);
 
   int num_variables() const;
   int num_constraints() const;

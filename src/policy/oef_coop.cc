@@ -15,13 +15,37 @@
 //     optimum splits a group's bundle in proportion to weight, and that split
 //     keeps every envy row (a group member's view is a weighted average).
 //  2. Envy rows are generated lazily: start with the rows between neighbours
-//     in speedup order (Theorem 5.2: binding envy is mostly between adjacent
-//     users) and, for k > 2, between each entity and its nearest entities in
-//     log-speedup space; solve, add the most violated rows of every entity,
-//     re-solve from the previous basis (dual simplex), until no row is
-//     violated. The result satisfies all n^2 rows and so is optimal for the
-//     full LP. (Tried and dropped: generating the x columns lazily too; on
-//     uniform n = 400, k = 10 it needed more rounds and ran 2x slower.)
+//     in speedup order (Theorem 5.2's adjacency for two types); solve, add
+//     for every entity its 2 most violated rows together with their reverse
+//     rows, delete the envy rows whose dual is zero, re-solve from the
+//     previous basis (dual simplex), until no row is violated. The result
+//     satisfies all n^2 rows and so is optimal for the full LP.
+//
+// Why this shape (uniform random_problem(2, n, 10), 2-core machine; times
+// are noisy, iteration counts are not): the optimum pools entities, many get
+// the same single-type bundle, and what binds is envy *inside* a pool (n =
+// 400: 611 of 688 rows with a nonzero dual join two equal bundles), between
+// entities that are far apart in speedup space. So
+//  - reverse rows: l envies i's larger share of the type both hold; l -> i
+//    with i -> l pins the pair to equal shares at once. Without them, with
+//    purging, n = 1000 took 2049 rounds;
+//  - purging rows with zero dual after every solve keeps the LP at ~5k rows
+//    instead of ~27k (n = 1000), which is what each simplex iteration costs;
+//    rows are only purged after a solve that strictly lowered the total, so
+//    the loop cannot cycle (the total never rises and only finitely many row
+//    sets exist). A zero-dual row may be tight; CLP repairs the basis;
+//  - seeds beyond the chain: 8 nearest neighbours in log-speedup space made
+//    the first solve 11.7k iterations (9.8k rows) for rows that were mostly
+//    purged right after; the chain alone needs 1.8k;
+//  - exact dual steepest edge (LpSolveOptions) halves the iterations.
+//  Before: n = 200 / 400 / 1000 in 2.5 / 5.5-11 / 67-120 s (16 rounds of
+//  10k-27k rows); now 0.45 / 2.2 / 11-15 s (seeds 2-4; ~35 rounds, ~21k
+//  iterations).
+//  Tried and dropped: utility variables u_l = W_l.x_l (rows of k+1 instead
+//  of 2k nonzeros: same iterations, no faster); one row per distinct target
+//  bundle; CLP perturbation, scaling, factorisation frequency, primal or
+//  barrier for the first solve (no gain or 6x slower); generating the x
+//  columns lazily too (more rounds, 2x slower on n = 400).
 //
 // Demands (not in the paper). An entity capped at d devices values a bundle y
 // by V_l(y), the most it can draw from y with d devices, so it does not envy
@@ -49,10 +73,9 @@
 namespace fairgpu::policy {
 namespace {
 
-// Measured on uniform random n = 400, k = 10 (bench/): 2 rows per entity per
-// round and 8 nearest neighbours give the fewest rounds x re-solve time.
+// Measured on uniform random n = 1000, k = 10: 3 rows per entity per round
+// let the LP grow to 25k rows and ran 2x slower than 2.
 constexpr std::size_t kRowsPerEntityPerRound = 2;
-constexpr std::size_t kNearestNeighbours = 8;
 constexpr int kRelinearisationRounds = 20;
 constexpr double kTol = 1e-9;
 
@@ -235,9 +258,7 @@ class CoopSolver {
   }
 
   // Initial envy rows: neighbours in speedup order (Theorem 5.2's adjacency
-  // for two types) and, for k > 2 where no single order exists, each entity's
-  // nearest entities by log-speedup distance: measured on random instances,
-  // most envy that binds at the optimum is between such close pairs.
+  // for two types); the lazy rounds find the rest.
   void add_neighbour_rows() {
     std::vector<std::size_t> order(n_);
     std::iota(order.begin(), order.end(), 0);
@@ -249,34 +270,12 @@ class CoopSolver {
       add_pair(order[r], order[r + 1]);
       add_pair(order[r + 1], order[r]);
     }
-    if (k_ <= 2) return;
-    std::vector<double> logw(n_ * k_);
-    for (std::size_t l = 0; l < n_; ++l)
-      for (std::size_t j = 0; j < k_; ++j)
-        logw[l * k_ + j] = std::log(std::max(p_.entities[l].speedup[j], 1e-12));
-    std::vector<std::pair<double, std::size_t>> d;
-    for (std::size_t l = 0; l < n_; ++l) {
-      d.clear();
-      for (std::size_t i = 0; i < n_; ++i) {
-        if (i == l) continue;
-        double dist = 0;
-        for (std::size_t j = 0; j < k_; ++j) {
-          double a = logw[l * k_ + j] - logw[i * k_ + j];
-          dist += a * a;
-        }
-        d.emplace_back(dist, i);
-      }
-      std::size_t take = std::min(kNearestNeighbours, d.size());
-      std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(take), d.end());
-      for (std::size_t r = 0; r < take; ++r) add_pair(l, d[r].second);
-    }
   }
 
   Matrix extract() const {
     Matrix x(n_, k_);
     for (std::size_t l = 0; l < n_; ++l)
-      for (std::size_t j = 0; j < k_; ++j)
-        x(l, j) = std::max(0.0, lp_.value(var(l, j)));
+      for (std::size_t j = 0; j < k_; ++j) x(l, j) = std::max(0.0, lp_.value(var(l, j)));
     return x;
   }
 
@@ -284,11 +283,45 @@ class CoopSolver {
   // previous basis; when no row is violated the optimum of the restricted LP
   // satisfies all n^2 rows and so is optimal for the full LP.
   Matrix generate() {
+    LpSolveOptions options;
+    options.exact_dual_steepest_edge = true;
+    double last = std::numeric_limits<double>::infinity();
     for (;;) {
-      solve_or_throw(lp_, "oef-coop");
+      solve_or_throw(lp_, "oef-coop", options);
       Matrix x = extract();
+      double total = lp_.objective_value();
+      if (!std::isfinite(last) || total < last - kTol * std::max(1.0, std::abs(last))) purge();
+      last = total;
       if (!add_violated_rows(x)) return x;
     }
+  }
+
+  // Deletes the envy rows of uncapped entities whose dual is zero at the last
+  // solve (capped rows are left to relinearise()); the solution stays optimal
+  // for the smaller LP.
+  void purge() {
+    std::vector<int> gone;
+    for (auto it = rows_.begin(); it != rows_.end();) {
+      if (std::isfinite(cap_[it->first / n_]) || lp_.dual(it->second.index) != 0) {
+        ++it;
+        continue;
+      }
+      gone.push_back(it->second.index);
+      it = rows_.erase(it);
+    }
+    if (gone.empty()) return;
+    std::vector<int> renumber(static_cast<std::size_t>(lp_.num_constraints()), 0);
+    for (int r : gone) renumber[static_cast<std::size_t>(r)] = -1;
+    int next = 0;
+    for (int& r : renumber) r = r < 0 ? -1 : next++;
+    lp_.delete_constraints(gone);
+    auto remap = [&](int& r) {
+      if (r >= 0) r = renumber[static_cast<std::size_t>(r)];
+    };
+    for (int& r : capacity_rows_) remap(r);
+    for (int& r : own_rows_) remap(r);
+    for (auto& [l, r] : demand_rows_) remap(r);
+    for (auto& [pair_key, row] : rows_) remap(row.index);
   }
 
   bool add_violated_rows(const Matrix& x) {
@@ -318,7 +351,11 @@ class CoopSolver {
       std::size_t take = std::min(kRowsPerEntityPerRound, worst.size());
       std::partial_sort(worst.begin(), worst.begin() + static_cast<std::ptrdiff_t>(take),
                         worst.end(), std::greater<>());
-      for (std::size_t r = 0; r < take; ++r) add_pair(l, worst[r].second), added = true;
+      for (std::size_t r = 0; r < take; ++r) {
+        add_pair(l, worst[r].second);
+        add_pair(worst[r].second, l);  // see the opening comment: reverse rows
+        added = true;
+      }
     }
     return added;
   }
@@ -351,7 +388,7 @@ class CoopSolver {
   bool any_cap_ = false;
   Matrix x0_, anchor_;
   LinearProgram lp_;
-  std::vector<int> col_;  // (l, j) -> variable
+  std::vector<int> col_;                       // (l, j) -> variable
   std::vector<int> capacity_rows_, own_rows_;  // own_rows_: SI row per entity, -1 if none
   std::unordered_map<std::size_t, int> demand_rows_;
   std::unordered_map<std::size_t, Row> rows_;  // envy rows by key(l, i)

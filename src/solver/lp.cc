@@ -4,6 +4,7 @@
 #include "fairgpu/lp.h"
 
 #include <coin/CbcModel.hpp>
+#include <coin/ClpDualRowSteepest.hpp>
 #include <coin/ClpSimplex.hpp>
 #include <coin/ClpSolve.hpp>
 #include <coin/CoinPackedMatrix.hpp>
@@ -42,6 +43,7 @@ struct LinearProgram::Impl {
 
   ClpSimplex clp;
   bool loaded = false;
+  bool exact_steepest_edge = false;
   int loaded_rows = 0, loaded_cols = 0;
 
   Impl() { clp.setLogLevel(0); }
@@ -170,6 +172,54 @@ void LinearProgram::set_constraint_bounds(int row, double lower, double upper) {
   if (impl_->loaded && row < impl_->loaded_rows) impl_->clp.setRowBounds(row, lower, upper);
 }
 
+void LinearProgram::delete_constraints(std::span<const int> rows) {
+  auto& d = *impl_;
+  const std::size_t m = d.row_lower.size();
+  std::vector<int> new_index(m, 0);
+  for (int r : rows) {
+    if (r < 0 || static_cast<std::size_t>(r) >= m)
+      throw std::out_of_range("delete_constraints: unknown constraint");
+    new_index[static_cast<std::size_t>(r)] = -1;
+  }
+  std::vector<int> gone;
+  int next = 0;
+  for (std::size_t r = 0; r < m; ++r) {
+    if (new_index[r] < 0) {
+      gone.push_back(static_cast<int>(r));
+    } else {
+      new_index[r] = next++;
+    }
+  }
+  if (gone.empty()) return;
+  if (d.loaded) {
+    d.sync();  // CLP must hold every row before some can go
+    d.clp.deleteRows(static_cast<int>(gone.size()), gone.data());
+    d.loaded_rows = next;
+  }
+  std::size_t kept = 0;
+  for (std::size_t e = 0; e < d.t_val.size(); ++e) {
+    int r = new_index[static_cast<std::size_t>(d.t_row[e])];
+    if (r < 0) continue;
+    d.t_row[kept] = r;
+    d.t_col[kept] = d.t_col[e];
+    d.t_val[kept] = d.t_val[e];
+    ++kept;
+  }
+  d.t_row.resize(kept);
+  d.t_col.resize(kept);
+  d.t_val.resize(kept);
+  // Duals may cover fewer rows than the model (rows added since the solve).
+  auto compact = [&](std::vector<double>& v) {
+    std::size_t out = 0;
+    for (std::size_t r = 0; r < v.size(); ++r)
+      if (new_index[r] >= 0) v[out++] = v[r];
+    v.resize(out);
+  };
+  compact(d.row_lower);
+  compact(d.row_upper);
+  compact(duals_);
+}
+
 int LinearProgram::num_variables() const { return static_cast<int>(impl_->obj.size()); }
 int LinearProgram::num_constraints() const { return static_cast<int>(impl_->row_lower.size()); }
 
@@ -221,6 +271,11 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     return cbc.isProvenOptimal() ? LpStatus::kOptimal : LpStatus::kError;
   }
 
+  if (options.exact_dual_steepest_edge != d.exact_steepest_edge) {
+    ClpDualRowSteepest pricing(options.exact_dual_steepest_edge ? 1 : 3);  // 3: CLP's default
+    d.clp.setDualRowPivotAlgorithm(pricing);
+    d.exact_steepest_edge = options.exact_dual_steepest_edge;
+  }
   if (!d.loaded) {
     d.load(maximize_);
     ClpSolve how;
