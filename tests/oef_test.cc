@@ -38,12 +38,6 @@ void expect_matrix(const Matrix& x, std::vector<std::vector<double>> want, doubl
       EXPECT_NEAR(x(r, c), want[r][c], tol) << "row " << r << " col " << c;
 }
 
-double total(const ShareProblem& p, const Matrix& x) {
-  double t = 0;
-  for (std::size_t e = 0; e < p.num_entities(); ++e) t += p.throughput(e, x);
-  return t;
-}
-
 // ---- Worked examples (OEF §2.4, §3.1.1, §4.2.3, §4.2.4) -------------------
 
 // Eq. 2: W = [[1,2],[1,3],[1,4]] -> X* = [[1,0],[0,.5],[0,.5]], E = [1, 1.5, 2].
@@ -62,7 +56,7 @@ TEST(OefCoop, TwoUsersPaperExample) {
   ShareProblem p = two_types({{1, 2}, {1, 5}});
   Matrix x = run("oef-coop", p);
   expect_matrix(x, {{1, 0.25}, {0, 0.75}}, 1e-6);
-  EXPECT_NEAR(total(p, x), 5.25, 1e-6);
+  EXPECT_NEAR(p.total_throughput(x), 5.25, 1e-6);
 }
 
 // §3.1.2: the first user lying [1,3] instead of [1,2] against [1,4] moves the
@@ -194,19 +188,13 @@ TEST_P(OefRandom, CoopMatchesFullLpAndIsEnvyFreeAndSharingIncentive) {
   ShareProblem p = testing::random_problem(c.seed, c.n, c.k, c.weights);
   Matrix x = run("oef-coop", p);
   double want = reference::full_coop_total(p);
-  EXPECT_NEAR(total(p, x), want, 1e-6 * want);
+  EXPECT_NEAR(p.total_throughput(x), want, 1e-6 * want);
   double total_weight = p.total_weight();
   for (std::size_t l = 0; l < p.num_entities(); ++l) {
     double own = p.throughput(l, x) / p.entities[l].weight;
     for (std::size_t i = 0; i < p.num_entities(); ++i)
-      EXPECT_LE(p.throughput(l,
-                             [&] {
-                               Matrix y(p.num_entities(), p.num_types());
-                               for (std::size_t j = 0; j < p.num_types(); ++j) y(l, j) = x(i, j);
-                               return y;
-                             }()) /
-                    p.entities[i].weight,
-                own * (1 + 1e-6))
+      // l's value of i's bundle per unit of i's weight: W_l . x_i / pi_i.
+      EXPECT_LE(p.value(l, x.row(i)) / p.entities[i].weight, own * (1 + 1e-6))
           << "u" << l << " envies u" << i;
     double si = p.value(l, p.capacity.data()) * p.entities[l].weight / total_weight;
     EXPECT_GE(p.throughput(l, x), si * (1 - 1e-6)) << "u" << l << " below its equal share";
@@ -218,7 +206,7 @@ TEST_P(OefRandom, NonCoopMatchesFullLpWithEqualThroughputs) {
   ShareProblem p = testing::random_problem(c.seed, c.n, c.k, c.weights);
   Matrix x = run("oef-noncoop", p);
   double want = reference::full_noncoop_total(p);
-  EXPECT_NEAR(total(p, x), want, 1e-6 * want);
+  EXPECT_NEAR(p.total_throughput(x), want, 1e-6 * want);
   double t = p.throughput(0, x) / p.entities[0].weight;
   for (std::size_t l = 1; l < p.num_entities(); ++l)
     EXPECT_NEAR(p.throughput(l, x) / p.entities[l].weight, t, 1e-6 * t);
@@ -263,7 +251,7 @@ TEST(OefCoop, IdenticalTenantsMatchFullLp) {
           base.entities[e].speedup, 1.0 + copy % 2);
   Matrix x = run("oef-coop", p);
   double want = reference::full_coop_total(p);
-  EXPECT_NEAR(total(p, x), want, 1e-6 * want);
+  EXPECT_NEAR(p.total_throughput(x), want, 1e-6 * want);
   // Copies 0 (weight 1) and 1 (weight 2) of the same vector: 1:2 bundles.
   for (std::size_t j = 0; j < p.num_types(); ++j) EXPECT_NEAR(2 * x(0, j), x(6, j), 1e-9);
 }

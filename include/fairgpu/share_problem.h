@@ -69,14 +69,26 @@ struct ShareProblem {
   }
   bool has_demands() const;
 
-  // W_l . x_l
+  // W_l . x_l, and its sum over all entities (the efficiency of X).
   double throughput(std::size_t e, const Matrix& x) const;
+  double total_throughput(const Matrix& x) const;
+  // Entity x type matrix of speedups: the objective of max-throughput LPs.
+  Matrix speedup_matrix() const;
+  // Entity e's weighted equal split of every type: m * w_e / total_weight
+  // (pass total_weight(); loops over entities compute it once).
+  std::vector<double> equal_share(std::size_t e, double total_weight) const;
+  // Entity i's bundle as l sees it: x_i scaled to l's weight (OEF §4.2.3's
+  // replication), and its value to l under l's demand: V_l(x_i * w_l / w_i).
+  std::vector<double> envied_bundle(std::size_t l, std::size_t i, const Matrix& x) const;
+  double envy_value(std::size_t l, std::size_t i, const Matrix& x) const;
   // W_l . y for an arbitrary bundle y (size k).
   double value(std::size_t e, const double* y) const;
   // The most throughput entity e can draw from bundle y using at most `cap`
   // devices: a fractional knapsack that takes e's fastest types first. This is
   // V_l(y) of the demand-aware envy and sharing-incentive definitions.
   double capped_value(std::size_t e, const double* y, double cap) const;
+  // The sub-bundle of y that realises capped_value, written to out (size k).
+  void capped_bundle(std::size_t e, const double* y, double cap, double* out) const;
 
   // Adds a tenant with one speedup vector (weight > 0, speedup size k).
   std::size_t add_tenant(std::string name, std::vector<double> speedup, double weight = 1.0,

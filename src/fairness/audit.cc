@@ -49,6 +49,8 @@
 // stays feasible.
 #include "fairgpu/audit.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -56,8 +58,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "policy/share_lp.h"
 
@@ -73,19 +73,6 @@ constexpr double kFloorSlack = 1e-9;
 double safe_ratio(double num, double den, double zero) {
   if (den <= zero) return num <= zero ? 1.0 : kInfinity;
   return num / den;
-}
-
-Matrix speedup_matrix(const ShareProblem& p) {
-  Matrix w(p.num_entities(), p.num_types());
-  for (std::size_t e = 0; e < p.num_entities(); ++e)
-    for (std::size_t j = 0; j < p.num_types(); ++j) w(e, j) = p.entities[e].speedup[j];
-  return w;
-}
-
-double total_throughput(const ShareProblem& p, const Matrix& x) {
-  double t = 0;
-  for (std::size_t e = 0; e < p.num_entities(); ++e) t += p.throughput(e, x);
-  return t;
 }
 
 // True throughput of tenant t under x: the sum over its entities.
@@ -106,18 +93,14 @@ double zero_threshold(const ShareProblem& p) {
 
 void audit_envy(const ShareProblem& p, const Matrix& x, double zero, const AuditOptions& o,
                 AuditReport& r) {
-  const std::size_t n = p.num_entities(), k = p.num_types();
-  std::vector<double> bundle(k);
+  const std::size_t n = p.num_entities();
   double worst = 0;  // no pair at all: nobody to envy
   std::size_t worst_l = 0, worst_i = 0;
   for (std::size_t l = 0; l < n; ++l) {
     const double own = p.throughput(l, x);
-    const double cap = p.entity_demand(l);
     for (std::size_t i = 0; i < n; ++i) {
       if (i == l) continue;
-      const double scale = p.entities[l].weight / p.entities[i].weight;
-      for (std::size_t j = 0; j < k; ++j) bundle[j] = x(i, j) * scale;
-      const double ratio = safe_ratio(p.capped_value(l, bundle.data(), cap), own, zero);
+      const double ratio = safe_ratio(p.envy_value(l, i, x), own, zero);
       if (ratio > worst) {
         worst = ratio;
         worst_l = l;
@@ -127,22 +110,18 @@ void audit_envy(const ShareProblem& p, const Matrix& x, double zero, const Audit
   }
   r.max_envy_ratio = worst;
   r.envy_free = worst <= 1 + o.tolerance;
-  if (!r.envy_free)
-    r.envy_pair = p.entities[worst_l].name + " envies " + p.entities[worst_i].name;
+  if (!r.envy_free) r.envy_pair = p.entities[worst_l].name + " envies " + p.entities[worst_i].name;
 }
 
 void audit_sharing_incentive(const ShareProblem& p, const Matrix& x, double zero,
                              const AuditOptions& o, AuditReport& r) {
-  const std::size_t n = p.num_entities(), k = p.num_types();
-  double weights = 0;
-  for (const auto& e : p.entities) weights += e.weight;
-  std::vector<double> slice(k);
+  const std::size_t n = p.num_entities();
+  const double weights = p.total_weight();
   double worst = kInfinity;
   std::size_t worst_l = 0;
   for (std::size_t l = 0; l < n; ++l) {
-    const double share = p.entities[l].weight / weights;
-    for (std::size_t j = 0; j < k; ++j) slice[j] = p.capacity[j] * share;
-    const double reference = p.capped_value(l, slice.data(), p.entity_demand(l));
+    const double reference =
+        p.capped_value(l, p.equal_share(l, weights).data(), p.entity_demand(l));
     const double ratio = safe_ratio(p.throughput(l, x), reference, zero);
     if (ratio < worst) {
       worst = ratio;
@@ -186,7 +165,7 @@ void audit_pareto(const ShareProblem& p, const Matrix& x, double zero, const Aud
       clean(e, j) = p.capacity[j] > 0 ? std::max(0.0, x(e, j)) : 0.0;
   const double shrink = (1 - kFloorSlack) / overuse(p, clean);
 
-  Matrix w = speedup_matrix(p);
+  Matrix w = p.speedup_matrix();
   policy::ShareLp s = policy::build_share_lp(p, &w);
   for (std::size_t e = 0; e < n; ++e) {
     const double floor = p.throughput(e, clean) * shrink;
@@ -200,11 +179,10 @@ void audit_pareto(const ShareProblem& p, const Matrix& x, double zero, const Aud
   r.pareto_efficient = r.pareto_improvement <= o.tolerance;
 }
 
-void audit_efficiency(const ShareProblem& p, double zero, const AuditOptions& o,
-                      AuditReport& r) {
+void audit_efficiency(const ShareProblem& p, double zero, const AuditOptions& o, AuditReport& r) {
   std::unique_ptr<SharePolicy> max_sum = make_share_policy("max-sum-throughput");
   if (!max_sum) throw std::logic_error("audit: policy max-sum-throughput is not registered");
-  r.max_total_throughput = total_throughput(p, max_sum->allocate(p));
+  r.max_total_throughput = p.total_throughput(max_sum->allocate(p));
   r.efficiency_gap = r.max_total_throughput > zero
                          ? std::max(0.0, 1 - r.total_throughput / r.max_total_throughput)
                          : 0.0;
@@ -263,7 +241,7 @@ AuditReport audit_allocation(const ShareProblem& p, const Matrix& x, const Share
     throw std::invalid_argument("audit: infeasible allocation: " + err);
   const double zero = zero_threshold(p);
   AuditReport r;
-  r.total_throughput = total_throughput(p, x);
+  r.total_throughput = p.total_throughput(x);
   audit_envy(p, x, zero, options, r);
   audit_sharing_incentive(p, x, zero, options, r);
   audit_pareto(p, x, zero, options, r);

@@ -31,20 +31,56 @@ double ShareProblem::value(std::size_t e, const double* y) const {
 
 double ShareProblem::throughput(std::size_t e, const Matrix& x) const { return value(e, x.row(e)); }
 
-double ShareProblem::capped_value(std::size_t e, const double* y, double cap) const {
-  if (!std::isfinite(cap)) return value(e, y);
+void ShareProblem::capped_bundle(std::size_t e, const double* y, double cap, double* out) const {
   const auto& w = entities[e].speedup;
   std::vector<std::size_t> order(w.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return w[a] > w[b]; });
-  double v = 0, left = cap;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return w[a] > w[b]; });
+  double left = cap;  // +inf without a demand: everything is taken
   for (std::size_t j : order) {
-    if (left <= 0) break;
-    double take = std::min(left, std::max(0.0, y[j]));
-    v += w[j] * take;
-    left -= take;
+    out[j] = std::min(std::max(0.0, y[j]), std::max(0.0, left));
+    left -= out[j];
   }
-  return v;
+}
+
+double ShareProblem::capped_value(std::size_t e, const double* y, double cap) const {
+  if (!std::isfinite(cap)) return value(e, y);
+  std::vector<double> z(num_types());
+  capped_bundle(e, y, cap, z.data());
+  return value(e, z.data());
+}
+
+double ShareProblem::total_throughput(const Matrix& x) const {
+  double t = 0;
+  for (std::size_t e = 0; e < num_entities(); ++e) t += throughput(e, x);
+  return t;
+}
+
+Matrix ShareProblem::speedup_matrix() const {
+  Matrix w(num_entities(), num_types());
+  for (std::size_t e = 0; e < num_entities(); ++e)
+    for (std::size_t j = 0; j < num_types(); ++j) w(e, j) = entities[e].speedup[j];
+  return w;
+}
+
+std::vector<double> ShareProblem::equal_share(std::size_t e, double total_weight) const {
+  std::vector<double> share(num_types());
+  double fraction = entities[e].weight / total_weight;
+  for (std::size_t j = 0; j < num_types(); ++j) share[j] = capacity[j] * fraction;
+  return share;
+}
+
+std::vector<double> ShareProblem::envied_bundle(std::size_t l, std::size_t i,
+                                                const Matrix& x) const {
+  std::vector<double> y(num_types());
+  double scale = entities[l].weight / entities[i].weight;
+  for (std::size_t j = 0; j < num_types(); ++j) y[j] = x(i, j) * scale;
+  return y;
+}
+
+double ShareProblem::envy_value(std::size_t l, std::size_t i, const Matrix& x) const {
+  return capped_value(l, envied_bundle(l, i, x).data(), entity_demand(l));
 }
 
 std::size_t ShareProblem::add_tenant(std::string name, std::vector<double> speedup, double weight,

@@ -28,12 +28,11 @@ class Gavel final : public SharePolicy {
   std::string_view name() const override { return "gavel"; }
 
   Matrix allocate(const ShareProblem& p) const override {
-    double total_weight = 0;
-    for (const auto& e : p.entities) total_weight += e.weight;
+    const double total_weight = p.total_weight();
     Matrix a(p.num_entities(), p.num_types());
     for (std::size_t e = 0; e < p.num_entities(); ++e) {
       const auto& w = p.entities[e].speedup;
-      double equal_split = p.value(e, p.capacity.data()) * p.entities[e].weight / total_weight;
+      double equal_split = p.value(e, p.equal_share(e, total_weight).data());
       for (std::size_t j = 0; j < p.num_types(); ++j) a(e, j) = w[j] / equal_split;
     }
     return progressive_filling(p, a, /*equal=*/false);

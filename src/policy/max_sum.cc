@@ -28,9 +28,7 @@ class MaxSumThroughputPolicy final : public SharePolicy {
 
   Matrix allocate(const ShareProblem& p) const override {
     if (p.num_entities() == 0) return Matrix(0, p.num_types());
-    Matrix w(p.num_entities(), p.num_types());
-    for (std::size_t e = 0; e < p.num_entities(); ++e)
-      for (std::size_t j = 0; j < p.num_types(); ++j) w(e, j) = p.entities[e].speedup[j];
+    Matrix w = p.speedup_matrix();
     ShareLp s = build_share_lp(p, &w);
     solve_or_throw(s.lp, "max-sum-throughput");
     return extract_allocation(p, s);

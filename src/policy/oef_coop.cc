@@ -115,13 +115,11 @@ Grouping group_identical(const ShareProblem& p) {
 class CoopSolver {
  public:
   explicit CoopSolver(const ShareProblem& p)
-      : p_(p), n_(p.num_entities()), k_(p.num_types()), total_weight_(0) {
-    for (const auto& e : p.entities) total_weight_ += e.weight;
+      : p_(p), n_(p.num_entities()), k_(p.num_types()), total_weight_(p.total_weight()) {
     cap_.resize(n_);
     for (std::size_t l = 0; l < n_; ++l) cap_[l] = p.entity_demand(l);
     any_cap_ = std::any_of(cap_.begin(), cap_.end(), [](double c) { return std::isfinite(c); });
-    x0_ = capped_equal_split();
-    anchor_ = x0_;
+    anchor_ = capped_equal_split();
     col_.assign(n_ * k_, -1);
     own_rows_.assign(n_, -1);
   }
@@ -153,35 +151,12 @@ class CoopSolver {
     double v;  // linearisation point of a capped row; 0 for a plain envy row
   };
 
-  // y = x_i scaled to l's weight.
-  void scaled_bundle(std::size_t l, std::size_t i, const Matrix& x, double* y) const {
-    double s = p_.entities[l].weight / p_.entities[i].weight;
-    for (std::size_t j = 0; j < k_; ++j) y[j] = x(i, j) * s;
-  }
-
+  // x0: every entity takes the best cap_l devices of its own equal share.
   Matrix capped_equal_split() const {
     Matrix x(n_, k_);
-    std::vector<double> share(k_);
-    for (std::size_t l = 0; l < n_; ++l) {
-      for (std::size_t j = 0; j < k_; ++j)
-        share[j] = p_.capacity[j] * p_.entities[l].weight / total_weight_;
-      best_sub_bundle(l, share.data(), cap_[l], x.row(l));
-    }
+    for (std::size_t l = 0; l < n_; ++l)
+      p_.capped_bundle(l, p_.equal_share(l, total_weight_).data(), cap_[l], x.row(l));
     return x;
-  }
-
-  // The sub-bundle of y that realises V_l(y): fastest types first, up to cap.
-  void best_sub_bundle(std::size_t l, const double* y, double cap, double* out) const {
-    const auto& w = p_.entities[l].speedup;
-    std::vector<std::size_t> order(k_);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return w[a] > w[b]; });
-    double left = cap;
-    for (std::size_t j : order) {
-      out[j] = std::min(y[j], std::max(0.0, left));
-      left -= out[j];
-    }
   }
 
   // The v minimising sum_j max(0, w_j - v) y_j + v d (the active piece of V_l at y).
@@ -239,20 +214,15 @@ class CoopSolver {
     if (std::isfinite(cap_[l])) {
       // At the anchor, a point that satisfies every row and every capped envy
       // constraint, so the LP stays feasible.
-      std::vector<double> y(k_);
-      scaled_bundle(l, i, anchor_, y.data());
-      v = linearisation_point(l, y.data());
+      v = linearisation_point(l, p_.envied_bundle(l, i, anchor_).data());
     }
     add_envy_row(l, i, v);
   }
 
   // Only with demands (all columns exist then): W_l.x_l >= V_l(m pi_l / sum pi).
   void add_sharing_incentive_rows() {
-    std::vector<double> share(k_);
     for (std::size_t l = 0; l < n_; ++l) {
-      for (std::size_t j = 0; j < k_; ++j)
-        share[j] = p_.capacity[j] * p_.entities[l].weight / total_weight_;
-      double target = p_.capped_value(l, share.data(), cap_[l]);
+      double target = p_.capped_value(l, p_.equal_share(l, total_weight_).data(), cap_[l]);
       own_rows_[l] = lp_.add_constraint({}, {}, target * (1 - kTol), kInf);
     }
   }
@@ -325,7 +295,7 @@ class CoopSolver {
   }
 
   bool add_violated_rows(const Matrix& x) {
-    std::vector<double> own(n_), y(k_);
+    std::vector<double> own(n_);
     for (std::size_t l = 0; l < n_; ++l) own[l] = p_.throughput(l, x);
     std::vector<std::pair<double, std::size_t>> worst;
     bool added = false;
@@ -336,9 +306,9 @@ class CoopSolver {
         if (i == l) continue;
         double envy;
         if (std::isfinite(cap_[l])) {
-          scaled_bundle(l, i, x, y.data());
-          envy = p_.capped_value(l, y.data(), cap_[l]);
-        } else {
+          envy = p_.envy_value(l, i, x);
+        } else {  // the n^2 hot loop: no allocation
+
           const double* xi = x.row(i);
           envy = 0;
           for (std::size_t j = 0; j < k_; ++j) envy += w[j] * xi[j];
@@ -362,13 +332,11 @@ class CoopSolver {
 
   // Moves every capped row to the piece of V_l active at x; true if any moved.
   bool relinearise(const Matrix& x) {
-    std::vector<double> y(k_);
     std::vector<std::pair<std::size_t, std::size_t>> moved;
     for (auto& [pair_key, row] : rows_) {
       std::size_t l = pair_key / n_, i = pair_key % n_;
       if (!std::isfinite(cap_[l])) continue;
-      scaled_bundle(l, i, x, y.data());
-      double v = linearisation_point(l, y.data());
+      double v = linearisation_point(l, p_.envied_bundle(l, i, x).data());
       if (v == row.v) continue;
       lp_.set_constraint_bounds(row.index, -kInf, kInf);  // retire the old piece
       moved.emplace_back(l, i);
@@ -386,7 +354,7 @@ class CoopSolver {
   double total_weight_;
   std::vector<double> cap_;
   bool any_cap_ = false;
-  Matrix x0_, anchor_;
+  Matrix anchor_;  // satisfies every row and every capped envy constraint
   LinearProgram lp_;
   std::vector<int> col_;                       // (l, j) -> variable
   std::vector<int> capacity_rows_, own_rows_;  // own_rows_: SI row per entity, -1 if none

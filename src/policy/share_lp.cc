@@ -75,13 +75,6 @@ namespace {
 
 constexpr double kNotFrozen = -1.0;
 
-Matrix throughput_objective(const ShareProblem& p) {
-  Matrix c(p.num_entities(), p.num_types());
-  for (std::size_t e = 0; e < p.num_entities(); ++e)
-    for (std::size_t j = 0; j < p.num_types(); ++j) c(e, j) = p.entities[e].speedup[j];
-  return c;
-}
-
 // Level rows: frozen entities at their level (== or >=), the others tied to
 // variable t (== or >=). Returns t's index.
 int add_level_rows(ShareLp& s, const ShareProblem& p, const Matrix& a,
@@ -163,7 +156,7 @@ Matrix progressive_filling(const ShareProblem& p, const Matrix& a, bool equal) {
       }
     }
   }
-  Matrix c = throughput_objective(p);
+  Matrix c = p.speedup_matrix();
   ShareLp s = build_share_lp(p, &c);
   // Levels come out of an LP: keep a relative 1e-9 of slack so the final model
   // stays feasible.
