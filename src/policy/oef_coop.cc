@@ -120,27 +120,19 @@ class CoopSolver {
     for (std::size_t l = 0; l < n_; ++l) cap_[l] = p.entity_demand(l);
     any_cap_ = std::any_of(cap_.begin(), cap_.end(), [](double c) { return std::isfinite(c); });
     anchor_ = capped_equal_split();
-    col_.assign(n_ * k_, -1);
-    own_rows_.assign(n_, -1);
   }
 
   Matrix solve() {
-    lp_.maximize();
-    for (std::size_t j = 0; j < k_; ++j)
-      capacity_rows_.push_back(lp_.add_constraint({}, {}, -kInf, p_.capacity[j]));
-    for (std::size_t l = 0; l < n_; ++l) {
-      if (std::isfinite(cap_[l])) demand_rows_[l] = lp_.add_constraint({}, {}, -kInf, cap_[l]);
-    }
+    Matrix w = p_.speedup_matrix();
+    s_ = build_share_lp(p_, &w);  // x, capacity and demand rows
     if (any_cap_) add_sharing_incentive_rows();
-    for (std::size_t l = 0; l < n_; ++l)
-      for (std::size_t j = 0; j < k_; ++j) add_column(l, j);
     add_neighbour_rows();
     Matrix x = generate();
     for (int round = 0; any_cap_ && round < kRelinearisationRounds; ++round) {
-      double before = lp_.objective_value();
+      double before = s_.lp.objective_value();
       if (!relinearise(x)) break;
       x = generate();
-      if (lp_.objective_value() <= before * (1 + kTol)) break;
+      if (s_.lp.objective_value() <= before * (1 + kTol)) break;
     }
     return x;
   }
@@ -179,19 +171,7 @@ class CoopSolver {
     return -s * std::max(0.0, p_.entities[l].speedup[j] - v);
   }
 
-  int var(std::size_t l, std::size_t j) const { return col_[l * k_ + j]; }
-
-  // Adds x_l^j to its capacity row, demand row and sharing-incentive row
-  // (columns are created before any envy row).
-  void add_column(std::size_t l, std::size_t j) {
-    double w = p_.entities[l].speedup[j];
-    std::vector<int> rows{capacity_rows_[j]};
-    std::vector<double> coef{1.0};
-    if (auto it = demand_rows_.find(l); it != demand_rows_.end())
-      rows.push_back(it->second), coef.push_back(1.0);
-    if (own_rows_[l] >= 0 && w != 0) rows.push_back(own_rows_[l]), coef.push_back(w);
-    col_[l * k_ + j] = lp_.add_column(0.0, kInf, w, rows, coef);
-  }
+  int var(std::size_t l, std::size_t j) const { return s_.var(l, j); }
 
   // Envy row of l towards i: W_l.x_l - (pi_l/pi_i) u.x_i >= v d with
   // u_j = max(0, W_l^j - v); v = 0 (and d irrelevant) for an uncapped l.
@@ -205,7 +185,7 @@ class CoopSolver {
       if (c != 0) vars.push_back(var(i, j)), coef.push_back(c);
     }
     double rhs = std::isfinite(cap_[l]) ? v * cap_[l] : 0.0;
-    rows_[key(l, i)] = {lp_.add_constraint(vars, coef, rhs, kInf), v};
+    rows_[key(l, i)] = {s_.lp.add_constraint(vars, coef, rhs, kInf), v};
   }
 
   void add_pair(std::size_t l, std::size_t i) {
@@ -219,11 +199,11 @@ class CoopSolver {
     add_envy_row(l, i, v);
   }
 
-  // Only with demands (all columns exist then): W_l.x_l >= V_l(m pi_l / sum pi).
+  // Only with demands: W_l.x_l >= V_l(m pi_l / sum pi).
   void add_sharing_incentive_rows() {
     for (std::size_t l = 0; l < n_; ++l) {
       double target = p_.capped_value(l, p_.equal_share(l, total_weight_).data(), cap_[l]);
-      own_rows_[l] = lp_.add_constraint({}, {}, target * (1 - kTol), kInf);
+      add_entity_row(s_, l, p_.entities[l].speedup.data(), target * (1 - kTol), kInf);
     }
   }
 
@@ -242,13 +222,6 @@ class CoopSolver {
     }
   }
 
-  Matrix extract() const {
-    Matrix x(n_, k_);
-    for (std::size_t l = 0; l < n_; ++l)
-      for (std::size_t j = 0; j < k_; ++j) x(l, j) = std::max(0.0, lp_.value(var(l, j)));
-    return x;
-  }
-
   // Lazy envy rows: solve, add the most violated rows, re-solve from the
   // previous basis; when no row is violated the optimum of the restricted LP
   // satisfies all n^2 rows and so is optimal for the full LP.
@@ -257,9 +230,9 @@ class CoopSolver {
     options.exact_dual_steepest_edge = true;
     double last = std::numeric_limits<double>::infinity();
     for (;;) {
-      solve_or_throw(lp_, "oef-coop", options);
-      Matrix x = extract();
-      double total = lp_.objective_value();
+      solve_or_throw(s_.lp, "oef-coop", options);
+      Matrix x = extract_allocation(p_, s_);
+      double total = s_.lp.objective_value();
       if (!std::isfinite(last) || total < last - kTol * std::max(1.0, std::abs(last))) purge();
       last = total;
       if (!add_violated_rows(x)) return x;
@@ -272,7 +245,7 @@ class CoopSolver {
   void purge() {
     std::vector<int> gone;
     for (auto it = rows_.begin(); it != rows_.end();) {
-      if (std::isfinite(cap_[it->first / n_]) || lp_.dual(it->second.index) != 0) {
+      if (std::isfinite(cap_[it->first / n_]) || s_.lp.dual(it->second.index) != 0) {
         ++it;
         continue;
       }
@@ -280,18 +253,14 @@ class CoopSolver {
       it = rows_.erase(it);
     }
     if (gone.empty()) return;
-    std::vector<int> renumber(static_cast<std::size_t>(lp_.num_constraints()), 0);
+    // Rows keep their order and are renumbered; only envy rows are looked up
+    // again (for duals and relinearisation), so only they are remapped.
+    std::vector<int> renumber(static_cast<std::size_t>(s_.lp.num_constraints()), 0);
     for (int r : gone) renumber[static_cast<std::size_t>(r)] = -1;
     int next = 0;
     for (int& r : renumber) r = r < 0 ? -1 : next++;
-    lp_.delete_constraints(gone);
-    auto remap = [&](int& r) {
-      if (r >= 0) r = renumber[static_cast<std::size_t>(r)];
-    };
-    for (int& r : capacity_rows_) remap(r);
-    for (int& r : own_rows_) remap(r);
-    for (auto& [l, r] : demand_rows_) remap(r);
-    for (auto& [pair_key, row] : rows_) remap(row.index);
+    s_.lp.delete_constraints(gone);
+    for (auto& [pair_key, row] : rows_) row.index = renumber[static_cast<std::size_t>(row.index)];
   }
 
   bool add_violated_rows(const Matrix& x) {
@@ -338,7 +307,7 @@ class CoopSolver {
       if (!std::isfinite(cap_[l])) continue;
       double v = linearisation_point(l, p_.envied_bundle(l, i, x).data());
       if (v == row.v) continue;
-      lp_.set_constraint_bounds(row.index, -kInf, kInf);  // retire the old piece
+      s_.lp.set_constraint_bounds(row.index, -kInf, kInf);  // retire the old piece
       moved.emplace_back(l, i);
       row.v = v;
     }
@@ -355,10 +324,7 @@ class CoopSolver {
   std::vector<double> cap_;
   bool any_cap_ = false;
   Matrix anchor_;  // satisfies every row and every capped envy constraint
-  LinearProgram lp_;
-  std::vector<int> col_;                       // (l, j) -> variable
-  std::vector<int> capacity_rows_, own_rows_;  // own_rows_: SI row per entity, -1 if none
-  std::unordered_map<std::size_t, int> demand_rows_;
+  ShareLp s_;
   std::unordered_map<std::size_t, Row> rows_;  // envy rows by key(l, i)
 };
 

@@ -39,10 +39,10 @@ namespace fairgpu::policy {
 namespace {
 
 constexpr std::size_t kMaxColumns = 100000;
-// Stop pricing when no column improves the master by more than this relative
-// amount: CLP solves the master to ~1e-7 dual feasibility, so asking for less
-// only makes the column generation tail off (measured: stuck at 1 - 5e-8).
-// sum_l pi_l min_j p_j/W_l^j >= 1 - gap bounds t* <= t / (1 - gap).
+// Stop when the best upper bound m.q / F(q) is within this relative gap of
+// the master's value: CLP solves the master to ~1e-7 dual feasibility, so a
+// tighter gap only makes the column generation tail off (measured without
+// smoothing: stuck at 1 - 5e-8 for thousands of columns).
 constexpr double kOptimalityGap = 1e-7;
 constexpr double kSmoothing = 0.8;  // Wentges' alpha: weight of the stability centre
 
@@ -99,7 +99,7 @@ class OefNonCooperative final : public SharePolicy {
         assign[l] = static_cast<std::uint16_t>(
             w[j] > 0 ? j : std::max_element(w.begin(), w.end()) - w.begin());
       }
-      add_column(std::move(assign));
+      add_column(assign);
     }
 
     // Pricing: each entity's cheapest type per unit of throughput under
