@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/commands.h"
 #include "fairgpu/allocation_io.h"
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
@@ -117,9 +118,10 @@ std::string flatten(std::string s) {
 int run(int argc, char** argv) {
   CLI::App app{
       "fairgpu: a fair scheduler for shared heterogeneous GPU clusters.\n"
-      "Computes a policy's fair share of GPU types per tenant and audits allocations\n"
+      "Simulates policies round by round on traces (simulate, compare, generate),\n"
+      "computes a policy's fair share of GPU types per tenant and audits allocations\n"
       "for envy-freeness, sharing incentive, Pareto efficiency, optimal efficiency and\n"
-      "strategy-proofness.",
+      "strategy-proofness (allocate, audit).",
       "fairgpu"};
   app.require_subcommand(1);
   app.footer(
@@ -154,6 +156,8 @@ int run(int argc, char** argv) {
   audit->add_flag("--no-sp-probe", aud.no_sp_probe, "skip the strategy-proofness probe");
 
   auto* policies = app.add_subcommand("policies", "list the registered policies");
+  std::vector<std::pair<CLI::App*, cli::Command>> commands;
+  cli::add_sim_commands(app, commands);
 
   try {
     app.parse(argc, argv);
@@ -172,6 +176,8 @@ int run(int argc, char** argv) {
     out = run_audit(aud);
   else if (policies->parsed())
     out = run_policies();
+  for (auto& [sub, command] : commands)
+    if (sub->parsed()) out = command();
   if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {
     std::fprintf(stderr, "fairgpu: cannot write the output\n");
     return kExitFailure;

@@ -1,0 +1,50 @@
+// The cluster a scheduler runs (DESIGN §1): nodes, each with one GPU type, a
+// GPU count, CPU cores and memory. Types are ordered slowest first once a
+// throughput profile is bound (see bind_cluster in sim/model.h); the reader
+// keeps the order of first appearance.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fairgpu {
+
+struct Node {
+  std::string name;
+  std::size_t type = 0;  // index into Cluster::gpu_types
+  int gpus = 0;
+  double cpus = 0.0;
+  double memory_gb = 0.0;
+};
+
+struct Cluster {
+  std::vector<std::string> gpu_types;
+  std::vector<Node> nodes;
+  // Readers' remarks on what they skipped (read_alibaba_cluster: CPU-only
+  // nodes), for the CLI to print on stderr; see Workload::notes.
+  std::vector<std::string> notes = {};
+
+  std::size_t num_types() const { return gpu_types.size(); }
+  std::optional<std::size_t> type_index(std::string_view name) const;
+  std::vector<int> capacity() const;  // GPUs per type
+  int total_gpus() const;
+};
+
+// JSON cluster spec, either the node list
+//   {"nodes": [{"name": "n0", "gpu_type": "v100", "gpus": 4, "cpus": 32, "memory_gb": 256}, ...]}
+// (`name` defaults to "<type>-<i>", `cpus`/`memory_gb` to 0 = unknown), or the
+// compact form
+//   {"k80": {"nodes": 9, "gpus_per_node": 4, "cpus_per_node": 32, "memory_gb_per_node": 256}, ...}
+// Throws InputError naming the file and field on anything malformed (unknown
+// keys, non-positive counts, negative CPUs, empty cluster, duplicate names).
+Cluster parse_cluster_json(std::string_view json_text, const std::string& source);
+Cluster read_cluster_file(const std::string& path);
+
+// The built-in cluster of `fairgpu simulate` without --cluster: three GPU types
+// (k80, p100, v100), four nodes of four GPUs each (48 GPUs).
+Cluster default_cluster();
+
+}  // namespace fairgpu

@@ -1,0 +1,64 @@
+// Throughput profiles (DESIGN §1): per job type and GPU type, iterations/s of
+// a job with g workers, with all workers on one node (consolidated) and, when
+// measured, spread over nodes (unconsolidated). Gavel's
+// simulation_throughputs.json has exactly this shape; the built-in catalogue
+// carries a few job types with the sources of its figures.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fairgpu {
+
+// Multiplier on a job's rate when its workers span nodes and the profile has
+// no unconsolidated measurement for it (see JobTypeProfile).
+inline constexpr double kDefaultCrossNodeFactor = 0.8;
+
+struct JobTypeProfile {
+  std::string name;  // "ResNet-50 (batch size 64)": model + batch size
+  // GPU type name -> workers -> iterations/s of the whole job. Every GPU type
+  // the profile knows has an entry for 1 worker.
+  std::map<std::string, std::map<int, double>> consolidated;
+  // Same, workers spread over nodes (Gavel's "<type>_unconsolidated"); may be
+  // empty, then the rate is consolidated x cross_node_factor.
+  std::map<std::string, std::map<int, double>> unconsolidated;
+  double cross_node_factor = kDefaultCrossNodeFactor;
+  // Progress lost when the job (re)starts; nullopt = the simulator's default.
+  std::optional<double> restart_overhead_s;
+
+  // Iterations/s of a job with `workers` workers all on `gpu_type`.
+  // Scaling: efficiency eff(g) = rate(g) / (g * rate(1)) is read at the known
+  // worker counts and interpolated linearly in g between them; above the
+  // largest known count the largest's efficiency is kept. NaN if the type is
+  // unknown to this profile.
+  double rate(const std::string& gpu_type, int workers, bool cross_node) const;
+};
+
+struct ProfileCatalogue {
+  std::string source;  // "built-in" or the file path
+  std::vector<JobTypeProfile> job_types;
+
+  const JobTypeProfile* find(std::string_view name) const;
+  std::optional<std::size_t> index(std::string_view name) const;
+  // GPU types every job type has a 1-worker figure for, sorted by name.
+  std::vector<std::string> gpu_types() const;
+};
+
+// The built-in catalogue: job types with per-type throughputs and multi-GPU
+// scaling for k80, p100 and v100 (figures cited in src/trace/builtin_profiles.cc).
+const ProfileCatalogue& builtin_profiles();
+
+// Gavel's format: {gpu_type: {"('<model>', <scale_factor>)": {"null": it/s, ...}}};
+// keys "<type>_unconsolidated" fill JobTypeProfile::unconsolidated; co-location
+// entries (every key but "null") are ignored. Throws InputError on anything
+// malformed (non-positive or non-finite figures, bad keys, a job type without
+// a 1-worker figure on some type).
+ProfileCatalogue parse_gavel_profiles(std::string_view json_text, const std::string& source);
+ProfileCatalogue read_profiles_file(const std::string& path);
+
+}  // namespace fairgpu

@@ -1,0 +1,41 @@
+// A simulation scenario: the cluster, the profiles and the workload a run
+// uses, loaded from files or built-in defaults, bound and checked. Shared by
+// `fairgpu simulate`, `fairgpu compare`, the tests and the benchmarks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+#include "fairgpu/workload.h"
+
+namespace fairgpu {
+
+struct ScenarioOptions {
+  std::string cluster_path;     // cluster JSON; "" = built-in (or the Alibaba node list)
+  std::string alibaba_nodes;    // Alibaba node CSV: the cluster comes from it
+  std::vector<std::string> gpu_map;  // "MODEL=type" overrides of the Alibaba map
+  std::string profiles_path;    // Gavel simulation_throughputs.json; "" = built-in
+  std::string trace_path;       // "" = the built-in generated workload
+  std::string trace_format;     // "" = by content/extension: native | gavel | alibaba
+  int tenants = 0;              // spread tenant-less traces over N tenants
+  std::uint64_t seed = 1;       // drawn job types (Alibaba) and the generated workload
+  GeneratorOptions generator;   // the built-in workload (used when trace_path is "")
+  double restart_overhead_s = 10.0;
+};
+
+struct Scenario {
+  ClusterModel model;
+  Workload workload;
+  std::string description;         // one line: what was loaded
+  std::vector<std::string> notes;  // what readers skipped and why (printed on stderr)
+};
+
+// The built-in workload of `fairgpu simulate` with no arguments: 300 jobs from
+// 20 tenants, Poisson arrivals, Gavel's job-size mix.
+GeneratorOptions default_generator_options();
+
+// Throws InputError on any bad file or option.
+Scenario load_scenario(const ScenarioOptions& options);
+
+}  // namespace fairgpu

@@ -1,0 +1,195 @@
+// The scheduling core (DESIGN §2), shared by the simulator and the live
+// manager:
+//
+//   SchedulerState --> RoundPolicy::plan() --> RoundPlan --> Executor
+//        ^                                                     |
+//        +------------- progress, completions, failures -------+
+//
+// Time comes from a Clock; a policy never knows whether it is virtual.
+// Every running job holds a lease with its own end time. At a scheduling point
+// a policy decides only about jobs whose lease has ended and devices that are
+// free: a job it names again on the same devices is renewed at no cost, one it
+// leaves out is preempted, one it names on other devices restarts there
+// (paying the restart overhead). Synchronous rounds (OEF, Gavel) are leases
+// that all end together.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fairgpu/cluster.h"
+#include "fairgpu/profile.h"
+#include "fairgpu/sim_result.h"
+#include "fairgpu/workload.h"
+
+namespace fairgpu {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual double now() const = 0;  // seconds
+};
+
+class VirtualClock final : public Clock {
+ public:
+  double now() const override { return now_; }
+  void set(double t) { now_ = t; }
+
+ private:
+  double now_ = 0.0;
+};
+
+struct DeviceRef {
+  std::uint32_t node = 0;
+  std::uint32_t gpu = 0;  // device index on the node
+  friend bool operator==(DeviceRef a, DeviceRef b) { return a.node == b.node && a.gpu == b.gpu; }
+  friend bool operator<(DeviceRef a, DeviceRef b) {
+    return a.node != b.node ? a.node < b.node : a.gpu < b.gpu;
+  }
+};
+
+// A cluster bound to a throughput profile: GPU types ordered slowest first
+// (type 0 is the reference of every speedup), every type and job type checked
+// to have figures. Built once per run by bind_model().
+struct ClusterModel {
+  Cluster cluster;             // node types re-indexed slowest first
+  std::vector<int> capacity;   // GPUs per type
+  std::vector<std::size_t> node_first_device;  // flat device index of a node's GPU 0
+  int total_gpus = 0;
+  ProfileCatalogue profiles;   // the job types the workload uses, in first-use order
+  double restart_overhead_s = 10.0;  // default when a profile gives none
+};
+
+// Orders the cluster's types by speed (geometric mean over the workload's job
+// types of the 1-worker rate ratio to the first type) and checks that every
+// job type of the workload and every cluster type has figures; also checks
+// that no job's gang exceeds the cluster. Throws InputError naming the job or
+// type otherwise.
+ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogue,
+                        const Workload& workload, double restart_overhead_s);
+
+enum class JobState : std::uint8_t { kFuture, kQueued, kRunning, kFinished };
+
+struct Job {
+  std::size_t index = 0;     // in SchedulerState::jobs
+  std::size_t tenant = 0;    // index into SchedulerState::tenants
+  std::size_t job_type = 0;  // index into ClusterModel::profiles.job_types
+  int workers = 1;
+  double weight = 1.0;
+  double arrival = 0.0;
+  double work = 0.0;  // iterations
+  double done = 0.0;
+  JobState state = JobState::kFuture;
+
+  // Rates of this job's gang (iterations/s), per GPU type: all workers on one
+  // node, and spread over nodes. A placement runs at the slowest used type's
+  // rate (straggler), the spread one when it spans nodes.
+  std::vector<double> rate_one_node, rate_spread;
+  double restart_overhead_s = 10.0;
+
+  // While running.
+  std::vector<DeviceRef> devices;
+  double lease_end = 0.0;
+  double rate = 0.0;           // of the current placement
+  double overhead_left = 0.0;  // restart overhead still to pay (no progress)
+  double run_start = 0.0;      // when the current run started
+
+  double last_stop = 0.0;              // arrival or when it last stopped: starvation clock
+  std::vector<double> time_on_type;    // seconds run on each type (by its slowest type)
+  double time_running = 0.0;
+
+  JobRecord record;  // the per-job outputs, filled as the run goes
+
+  bool active() const { return state == JobState::kQueued || state == JobState::kRunning; }
+  double remaining() const { return work - done; }
+  // Progress rate relative to `workers` GPUs of type 0 on one node: the
+  // normalised throughput of OEF §6.1.4 for this job's current placement.
+  double normalised_rate() const { return rate / rate_one_node[0] * workers; }
+};
+
+struct SchedulerState {
+  const ClusterModel* model = nullptr;
+  std::vector<TenantSpec> tenants;
+  std::vector<Job> jobs;
+  std::vector<std::size_t> active;            // arrived and unfinished, by arrival
+  std::vector<std::int64_t> device_owner;     // flat device -> job index, -1 when free
+  std::vector<std::size_t> device_type;       // flat device -> GPU type
+  double now = 0.0;
+  // Something a policy's allocation depends on changed since the last plan:
+  // an arrival, a completion or a throughput change.
+  bool changed = true;
+
+  std::size_t flat(DeviceRef d) const { return model->node_first_device[d.node] + d.gpu; }
+  std::size_t type_of(DeviceRef d) const { return model->cluster.nodes[d.node].type; }
+  bool lease_ended(const Job& j) const { return j.lease_end <= now + 1e-9; }
+};
+
+struct Assignment {
+  std::size_t job = 0;
+  std::vector<DeviceRef> devices;  // exactly `workers` devices
+  double lease_end = 0.0;
+};
+
+struct RoundPlan {
+  std::vector<Assignment> run;  // renewals and (re)starts
+  bool recomputed = false;      // the policy re-solved its allocation
+  double estimated_throughput = std::numeric_limits<double>::quiet_NaN();
+};
+
+// A policy that decides rounds. Share policies are wrapped into one
+// (policy/share_round_policy.cc); time-sharing policies implement it directly.
+// Jobs in workload order, all kFuture, with their rates and work resolved
+// (duration_s -> iterations at the type-0 one-node rate); devices all free.
+SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& workload);
+
+// Moves the state's integrals forward over [state.now, state.now + dt] with
+// nothing starting or stopping inside: progress and restart overhead of
+// running jobs, GPU time, and every active job's fair GPU service (Astraea
+// eq. 3-4) and contention (Shockwave eq. 9). Does not move state.now.
+void account_interval(SchedulerState& state, double dt);
+
+class RoundPolicy {
+ public:
+  virtual ~RoundPolicy() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view level() const { return "job"; }
+  // Interval between scheduling points, seconds.
+  virtual double interval() const = 0;
+  virtual RoundPlan plan(const SchedulerState& state) = 0;
+};
+
+struct RoundPolicyOptions {
+  std::string level;     // "" = the policy's default, "tenant" or "job"
+  double round_s = 0.0;  // 0 = the policy's default
+};
+
+// Round policies by name: every share policy (wrapped) and the time-sharing
+// policies. Throws InputError for an unknown name or an unsupported level.
+std::unique_ptr<RoundPolicy> make_round_policy(std::string_view name,
+                                               const RoundPolicyOptions& options);
+std::vector<std::string> round_policy_names();
+
+// Carries out plans and reports progress back into the state.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Stops jobs whose lease ended and are not in the plan, renews or (re)starts
+  // the others. state.now is the scheduling point.
+  virtual void apply(const RoundPlan& plan, SchedulerState& state) = 0;
+  // Runs until `until`; completions free their devices at once and set
+  // state.changed.
+  virtual void advance(SchedulerState& state, double until) = 0;
+};
+
+// Checks a plan against the state before it is carried out: known jobs, each
+// once, right gang size, no device double-booked (with each other or with
+// jobs whose lease still runs), no change to a job whose lease has not ended.
+// Throws std::logic_error: a failure is a policy bug, never bad input.
+void validate_plan(const RoundPlan& plan, const SchedulerState& state);
+
+}  // namespace fairgpu

@@ -1,0 +1,75 @@
+// What one simulation run produced, before any metric is computed: one record
+// per job and one sample per scheduling round. src/report turns it into the
+// metrics of DESIGN §6 and the CSV/JSON/table outputs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "fairgpu/workload.h"
+
+namespace fairgpu {
+
+struct JobRecord {
+  std::string id, tenant, job_type;
+  int workers = 1;
+  double weight = 1.0;
+  double arrival = 0.0;
+  double first_start = kUnset;  // NaN: never ran
+  double finish = kUnset;       // NaN: did not finish before the simulation ended
+  double work = 0.0;            // iterations required
+  double done = 0.0;            // iterations done (== work when finished)
+  // GPUs held x seconds while running, restart overhead included (Astraea eq. 1-2).
+  double attained_gpu_seconds = 0.0;
+  // Astraea eq. 3-4 over [arrival, finish or end]: integral of
+  // min(workers, M * weight / sum of active jobs' weights) dt.
+  double fair_gpu_seconds = 0.0;
+  // Run time alone on the cluster's capacity-weighted average GPU, all
+  // workers on one node: work / sum_t (m_t / M) rate(t, workers).
+  double exclusive_s = 0.0;
+  // Shockwave eq. 9's N_avg(j): time average over [arrival, finish or end] of
+  // max(1, GPUs requested by active jobs / M).
+  double contention_avg = 1.0;
+  int restarts = 0;               // starts after the first (each pays the restart overhead)
+  int preemptions = 0;            // leases revoked before the job finished
+  int cross_type_placements = 0;  // placements whose workers spanned GPU types
+  int cross_node_placements = 0;  // placements whose workers spanned nodes
+};
+
+struct RoundSample {
+  double start = 0.0, end = 0.0;  // [start, end) of the round (or scheduling interval)
+  double compute_seconds = 0.0;   // wall time the policy took at this scheduling point
+  bool recomputed = false;        // the share policy re-solved its allocation here
+  int active_jobs = 0;            // arrived and unfinished at start
+  double busy_gpu_seconds = 0.0;  // over the round; mid-round completions free GPUs at once
+  // Per tenant (index into SimResult::tenants), time-averaged over the round:
+  // normalised throughput = sum over running workers of the speedup of the GPU
+  // type used (OEF §6.1.4), and GPUs held per type (tenant-major, num_types each).
+  std::vector<double> tenant_throughput;
+  std::vector<double> tenant_gpus;
+  // Per tenant: its jobs arrived and unfinished at start (the report's Jain's
+  // index averages a tenant's throughput over the rounds in which this is > 0).
+  std::vector<int> tenant_active_jobs;
+  // Share policies: sum_l W_l . x_l of the fractional allocation in force
+  // (OEF §6.1.4's "estimated" throughput); NaN for other policies.
+  double estimated_throughput = kUnset;
+};
+
+struct SimResult {
+  std::string policy, level;  // level: "tenant" | "job"
+  double round_s = 0.0;       // scheduling interval
+  std::vector<std::string> gpu_types;  // slowest first
+  std::vector<int> capacity;           // GPUs per type
+  std::vector<TenantSpec> tenants;
+  std::vector<JobRecord> jobs;         // in workload order
+  std::vector<RoundSample> rounds;
+  double start = 0.0;  // first arrival
+  double end = 0.0;    // last finish (or when the simulation stopped)
+  double wall_seconds = 0.0;
+
+  std::size_t num_types() const { return gpu_types.size(); }
+  int total_gpus() const;
+};
+
+}  // namespace fairgpu

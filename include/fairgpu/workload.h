@@ -1,0 +1,97 @@
+// Workloads (DESIGN §1, §5): the jobs a trace submits, with their tenants.
+// Readers: fairgpu's native CSV, Gavel's .trace, Alibaba's 2023 GPU cluster
+// trace; and a seeded generator with Gavel's job-size mix. Readers never drop
+// a job silently: a row they cannot use is an InputError (file:line, field),
+// except whole classes of rows that are not runnable jobs (Alibaba's CPU-only
+// and never-scheduled pods), which are skipped and counted in Workload::notes.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fairgpu/cluster.h"
+#include "fairgpu/profile.h"
+
+namespace fairgpu {
+
+inline constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
+
+struct JobSpec {
+  std::string id;
+  std::string tenant;
+  std::string job_type;  // a name in the profile catalogue
+  int workers = 1;       // gang size: GPUs, all or nothing
+  double arrival_s = 0.0;
+  // Work: exactly one is set. duration_s is the isolated run time on the
+  // cluster's slowest GPU type with all workers on one node; the simulator
+  // turns it into iterations with the bound profile.
+  double iterations = kUnset;
+  double duration_s = kUnset;
+  double weight = 1.0;  // job priority weight (Gavel's priority_weight)
+};
+
+struct TenantSpec {
+  std::string name;
+  double weight = 1.0;
+};
+
+struct Workload {
+  std::vector<TenantSpec> tenants;  // every tenant a job names, in order of first appearance
+  std::vector<JobSpec> jobs;        // sorted by arrival (stable)
+  // What a reader decided about rows that are not jobs or lost information
+  // (e.g. "1088 CPU-only pods (num_gpu = 0) skipped: not GPU jobs"), one
+  // sentence each, for the CLI to print on stderr. A class of rows is skipped
+  // only if it is counted here. (= {} keeps two-member aggregate
+  // initialisation free of -Wmissing-field-initializers.)
+  std::vector<std::string> notes = {};
+};
+
+// Options shared by readers of traces that carry no tenants or job types.
+struct TraceOptions {
+  int tenants = 0;          // > 0: spread tenant-less jobs round-robin over N tenants "t0".."tN-1"
+  std::uint64_t seed = 1;   // for drawn job types (Alibaba)
+  // Job types to draw from when the trace has none (Alibaba); default: the catalogue's.
+  std::vector<std::string> job_types;
+};
+
+// Native CSV, header required:
+//   job_id,tenant,job_type,num_workers,arrival_s,iterations|duration_s[,weight]
+// `weight` is the tenant's weight (rows of one tenant must agree). Errors name
+// "<path>:<line>" and the column.
+Workload read_native_trace(const std::string& path);
+std::string write_native_trace(const Workload& workload);  // the same format, round-trips
+
+// Gavel's .trace: 10 tab-separated columns (job_type, command, working_directory,
+// num_steps_arg, needs_data_dir, total_steps, scale_factor, priority_weight,
+// SLO, arrival_time). Jobs are their own tenants ("job-<i>") unless
+// options.tenants spreads them.
+Workload read_gavel_trace(const std::string& path, const TraceOptions& options);
+
+// Alibaba's 2023 heterogeneous GPU cluster trace (alibaba-gpu-v2023).
+// GPU model -> GPU type map, default documented in src/trace/alibaba_trace.cc,
+// overridable entry by entry ("G2=v100").
+std::map<std::string, std::string> default_alibaba_gpu_map();
+// Node list -> cluster (GPU nodes only; CPU-only nodes are counted and skipped).
+Cluster read_alibaba_cluster(const std::string& node_csv,
+                             const std::map<std::string, std::string>& gpu_map);
+// Pods with num_gpu > 0 -> jobs: arrival = creation_time, duration_s =
+// deletion_time - scheduled_time, fractional-GPU pods as 1 GPU, job type drawn
+// (seeded) from options.job_types.
+Workload read_alibaba_trace(const std::string& pod_csv, const TraceOptions& options);
+
+// `fairgpu generate`: Poisson arrivals and Gavel's job-size mix.
+struct GeneratorOptions {
+  int jobs = 300;
+  int tenants = 20;
+  double arrivals_per_hour = 60.0;     // Poisson rate λ
+  double main_type_fraction = 0.9;     // probability a tenant's job uses its own job type
+  std::uint64_t seed = 1;
+  std::vector<std::string> job_types;  // pool; default: the catalogue's
+};
+Workload generate_workload(const GeneratorOptions& options, const ProfileCatalogue& catalogue);
+
+}  // namespace fairgpu

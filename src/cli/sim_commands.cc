@@ -1,0 +1,236 @@
+// `fairgpu simulate`, `fairgpu compare` and `fairgpu generate` (DESIGN §5-§6).
+// With no arguments, simulate and compare run the built-in scenario: three GPU
+// types (k80, p100, v100), 48 GPUs, 300 generated jobs from 20 tenants.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "fairgpu/input_error.h"
+#include "fairgpu/scenario.h"
+#include "fairgpu/sim_report.h"
+#include "fairgpu/simulator.h"
+
+namespace fairgpu::cli {
+namespace {
+
+struct SimArgs {
+  ScenarioOptions scenario;
+  RoundPolicyOptions policy_options;
+  std::string policy = "oef-coop";
+  std::string policies = "oef-noncoop,oef-coop,gavel,gandiva-fair,max-min";
+  std::string out;
+  double horizon_h = 0.0;
+  bool quiet = false;
+};
+
+void add_scenario_options(CLI::App* c, SimArgs& a) {
+  ScenarioOptions& s = a.scenario;
+  c->add_option("--cluster", s.cluster_path,
+                "cluster JSON (node list or {\"k80\": {\"nodes\": 9, \"gpus_per_node\": 4}}); "
+                "default: 4 nodes x 4 GPUs of k80, p100 and v100");
+  c->add_option("--alibaba-nodes", s.alibaba_nodes,
+                "cluster from Alibaba's 2023 node list CSV (openb_node_list_gpu_node.csv)");
+  c->add_option("--gpu-map", s.gpu_map,
+                "override the Alibaba GPU model map, MODEL=type (repeatable)");
+  c->add_option("--profiles", s.profiles_path,
+                "throughputs in Gavel's simulation_throughputs.json format; default: built-in");
+  c->add_option("--trace", s.trace_path,
+                "trace: native CSV, Gavel .trace or Alibaba pod list; default: a generated "
+                "workload");
+  c->add_option("--trace-format", s.trace_format, "native | gavel | alibaba (default: detect)");
+  c->add_option("--tenants", s.tenants,
+                "spread a trace without tenants over N tenants (default: each job its own)");
+  c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
+  c->add_option("--jobs", s.generator.jobs, "jobs of the generated workload (default 300)");
+  c->add_option("--arrivals-per-hour", s.generator.arrivals_per_hour,
+                "Poisson arrival rate of the generated workload (default 30)");
+  c->add_option("--gen-tenants", s.generator.tenants,
+                "tenants of the generated workload (default 20)");
+  c->add_option("--level", a.policy_options.level,
+                "tenant | job (default: tenant for OEF and the other share policies, job for "
+                "gavel)");
+  c->add_option("--round", a.policy_options.round_s,
+                "round / scheduling interval in seconds (default: the policy's: OEF 300, Gavel "
+                "360)");
+  c->add_option("--restart-overhead", s.restart_overhead_s,
+                "seconds of progress a (re)started job loses (default 10; a profile may set "
+                "its own)");
+  c->add_option("--horizon-hours", a.horizon_h,
+                "stop after this much simulated time (unfinished jobs are reported)");
+  c->add_flag("--quiet", a.quiet, "no progress line on stderr");
+}
+
+// A progress line on stderr for runs longer than two seconds, when stderr is
+// a terminal.
+std::function<void(double, double)> progress_printer(const std::string& label, bool quiet) {
+  if (quiet || !isatty(fileno(stderr))) return {};
+  auto start = std::chrono::steady_clock::now();
+  auto last = std::make_shared<double>(0.0);
+  return [start, last, label](double done, double sim_time) {
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (wall < 2.0 || wall - *last < 0.25) return;
+    *last = wall;
+    std::fprintf(stderr, "\r%s: %5.1f%% of jobs done, simulated %.1f h, %.0f s   ",
+                 label.c_str(), 100.0 * done, sim_time / 3600.0, wall);
+    if (done >= 1.0) std::fprintf(stderr, "\n");
+  };
+}
+
+void end_progress(bool printed) {
+  if (printed) std::fprintf(stderr, "\r\033[K");
+}
+
+Scenario load(const SimArgs& a) {
+  Scenario sc = load_scenario(a.scenario);
+  for (const std::string& note : sc.notes) std::fprintf(stderr, "fairgpu: note: %s\n", note.c_str());
+  return sc;
+}
+
+SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimArgs& a) {
+  auto policy = make_round_policy(policy_name, a.policy_options);
+  SimOptions options;
+  if (a.horizon_h > 0.0) options.horizon_s = sc.workload.jobs.front().arrival_s + a.horizon_h * 3600;
+  options.on_progress = progress_printer(policy_name, a.quiet);
+  SimResult r = simulate(sc.model, sc.workload, *policy, options);
+  end_progress(static_cast<bool>(options.on_progress));
+  return r;
+}
+
+// Writes whole files into `dir` (created). Everything is computed before the
+// first write, so bad input never leaves a half-written folder.
+void write_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
+  for (const auto& [name, text] : files) {
+    std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("cannot write " + path);
+  }
+}
+
+void check_args(const SimArgs& a) {
+  if (!(a.horizon_h >= 0.0)) throw InputError("options", "horizon-hours", "must be >= 0");
+}
+
+std::string run_simulate(const SimArgs& a) {
+  check_args(a);
+  auto policy_check = make_round_policy(a.policy, a.policy_options);  // bad name: before loading
+  Scenario sc = load(a);
+  SimResult r = run_one(sc, a.policy, a);
+  SimSummary s = summarise(r);
+  std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + a.policy : a.out;
+  write_files(dir, {{"jobs.csv", jobs_csv(r)},
+                    {"tenants.csv", tenants_csv(r)},
+                    {"utilisation.csv", utilisation_csv(r)},
+                    {"summary.json", summary_json(r, s)}});
+  return fmt::format("{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, summary.json)\n",
+                     sc.description, summary_table(r, s), dir);
+}
+
+std::vector<std::string> split_policies(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) throw InputError("options", "policies", "no policy given");
+  return out;
+}
+
+std::string run_compare(const SimArgs& a) {
+  check_args(a);
+  auto names = split_policies(a.policies);
+  for (const auto& n : names) make_round_policy(n, a.policy_options);  // validate all first
+  Scenario sc = load(a);
+  std::vector<std::pair<std::string, SimSummary>> runs;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& n : names) {
+    SimResult r = run_one(sc, n, a);
+    SimSummary s = summarise(r);
+    std::string label = n + (a.policy_options.level.empty() ? "" : "@" + r.level);
+    files.push_back({n + "/jobs.csv", jobs_csv(r)});
+    files.push_back({n + "/summary.json", summary_json(r, s)});
+    runs.emplace_back(label, s);
+  }
+  files.push_back({"compare.csv", compare_csv(runs)});
+  std::string dir = a.out.empty() ? "fairgpu-out/compare" : a.out;
+  for (const auto& n : names) std::filesystem::create_directories(dir + "/" + n);
+  write_files(dir, files);
+  return fmt::format("{}\n{}\nwrote {}/ (compare.csv, <policy>/jobs.csv, <policy>/summary.json)\n",
+                     sc.description, compare_table(runs), dir);
+}
+
+struct GenerateArgs {
+  GeneratorOptions g = default_generator_options();
+  std::string profiles;
+  std::string job_types;
+};
+
+std::string run_generate(const GenerateArgs& a) {
+  ProfileCatalogue catalogue = a.profiles.empty() ? builtin_profiles() : read_profiles_file(a.profiles);
+  GeneratorOptions g = a.g;
+  if (!a.job_types.empty()) {
+    std::stringstream ss(a.job_types);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (!catalogue.find(item))
+        throw InputError("options", "job-types",
+                         fmt::format("'{}' is not in the profiles ({})", item, catalogue.source));
+      g.job_types.push_back(item);
+    }
+  }
+  return write_native_trace(generate_workload(g, catalogue));
+}
+
+}  // namespace
+
+void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
+  auto sim = std::make_shared<SimArgs>();
+  auto* simulate = app.add_subcommand(
+      "simulate", "run a trace on a cluster under one policy (built-in scenario by default)");
+  add_scenario_options(simulate, *sim);
+  simulate->add_option("--policy", sim->policy, "policy (default oef-coop); see 'fairgpu policies'");
+  simulate->add_option("--out", sim->out,
+                       "folder for jobs.csv, tenants.csv, utilisation.csv, summary.json "
+                       "(default fairgpu-out/simulate-<policy>)");
+  commands.push_back({simulate, [sim] { return run_simulate(*sim); }});
+
+  auto cmp = std::make_shared<SimArgs>();
+  auto* compare = app.add_subcommand(
+      "compare", "run one trace under several policies and print one table");
+  add_scenario_options(compare, *cmp);
+  compare->add_option("--policies", cmp->policies,
+                      "comma-separated (default oef-noncoop,oef-coop,gavel,gandiva-fair,max-min)");
+  compare->add_option("--out", cmp->out, "folder for the outputs (default fairgpu-out/compare)");
+  commands.push_back({compare, [cmp] { return run_compare(*cmp); }});
+
+  auto gen = std::make_shared<GenerateArgs>();
+  auto* generate = app.add_subcommand(
+      "generate", "write a synthetic trace (native CSV) to stdout: Poisson arrivals, Gavel's "
+                  "job-size mix, tenants that mostly run one job type");
+  generate->add_option("--jobs", gen->g.jobs, "number of jobs (default 300)");
+  generate->add_option("--tenants", gen->g.tenants, "number of tenants (default 20)");
+  generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,
+                       "Poisson arrival rate (default 30)");
+  generate->add_option("--main-type-fraction", gen->g.main_type_fraction,
+                       "probability a job uses its tenant's main job type (default 0.9)");
+  generate->add_option("--seed", gen->g.seed, "seed (default 1)");
+  generate->add_option("--profiles", gen->profiles,
+                       "draw job types from this Gavel profile file (default: built-in)");
+  generate->add_option("--job-types", gen->job_types, "comma-separated pool of job types");
+  commands.push_back({generate, [gen] { return run_generate(*gen); }});
+}
+
+}  // namespace fairgpu::cli

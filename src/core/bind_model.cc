@@ -1,0 +1,84 @@
+// Binding a cluster to a throughput profile (DESIGN §1): the slowest GPU type
+// becomes type 0, the reference of every speedup, and everything a run will
+// look up is checked once here so that the scheduler never meets a missing
+// figure mid-run.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fairgpu/input_error.h"
+#include "fairgpu/scheduler.h"
+
+namespace fairgpu {
+
+ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogue,
+                        const Workload& workload, double restart_overhead_s) {
+  const std::string source = "cluster/profiles";
+  if (cluster.nodes.empty()) throw InputError(source, "nodes", "the cluster has no GPU node");
+  if (!(restart_overhead_s >= 0.0) || !std::isfinite(restart_overhead_s))
+    throw InputError("options", "restart-overhead", "must be a finite number >= 0");
+
+  ClusterModel model;
+  model.restart_overhead_s = restart_overhead_s;
+  model.profiles.source = catalogue.source;
+
+  // The job types the workload uses, in first-use order; all must be known on
+  // every GPU type of the cluster.
+  for (const JobSpec& job : workload.jobs) {
+    if (model.profiles.index(job.job_type)) continue;
+    const JobTypeProfile* p = catalogue.find(job.job_type);
+    if (!p)
+      throw InputError("trace", fmt::format("job {}: job_type", job.id),
+                       fmt::format("'{}' is not in the profiles ({})", job.job_type,
+                                   catalogue.source));
+    for (const std::string& type : cluster.gpu_types) {
+      double r = p->rate(type, 1, false);
+      if (!(r > 0.0))
+        throw InputError(catalogue.source, fmt::format("{}.{}", p->name, type),
+                         fmt::format("no throughput for GPU type '{}' used by the cluster", type));
+    }
+    model.profiles.job_types.push_back(*p);
+  }
+  if (model.profiles.job_types.empty()) throw InputError("trace", "jobs", "the trace has no job");
+
+  // Speed order: geometric mean over the used job types of the 1-worker rate
+  // relative to the first type; ties keep the cluster's order.
+  const std::size_t k = cluster.num_types();
+  std::vector<double> score(k, 0.0);
+  for (std::size_t t = 0; t < k; ++t)
+    for (const JobTypeProfile& p : model.profiles.job_types)
+      score[t] += std::log(p.rate(cluster.gpu_types[t], 1, false) /
+                           p.rate(cluster.gpu_types[0], 1, false));
+  std::vector<std::size_t> order(k);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return score[a] < score[b] - 1e-12; });
+  std::vector<std::size_t> new_index(k);
+  for (std::size_t i = 0; i < k; ++i) new_index[order[i]] = i;
+
+  model.cluster.gpu_types.resize(k);
+  for (std::size_t t = 0; t < k; ++t) model.cluster.gpu_types[new_index[t]] = cluster.gpu_types[t];
+  model.capacity.assign(k, 0);
+  for (const Node& n : cluster.nodes) {
+    if (n.gpus <= 0) continue;  // CPU-only nodes hold no device
+    Node copy = n;
+    copy.type = new_index[n.type];
+    model.node_first_device.push_back(static_cast<std::size_t>(model.total_gpus));
+    model.capacity[copy.type] += n.gpus;
+    model.total_gpus += n.gpus;
+    model.cluster.nodes.push_back(std::move(copy));
+  }
+  if (model.total_gpus == 0) throw InputError(source, "nodes", "the cluster has no GPU");
+
+  for (const JobSpec& job : workload.jobs)
+    if (job.workers > model.total_gpus)
+      throw InputError("trace", fmt::format("job {}: workers", job.id),
+                       fmt::format("{} workers can never run on the cluster's {} GPUs",
+                                   job.workers, model.total_gpus));
+  return model;
+}
+
+}  // namespace fairgpu

@@ -1,0 +1,144 @@
+// Scheduler state: building it from a bound model and a workload, the
+// interval accounting every executor shares, and the plan check that keeps a
+// buggy policy from double-booking a device.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fairgpu/scheduler.h"
+
+namespace fairgpu {
+
+SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& workload) {
+  SchedulerState s;
+  s.model = &model;
+  s.tenants = workload.tenants;
+  std::map<std::string, std::size_t> tenant_index;
+  for (std::size_t i = 0; i < s.tenants.size(); ++i) tenant_index[s.tenants[i].name] = i;
+
+  const std::size_t k = model.cluster.num_types();
+  const double total = model.total_gpus;
+  s.jobs.reserve(workload.jobs.size());
+  for (const JobSpec& spec : workload.jobs) {
+    Job j;
+    j.index = s.jobs.size();
+    auto it = tenant_index.find(spec.tenant);
+    if (it == tenant_index.end()) {  // a reader that forgot the tenant list
+      tenant_index[spec.tenant] = s.tenants.size();
+      s.tenants.push_back({spec.tenant, 1.0});
+      it = tenant_index.find(spec.tenant);
+    }
+    j.tenant = it->second;
+    j.job_type = *model.profiles.index(spec.job_type);
+    j.workers = spec.workers;
+    j.weight = spec.weight;
+    j.arrival = spec.arrival_s;
+    const JobTypeProfile& p = model.profiles.job_types[j.job_type];
+    j.rate_one_node.resize(k);
+    j.rate_spread.resize(k);
+    double mean_rate = 0.0;
+    for (std::size_t t = 0; t < k; ++t) {
+      const std::string& type = model.cluster.gpu_types[t];
+      j.rate_one_node[t] = p.rate(type, j.workers, false);
+      j.rate_spread[t] = p.rate(type, j.workers, true);
+      mean_rate += model.capacity[t] / total * j.rate_one_node[t];
+    }
+    j.work = std::isnan(spec.iterations) ? spec.duration_s * j.rate_one_node[0] : spec.iterations;
+    j.restart_overhead_s = p.restart_overhead_s.value_or(model.restart_overhead_s);
+    j.time_on_type.assign(k, 0.0);
+    j.last_stop = j.arrival;
+
+    JobRecord& r = j.record;
+    r.id = spec.id;
+    r.tenant = spec.tenant;
+    r.job_type = spec.job_type;
+    r.workers = spec.workers;
+    r.weight = spec.weight;
+    r.arrival = spec.arrival_s;
+    r.work = j.work;
+    r.exclusive_s = j.work / mean_rate;
+    r.contention_avg = 0.0;  // an integral until the job ends (see finish_record)
+    s.jobs.push_back(std::move(j));
+  }
+  s.device_owner.assign(static_cast<std::size_t>(model.total_gpus), -1);
+  s.device_type.resize(s.device_owner.size());
+  for (std::size_t n = 0; n < model.cluster.nodes.size(); ++n)
+    for (int g = 0; g < model.cluster.nodes[n].gpus; ++g)
+      s.device_type[model.node_first_device[n] + static_cast<std::size_t>(g)] =
+          model.cluster.nodes[n].type;
+  return s;
+}
+
+void account_interval(SchedulerState& s, double dt) {
+  if (dt <= 0.0) return;
+  const double total = s.model->total_gpus;
+  double weights = 0.0, requested = 0.0;
+  for (std::size_t i : s.active) {
+    weights += s.jobs[i].weight;
+    requested += s.jobs[i].workers;
+  }
+  const double contention = std::max(1.0, requested / total);
+  for (std::size_t i : s.active) {
+    Job& j = s.jobs[i];
+    // Astraea eq. 3-4: the job's weighted share of all M GPUs, capped by its
+    // gang (it cannot use more).
+    j.record.fair_gpu_seconds += std::min<double>(j.workers, total * j.weight / weights) * dt;
+    j.record.contention_avg += contention * dt;
+    if (j.state != JobState::kRunning) continue;
+    double productive = std::max(0.0, dt - j.overhead_left);
+    j.overhead_left = std::max(0.0, j.overhead_left - dt);
+    j.done = std::min(j.work, j.done + productive * j.rate);
+    j.record.done = j.done;
+    j.record.attained_gpu_seconds += j.workers * dt;
+    j.time_running += dt;
+    std::size_t slowest = s.device_type[s.flat(j.devices.front())];
+    for (DeviceRef d : j.devices) slowest = std::min(slowest, s.device_type[s.flat(d)]);
+    j.time_on_type[slowest] += dt;
+  }
+}
+
+void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
+  auto fail = [](const std::string& what) { throw std::logic_error("invalid round plan: " + what); };
+  std::vector<char> named(s.jobs.size(), 0);
+  std::vector<std::int64_t> booked(s.device_owner.size(), -1);
+  // Devices of jobs whose lease still runs stay theirs.
+  for (std::size_t i : s.active) {
+    const Job& j = s.jobs[i];
+    if (j.state == JobState::kRunning && !s.lease_ended(j))
+      for (DeviceRef d : j.devices) booked[s.flat(d)] = static_cast<std::int64_t>(i);
+  }
+  for (const Assignment& a : plan.run) {
+    if (a.job >= s.jobs.size()) fail(fmt::format("unknown job {}", a.job));
+    const Job& j = s.jobs[a.job];
+    if (!j.active()) fail(fmt::format("job {} is not active", j.record.id));
+    if (named[a.job]++) fail(fmt::format("job {} named twice", j.record.id));
+    if (static_cast<int>(a.devices.size()) != j.workers)
+      fail(fmt::format("job {} needs {} devices, got {}", j.record.id, j.workers,
+                       a.devices.size()));
+    if (!(a.lease_end > s.now)) fail(fmt::format("job {} lease ends in the past", j.record.id));
+    bool held = j.state == JobState::kRunning && !s.lease_ended(j);
+    if (held) {
+      auto mine = j.devices, given = a.devices;
+      std::sort(mine.begin(), mine.end());
+      std::sort(given.begin(), given.end());
+      if (mine != given) fail(fmt::format("job {} moved before its lease ended", j.record.id));
+      continue;
+    }
+    for (DeviceRef d : a.devices) {
+      if (d.node >= s.model->cluster.nodes.size() ||
+          d.gpu >= static_cast<std::uint32_t>(s.model->cluster.nodes[d.node].gpus))
+        fail(fmt::format("job {} given a device that does not exist", j.record.id));
+      std::int64_t& b = booked[s.flat(d)];
+      if (b >= 0)
+        fail(fmt::format("device {}:{} given to job {} and job {}", d.node, d.gpu,
+                         s.jobs[static_cast<std::size_t>(b)].record.id, j.record.id));
+      b = static_cast<std::int64_t>(a.job);
+    }
+  }
+}
+
+}  // namespace fairgpu

@@ -1,0 +1,43 @@
+// Free devices at one scheduling point, and consolidated picks from them
+// (DESIGN §4: as few nodes as possible). Nodes of each type sit in buckets by
+// free count, so a best-fit pick costs O(GPUs per node), not O(nodes): the
+// simulator places jobs on thousands of GPUs every round.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+
+namespace fairgpu::placement {
+
+class FreeDevices {
+ public:
+  // Free = no owner, or an owner whose lease has ended (the policy decides
+  // about it now; a renewal re-takes its devices with take()).
+  explicit FreeDevices(const SchedulerState& state);
+
+  int free_of_type(std::size_t type) const { return free_count_[type]; }
+  int total_free() const;
+  bool is_free(DeviceRef d) const;
+  // Takes specific devices (a renewal); false, taking nothing, if any is not free.
+  bool take(const std::vector<DeviceRef>& devices);
+  // g devices of one type, consolidated: the fullest node that still fits all
+  // g (best fit), else the emptiest nodes first (fewest nodes). Empty when
+  // fewer than g are free.
+  std::vector<DeviceRef> pick(std::size_t type, int g);
+  // Whether some node of `type` has g free devices.
+  bool fits_one_node(std::size_t type, int g) const;
+
+ private:
+  void move_bucket(std::uint32_t node, int from, int to);
+  const SchedulerState& s_;
+  std::vector<std::vector<std::uint32_t>> free_gpus_;  // per node, free device ids (sorted desc)
+  std::vector<int> free_count_;                        // per type
+  // buckets_[type][c] = nodes of `type` with exactly c free devices.
+  std::vector<std::vector<std::vector<std::uint32_t>>> buckets_;
+  std::vector<std::size_t> pos_;  // node -> position in its bucket
+};
+
+}  // namespace fairgpu::placement

@@ -1,0 +1,22 @@
+// Gavel's round-based mechanism (Narayanan et al., OSDI 2020, §5): a job-level
+// allocation of time fractions is realised round by round by priorities.
+#pragma once
+
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+#include "fairgpu/share_problem.h"
+
+namespace fairgpu::placement {
+
+// x: one row per job in `jobs`, devices per type (time fraction x / workers).
+// priority(j, t) = fraction allocated / fraction of time received on t since
+// arrival (infinite while nothing received); pairs are taken highest first,
+// a job at most once, when its whole gang fits in the type's free devices.
+// Chosen jobs keep their devices when they stay on the same type (no restart);
+// the rest are placed more workers first, consolidated.
+std::vector<Assignment> gavel_priority_round(const SchedulerState& state,
+                                             const std::vector<std::size_t>& jobs,
+                                             const Matrix& x, double lease_end);
+
+}  // namespace fairgpu::placement

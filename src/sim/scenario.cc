@@ -1,0 +1,110 @@
+// Loading a scenario: cluster (JSON, Alibaba node list or built-in), profiles
+// (Gavel's JSON or built-in), workload (native CSV, Gavel .trace, Alibaba pod
+// list or the built-in generator), then binding them (bind_model).
+#include "fairgpu/scenario.h"
+
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fairgpu/input_error.h"
+
+namespace fairgpu {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Native CSV starts with "job_id,"; Alibaba's pod list with "name,cpu_milli";
+// Gavel traces are tab-separated.
+std::string detect_format(const std::string& path) {
+  if (ends_with(path, ".trace")) return "gavel";
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  std::string first;
+  std::getline(in, first);
+  if (first.rfind("name,cpu_milli", 0) == 0) return "alibaba";
+  if (first.find('\t') != std::string::npos) return "gavel";
+  return "native";
+}
+
+}  // namespace
+
+GeneratorOptions default_generator_options() {
+  GeneratorOptions g;
+  g.jobs = 300;
+  g.tenants = 20;
+  g.arrivals_per_hour = 30.0;
+  return g;
+}
+
+Scenario load_scenario(const ScenarioOptions& o) {
+  Scenario sc;
+  const ProfileCatalogue profiles =
+      o.profiles_path.empty() ? builtin_profiles() : read_profiles_file(o.profiles_path);
+
+  Cluster cluster;
+  std::string cluster_desc;
+  if (!o.alibaba_nodes.empty()) {
+    if (!o.cluster_path.empty())
+      throw InputError("options", "cluster", "give --cluster or --alibaba-nodes, not both");
+    auto map = default_alibaba_gpu_map();
+    for (const std::string& entry : o.gpu_map) {
+      auto eq = entry.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size())
+        throw InputError("options", "gpu-map", fmt::format("'{}' is not MODEL=type", entry));
+      map[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+    cluster = read_alibaba_cluster(o.alibaba_nodes, map);
+    cluster_desc = o.alibaba_nodes;
+  } else if (!o.cluster_path.empty()) {
+    cluster = read_cluster_file(o.cluster_path);
+    cluster_desc = o.cluster_path;
+  } else {
+    cluster = default_cluster();
+    cluster_desc = "built-in cluster";
+  }
+  if (!o.gpu_map.empty() && o.alibaba_nodes.empty())
+    throw InputError("options", "gpu-map", "only applies with --alibaba-nodes");
+
+  TraceOptions topt;
+  topt.tenants = o.tenants;
+  topt.seed = o.seed;
+  if (o.trace_path.empty()) {
+    GeneratorOptions g = o.generator;
+    g.seed = o.seed;
+    sc.workload = generate_workload(g, profiles);
+    sc.description = fmt::format("generated workload ({} jobs, {} tenants, seed {})", g.jobs,
+                                 g.tenants, g.seed);
+  } else {
+    std::string format = o.trace_format.empty() ? detect_format(o.trace_path) : o.trace_format;
+    if (format == "native") {
+      sc.workload = read_native_trace(o.trace_path);
+    } else if (format == "gavel") {
+      sc.workload = read_gavel_trace(o.trace_path, topt);
+    } else if (format == "alibaba") {
+      for (const auto& p : profiles.job_types) topt.job_types.push_back(p.name);
+      sc.workload = read_alibaba_trace(o.trace_path, topt);
+    } else {
+      throw InputError("options", "trace-format",
+                       fmt::format("'{}' is not native, gavel or alibaba", format));
+    }
+    sc.description = fmt::format("{} ({} trace, {} jobs)", o.trace_path, format,
+                                 sc.workload.jobs.size());
+  }
+  sc.notes = cluster.notes;
+  sc.notes.insert(sc.notes.end(), sc.workload.notes.begin(), sc.workload.notes.end());
+  sc.model = bind_model(cluster, profiles, sc.workload, o.restart_overhead_s);
+  std::string types;
+  for (std::size_t t = 0; t < sc.model.capacity.size(); ++t)
+    types += fmt::format("{}{}x{}", t ? " " : "", sc.model.capacity[t],
+                         sc.model.cluster.gpu_types[t]);
+  sc.description += fmt::format("; {}: {} GPUs on {} nodes ({}); profiles: {}", cluster_desc,
+                                sc.model.total_gpus, sc.model.cluster.nodes.size(), types,
+                                profiles.source);
+  return sc;
+}
+
+}  // namespace fairgpu
