@@ -90,6 +90,9 @@ struct Job {
   // node, and spread over nodes. A placement runs at the slowest used type's
   // rate (straggler), the spread one when it spans nodes.
   std::vector<double> rate_one_node, rate_spread;
+  // The fastest this gang can run on each type: on one node when a node of
+  // that type has enough GPUs, else spread. What job-level policies plan with.
+  std::vector<double> rate_best;
   double restart_overhead_s = 10.0;
 
   // While running.
@@ -107,9 +110,10 @@ struct Job {
 
   bool active() const { return state == JobState::kQueued || state == JobState::kRunning; }
   double remaining() const { return work - done; }
-  // Progress rate relative to `workers` GPUs of type 0 on one node: the
-  // normalised throughput of OEF §6.1.4 for this job's current placement.
-  double normalised_rate() const { return rate / rate_one_node[0] * workers; }
+  // Progress rate relative to the same gang on the slowest type (one node if
+  // one is big enough): the normalised throughput of OEF §6.1.4 for this
+  // job's current placement, in GPU-equivalents of type 0.
+  double normalised_rate() const { return rate / rate_best[0] * workers; }
 };
 
 struct SchedulerState {

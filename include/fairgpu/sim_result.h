@@ -25,8 +25,8 @@ struct JobRecord {
   // Astraea eq. 3-4 over [arrival, finish or end]: integral of
   // min(workers, M * weight / sum of active jobs' weights) dt.
   double fair_gpu_seconds = 0.0;
-  // Run time alone on the cluster's capacity-weighted average GPU, all
-  // workers on one node: work / sum_t (m_t / M) rate(t, workers).
+  // Run time alone on the cluster's capacity-weighted average GPU: work /
+  // sum_t (m_t / M) rate(t, workers), on one node when a node of t is big enough.
   double exclusive_s = 0.0;
   // Shockwave eq. 9's N_avg(j): time average over [arrival, finish or end] of
   // max(1, GPUs requested by active jobs / M).

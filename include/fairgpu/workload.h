@@ -27,8 +27,8 @@ struct JobSpec {
   int workers = 1;       // gang size: GPUs, all or nothing
   double arrival_s = 0.0;
   // Work: exactly one is set. duration_s is the isolated run time on the
-  // cluster's slowest GPU type with all workers on one node; the simulator
-  // turns it into iterations with the bound profile.
+  // cluster's slowest GPU type (all workers on one node when a node is big
+  // enough); the simulator turns it into iterations with the bound profile.
   double iterations = kUnset;
   double duration_s = kUnset;
   double weight = 1.0;  // job priority weight (Gavel's priority_weight)

@@ -22,6 +22,8 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
 
   const std::size_t k = model.cluster.num_types();
   const double total = model.total_gpus;
+  std::vector<int> largest_node(k, 0);
+  for (const Node& n : model.cluster.nodes) largest_node[n.type] = std::max(largest_node[n.type], n.gpus);
   s.jobs.reserve(workload.jobs.size());
   for (const JobSpec& spec : workload.jobs) {
     Job j;
@@ -40,14 +42,16 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
     const JobTypeProfile& p = model.profiles.job_types[j.job_type];
     j.rate_one_node.resize(k);
     j.rate_spread.resize(k);
+    j.rate_best.resize(k);
     double mean_rate = 0.0;
     for (std::size_t t = 0; t < k; ++t) {
       const std::string& type = model.cluster.gpu_types[t];
       j.rate_one_node[t] = p.rate(type, j.workers, false);
       j.rate_spread[t] = p.rate(type, j.workers, true);
-      mean_rate += model.capacity[t] / total * j.rate_one_node[t];
+      j.rate_best[t] = j.workers <= largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
+      mean_rate += model.capacity[t] / total * j.rate_best[t];
     }
-    j.work = std::isnan(spec.iterations) ? spec.duration_s * j.rate_one_node[0] : spec.iterations;
+    j.work = std::isnan(spec.iterations) ? spec.duration_s * j.rate_best[0] : spec.iterations;
     j.restart_overhead_s = p.restart_overhead_s.value_or(model.restart_overhead_s);
     j.time_on_type.assign(k, 0.0);
     j.last_stop = j.arrival;

@@ -11,6 +11,7 @@ namespace fairgpu::policy {
 std::unique_ptr<SharePolicy> NewOefNonCooperative();  // oef_noncoop.cc
 std::unique_ptr<SharePolicy> NewOefCooperative();     // oef_coop.cc
 std::unique_ptr<SharePolicy> NewGavel();              // gavel.cc
+std::unique_ptr<SharePolicy> NewGavelSingleLevel();   // gavel.cc: Gavel's one-level LP (job level)
 std::unique_ptr<SharePolicy> NewGandivaFair();        // gandiva_fair.cc
 std::unique_ptr<SharePolicy> NewMaxMin();             // max_min.cc
 std::unique_ptr<SharePolicy> NewMaxSumThroughput();   // max_sum.cc

@@ -21,6 +21,7 @@
 #include "placement/gavel_rounds.h"
 #include "placement/oef_rounding.h"
 #include "policy/round_policies.h"
+#include "policy/share_policies.h"
 
 namespace fairgpu::policy {
 namespace {
@@ -111,7 +112,7 @@ class ShareRoundPolicy final : public RoundPolicy {
     for (std::size_t i : jobs_) {
       const Job& j = s.jobs[i];
       std::vector<double> w(j.rate_one_node.size());
-      for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_one_node[t] / j.rate_one_node[0];
+      for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.rate_best[0];
       problem_.add_tenant(j.record.id, std::move(w), j.weight, j.workers);
     }
   }
@@ -140,8 +141,8 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
   if (level != "tenant" && level != "job")
     throw InputError("options", "level", fmt::format("'{}' is not tenant or job", level));
   double round = options.round_s > 0.0 ? options.round_s : (gavel ? 360.0 : 300.0);
-  return std::make_unique<ShareRoundPolicy>(name, make_share_policy(name), level == "tenant",
-                                            round);
+  auto share = gavel && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
+  return std::make_unique<ShareRoundPolicy>(name, std::move(share), level == "tenant", round);
 }
 
 }  // namespace fairgpu::policy

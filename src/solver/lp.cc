@@ -3,6 +3,7 @@
 // later rows and columns can be appended and re-solved from the last basis.
 #include "fairgpu/lp.h"
 
+#include <cstdlib>
 #include <coin/CbcModel.hpp>
 #include <coin/ClpDualRowSteepest.hpp>
 #include <coin/ClpSimplex.hpp>
@@ -46,7 +47,13 @@ struct LinearProgram::Impl {
   bool exact_steepest_edge = false;
   int loaded_rows = 0, loaded_cols = 0;
 
-  Impl() { clp.setLogLevel(0); }
+  // Perturbation always on (50; CLP decides by itself at 100): degenerate
+  // max-min LPs with many identical rows (job-level Gavel in the simulator)
+  // otherwise trip an internal CLP 1.17 assertion (ClpPackedMatrix.cpp:5222).
+  Impl() {
+    clp.setLogLevel(0);
+    if (!std::getenv("FAIRGPU_CLP_AUTO_PERTURB")) clp.setPerturbation(50);
+  }
 
   CoinPackedMatrix matrix() const {
     return CoinPackedMatrix(true, t_row.data(), t_col.data(), t_val.data(),

@@ -1,0 +1,147 @@
+// Metrics and output files of a simulation run (DESIGN §5 outputs, §6
+// definitions), computed from a SimResult after the run.
+//
+// Every function here is pure: the same SimResult gives byte-identical strings.
+// Writers return whole strings, so a caller can write nothing at all when a
+// later step fails. A SimResult whose per-round vectors do not match its
+// tenants and GPU types is a simulator bug: every function below that takes
+// a SimResult then throws std::invalid_argument naming the round.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fairgpu/sim_result.h"
+
+namespace fairgpu {
+
+// ρ_FTF above this is an unfair finish (Themis); ρ_job below this is a
+// sharing loss (DESIGN §6, after Astraea §6's sharing-loss ratio).
+inline constexpr double kUnfairFtfRho = 1.0;
+inline constexpr double kSharingLossRho = 0.95;
+
+// Every scalar metric of one run. NaN (kUnset) where a metric has no data,
+// e.g. JCT percentiles when no job finished; summary_json prints it as null.
+struct SimSummary {
+  // Jobs. unfinished = not finished when the simulation ended; never_started
+  // is the part of them that never ran.
+  int jobs = 0;
+  int finished_jobs = 0;
+  int unfinished_jobs = 0;
+  int never_started_jobs = 0;
+
+  // Span and capacity. makespan = last finish - first arrival; with unfinished
+  // jobs the span runs to SimResult::end (when the simulation stopped).
+  double makespan_s = kUnset;
+  double busy_gpu_seconds = 0.0;  // sum of the rounds' busy GPU-seconds
+  double utilisation = kUnset;    // busy GPU-seconds / (GPUs x makespan)
+
+  // JCT = finish - arrival over finished jobs; percentiles by nearest rank.
+  double avg_jct_s = kUnset;
+  double p50_jct_s = kUnset;
+  double p95_jct_s = kUnset;
+  double p99_jct_s = kUnset;
+  double max_jct_s = kUnset;
+  // first_start - arrival over the jobs that started (finished or not).
+  double avg_queueing_delay_s = kUnset;
+
+  // Finish-time fairness over finished jobs with a defined ρ_FTF (ftf_jobs).
+  int ftf_jobs = 0;
+  double avg_ftf_rho = kUnset;
+  double worst_ftf_rho = kUnset;    // the largest
+  double unfair_fraction = kUnset;  // share of ftf_jobs with ρ_FTF > kUnfairFtfRho
+
+  // LTGF ρ_job over finished jobs with fair_gpu_seconds > 0 (ltgf_jobs);
+  // finished jobs whose fair share is 0 have no ρ and are ltgf_excluded_jobs.
+  int ltgf_jobs = 0;
+  int ltgf_excluded_jobs = 0;
+  double avg_ltgf_rho = kUnset;
+  double min_ltgf_rho = kUnset;
+  double sharing_loss_fraction = kUnset;  // share of ltgf_jobs with ρ_job < kSharingLossRho
+
+  // Jain's index of tenants' weighted normalised throughput, over the tenants
+  // that had an active job in some round (active_tenants).
+  int active_tenants = 0;
+  double jain_index = kUnset;
+
+  // Normalised throughput (OEF §6.1.4), time-averaged over the makespan.
+  // estimated is NaN when no round carries one (non-share policies).
+  double actual_throughput = kUnset;
+  double estimated_throughput = kUnset;
+
+  // Disruption, summed over all jobs.
+  int restarts = 0;
+  int preemptions = 0;
+  int cross_type_placements = 0;
+
+  // Scheduler cost: compute time per scheduling point (round).
+  int rounds = 0;
+  int recomputations = 0;  // rounds where the share policy re-solved
+  double compute_p50_s = kUnset;
+  double compute_max_s = kUnset;
+  double compute_total_s = 0.0;
+  double wall_seconds = 0.0;  // the whole simulation
+};
+
+// Throws std::invalid_argument if `result` breaks SimResult's shape
+// invariants (see the file comment).
+void check_sim_result(const SimResult& result);
+
+SimSummary summarise(const SimResult& result);
+
+// Per-job metrics; NaN when undefined.
+double job_jct(const JobRecord& job);  // finish - arrival; NaN if unfinished
+// JCT / (exclusive_s x contention_avg); NaN if unfinished or the denominator is not > 0.
+double ftf_rho(const JobRecord& job);
+// attained / fair GPU-seconds over [arrival, finish or end]; NaN if fair is not > 0.
+// Defined for unfinished jobs too (their service so far).
+double ltgf_rho(const JobRecord& job);
+
+// Nearest-rank percentile: the value of rank ceil(percent/100 x n) in
+// ascending order (rank 1 is the smallest), so the result is always one of
+// the values. percent in [1, 100]; NaN for no values.
+double percentile_nearest_rank(std::vector<double> values, int percent);
+
+// ---- output files ----------------------------------------------------------
+//
+// CSV: RFC 4180 (a field with a comma, quote or newline is quoted), "\n" line
+// ends, a header row. Reals print as fmt "{:.10g}" (shortest form up to 10
+// significant digits: milliseconds of a 100-day run), NaN as an empty cell.
+
+// One row per job in workload order:
+//   job_id,tenant,job_type,workers,arrival,first_start,finish,jct,queueing_delay,
+//   attained_gpu_seconds,restarts,preemptions,cross_type_placements,ftf_rho,ltgf_rho
+std::string jobs_csv(const SimResult& result);
+
+// One row per round per tenant:
+//   round_start,round_end,tenant,active_jobs,normalised_throughput,gpus_<type>...
+std::string tenants_csv(const SimResult& result);
+
+// One row per round:
+//   start,end,busy_gpu_seconds,utilisation,active_jobs,compute_seconds,recomputed,
+//   estimated_throughput,actual_throughput
+// utilisation = busy GPU-seconds / (GPUs x round length); actual = sum of the
+// tenants' normalised throughput; recomputed is 0 or 1.
+std::string utilisation_csv(const SimResult& result);
+
+// The run's setup (policy, level, round_s, gpu_types, capacity by type,
+// total_gpus, tenants) then every SimSummary field under its member name;
+// NaN as null. nlohmann::ordered_json dump(2) plus a newline.
+std::string summary_json(const SimResult& result, const SimSummary& summary);
+
+// A metric/value text table for a person (ASCII, fixed width).
+std::string summary_table(const SimResult& result, const SimSummary& summary);
+
+// Several runs of one workload side by side, one row per run (named by its
+// policy), the key metrics in table units (hours, %, ms), then the same
+// columns as ratios to the first run ("1.00x"; "-" where undefined). Fits
+// 120 columns for names up to 24 characters.
+std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs);
+
+// The same data for machines: policy, then the metrics under their
+// SimSummary/summary_json names in SI units (avg_jct_s, ..., compute_p50_s),
+// then each again as <name>_ratio to the first run.
+std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs);
+
+}  // namespace fairgpu

@@ -1,0 +1,364 @@
+// Output files of a simulation run (DESIGN §5): per-job, per-tenant and
+// per-round CSVs, the summary JSON, and text tables for a person; the metrics
+// are those of DESIGN §6 computed in sim_metrics.cc (FTF after Themis /
+// Shockwave eq. 9, LTGF after Astraea eq. 5, normalised throughput after OEF
+// §6.1.4). Formats are documented in fairgpu/sim_report.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fairgpu/sim_report.h"
+
+namespace fairgpu {
+
+namespace {
+
+using Json = nlohmann::ordered_json;  // keeps fields in the documented order
+
+// ---- CSV -------------------------------------------------------------------
+
+// One rule for every real in every CSV: up to 10 significant digits, shortest
+// form, no locale; NaN is an empty cell and -0 prints as 0.
+std::string num(double v) {
+  if (std::isnan(v)) return "";
+  if (v == 0) v = 0.0;
+  return fmt::format("{:.10g}", v);
+}
+
+std::string field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string quoted = "\"";
+  for (char c : s) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+void add_row(std::string& out, const std::vector<std::string>& cells) {
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (i) out += ',';
+    out += cells[i];
+  }
+  out += '\n';
+}
+
+double actual_throughput(const RoundSample& round) {
+  double sum = 0.0;
+  for (double x : round.tenant_throughput) sum += x;
+  return sum;
+}
+
+// ---- text ------------------------------------------------------------------
+
+std::string fixed(double v, int precision) {
+  if (std::isnan(v)) return "-";
+  if (v == 0) v = 0.0;
+  return fmt::format("{:.{}f}", v, precision);
+}
+
+std::string seconds_and_hours(double s) {
+  if (std::isnan(s)) return "-";
+  return fmt::format("{} s ({} h)", fixed(s, 1), fixed(s / 3600, 2));
+}
+
+std::string percent(double fraction) {
+  return std::isnan(fraction) ? "-" : fixed(100 * fraction, 1) + " %";
+}
+
+std::string milliseconds(double s) { return std::isnan(s) ? "-" : fixed(1000 * s, 1) + " ms"; }
+
+constexpr int kMetricW = 38;  // summary_table's metric column, indent included
+
+// Aligned output is easier to diff without trailing blanks.
+std::string trimmed_line(std::string s) {
+  s.erase(s.find_last_not_of(' ') + 1);
+  return s + "\n";
+}
+
+// ---- comparison ------------------------------------------------------------
+
+// One column of compare_table / compare_csv: the SimSummary field (its
+// summary_json name), a two-line header in table units, and the scale from SI
+// to those units.
+struct CompareColumn {
+  const char* key;
+  const char* top;
+  const char* bottom;
+  double scale;
+  int precision;
+  double (*get)(const SimSummary&);
+};
+
+const std::vector<CompareColumn>& compare_columns() {
+  static const std::vector<CompareColumn> columns = {
+      {"avg_jct_s", "avg JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.avg_jct_s; }},
+      {"p95_jct_s", "p95 JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.p95_jct_s; }},
+      {"makespan_s", "make-", "span h", 1 / 3600.0, 2,
+       [](const SimSummary& s) { return s.makespan_s; }},
+      {"utilisation", "util", "%", 100, 1, [](const SimSummary& s) { return s.utilisation; }},
+      {"actual_throughput", "tput", "actual", 1, 2,
+       [](const SimSummary& s) { return s.actual_throughput; }},
+      {"estimated_throughput", "tput", "est.", 1, 2,
+       [](const SimSummary& s) { return s.estimated_throughput; }},
+      {"unfair_fraction", "unfair", "frac", 1, 3,
+       [](const SimSummary& s) { return s.unfair_fraction; }},
+      {"worst_ftf_rho", "worst", "rho_FTF", 1, 2,
+       [](const SimSummary& s) { return s.worst_ftf_rho; }},
+      {"sharing_loss_fraction", "sharing", "loss", 1, 3,
+       [](const SimSummary& s) { return s.sharing_loss_fraction; }},
+      {"jain_index", "Jain", "index", 1, 3, [](const SimSummary& s) { return s.jain_index; }},
+      {"restarts", "re-", "starts", 1, 0,
+       [](const SimSummary& s) { return static_cast<double>(s.restarts); }},
+      {"compute_p50_s", "compute", "p50 ms", 1000, 1,
+       [](const SimSummary& s) { return s.compute_p50_s; }},
+  };
+  return columns;
+}
+
+// value / base's value; NaN where either is undefined or the base is 0.
+double ratio(double value, double base) {
+  if (std::isnan(value) || std::isnan(base) || base == 0) return kUnset;
+  return value / base;
+}
+
+}  // namespace
+
+std::string jobs_csv(const SimResult& result) {
+  check_sim_result(result);
+  std::string out;
+  add_row(out, {"job_id", "tenant", "job_type", "workers", "arrival", "first_start", "finish",
+                "jct", "queueing_delay", "attained_gpu_seconds", "restarts", "preemptions",
+                "cross_type_placements", "ftf_rho", "ltgf_rho"});
+  for (const JobRecord& j : result.jobs)
+    add_row(out, {field(j.id), field(j.tenant), field(j.job_type), std::to_string(j.workers),
+                  num(j.arrival), num(j.first_start), num(j.finish), num(job_jct(j)),
+                  num(j.first_start - j.arrival), num(j.attained_gpu_seconds),
+                  std::to_string(j.restarts), std::to_string(j.preemptions),
+                  std::to_string(j.cross_type_placements), num(ftf_rho(j)), num(ltgf_rho(j))});
+  return out;
+}
+
+std::string tenants_csv(const SimResult& result) {
+  check_sim_result(result);
+  const std::size_t k = result.num_types();
+  std::vector<std::string> header = {"round_start", "round_end", "tenant", "active_jobs",
+                                     "normalised_throughput"};
+  for (const auto& type : result.gpu_types) header.push_back(field("gpus_" + type));
+  std::string out;
+  add_row(out, header);
+  for (const RoundSample& round : result.rounds) {
+    for (std::size_t t = 0; t < result.tenants.size(); ++t) {
+      std::vector<std::string> row = {
+          num(round.start), num(round.end), field(result.tenants[t].name),
+          std::to_string(round.tenant_active_jobs[t]), num(round.tenant_throughput[t])};
+      for (std::size_t j = 0; j < k; ++j) row.push_back(num(round.tenant_gpus[t * k + j]));
+      add_row(out, row);
+    }
+  }
+  return out;
+}
+
+std::string utilisation_csv(const SimResult& result) {
+  check_sim_result(result);
+  const double gpus = result.total_gpus();
+  std::string out;
+  add_row(out, {"start", "end", "busy_gpu_seconds", "utilisation", "active_jobs", "compute_seconds",
+                "recomputed", "estimated_throughput", "actual_throughput"});
+  for (const RoundSample& round : result.rounds) {
+    const double capacity_s = gpus * (round.end - round.start);
+    add_row(out, {num(round.start), num(round.end), num(round.busy_gpu_seconds),
+                  num(capacity_s > 0 ? round.busy_gpu_seconds / capacity_s : kUnset),
+                  std::to_string(round.active_jobs), num(round.compute_seconds),
+                  round.recomputed ? "1" : "0", num(round.estimated_throughput),
+                  num(actual_throughput(round))});
+  }
+  return out;
+}
+
+std::string summary_json(const SimResult& result, const SimSummary& s) {
+  check_sim_result(result);
+  Json out;
+  auto real = [&out](const char* key, double v) {
+    if (std::isnan(v))
+      out[key] = nullptr;
+    else
+      out[key] = v;
+  };
+  out["policy"] = result.policy;
+  out["level"] = result.level;
+  out["round_s"] = result.round_s;
+  out["gpu_types"] = result.gpu_types;
+  Json capacity = Json::object();
+  for (std::size_t j = 0; j < result.num_types(); ++j)
+    capacity[result.gpu_types[j]] = result.capacity[j];
+  out["capacity"] = std::move(capacity);
+  out["total_gpus"] = result.total_gpus();
+  out["tenants"] = result.tenants.size();
+
+  out["jobs"] = s.jobs;
+  out["finished_jobs"] = s.finished_jobs;
+  out["unfinished_jobs"] = s.unfinished_jobs;
+  out["never_started_jobs"] = s.never_started_jobs;
+  real("makespan_s", s.makespan_s);
+  real("busy_gpu_seconds", s.busy_gpu_seconds);
+  real("utilisation", s.utilisation);
+  real("avg_jct_s", s.avg_jct_s);
+  real("p50_jct_s", s.p50_jct_s);
+  real("p95_jct_s", s.p95_jct_s);
+  real("p99_jct_s", s.p99_jct_s);
+  real("max_jct_s", s.max_jct_s);
+  real("avg_queueing_delay_s", s.avg_queueing_delay_s);
+  out["ftf_jobs"] = s.ftf_jobs;
+  real("avg_ftf_rho", s.avg_ftf_rho);
+  real("worst_ftf_rho", s.worst_ftf_rho);
+  real("unfair_fraction", s.unfair_fraction);
+  out["ltgf_jobs"] = s.ltgf_jobs;
+  out["ltgf_excluded_jobs"] = s.ltgf_excluded_jobs;
+  real("avg_ltgf_rho", s.avg_ltgf_rho);
+  real("min_ltgf_rho", s.min_ltgf_rho);
+  real("sharing_loss_fraction", s.sharing_loss_fraction);
+  out["active_tenants"] = s.active_tenants;
+  real("jain_index", s.jain_index);
+  real("actual_throughput", s.actual_throughput);
+  real("estimated_throughput", s.estimated_throughput);
+  out["restarts"] = s.restarts;
+  out["preemptions"] = s.preemptions;
+  out["cross_type_placements"] = s.cross_type_placements;
+  out["rounds"] = s.rounds;
+  out["recomputations"] = s.recomputations;
+  real("compute_p50_s", s.compute_p50_s);
+  real("compute_max_s", s.compute_max_s);
+  real("compute_total_s", s.compute_total_s);
+  real("wall_seconds", s.wall_seconds);
+  return out.dump(2) + "\n";
+}
+
+std::string summary_table(const SimResult& result, const SimSummary& s) {
+  check_sim_result(result);
+  std::string capacity;
+  for (std::size_t j = 0; j < result.num_types(); ++j)
+    capacity += fmt::format("{}{} {}", j ? ", " : "", result.gpu_types[j], result.capacity[j]);
+  std::string out =
+      fmt::format("simulation  {}{}, round {:g} s\n", result.policy,
+                  result.level.empty() ? "" : " (" + result.level + " level)", result.round_s);
+  out += fmt::format("cluster     {} GPUs ({}), {} tenant{}\n", result.total_gpus(), capacity,
+                     result.tenants.size(), result.tenants.size() == 1 ? "" : "s");
+
+  auto section = [&out](std::string_view title) {
+    out += fmt::format("\n{:<{}}value\n", title, kMetricW);
+  };
+  auto line = [&out](std::string_view metric, const std::string& value) {
+    out += trimmed_line(fmt::format("  {:<{}}{}", metric, kMetricW - 2, value));
+  };
+  auto count = [](int v) { return std::to_string(v); };
+
+  section("jobs and time");
+  line("jobs", count(s.jobs));
+  line("finished", count(s.finished_jobs));
+  line("unfinished", fmt::format("{} ({} never started)", s.unfinished_jobs, s.never_started_jobs));
+  line("makespan", seconds_and_hours(s.makespan_s));
+  line("busy GPU time", seconds_and_hours(s.busy_gpu_seconds));
+  line("utilisation", percent(s.utilisation));
+  line("average JCT", seconds_and_hours(s.avg_jct_s));
+  line("p50 JCT", seconds_and_hours(s.p50_jct_s));
+  line("p95 JCT", seconds_and_hours(s.p95_jct_s));
+  line("p99 JCT", seconds_and_hours(s.p99_jct_s));
+  line("max JCT", seconds_and_hours(s.max_jct_s));
+  line("average queueing delay", seconds_and_hours(s.avg_queueing_delay_s));
+
+  section("fairness");
+  line("finish-time fairness: jobs rated", count(s.ftf_jobs));
+  line("average rho_FTF", fixed(s.avg_ftf_rho, 3));
+  line("worst rho_FTF", fixed(s.worst_ftf_rho, 3));
+  line(fmt::format("unfair fraction (rho_FTF > {:g})", kUnfairFtfRho), percent(s.unfair_fraction));
+  line("LTGF: jobs rated",
+       fmt::format("{} ({} without a fair share, excluded)", s.ltgf_jobs, s.ltgf_excluded_jobs));
+  line("average rho_job", fixed(s.avg_ltgf_rho, 3));
+  line("min rho_job", fixed(s.min_ltgf_rho, 3));
+  line(fmt::format("sharing-loss fraction (rho < {:g})", kSharingLossRho),
+       percent(s.sharing_loss_fraction));
+  line("Jain's index over tenants",
+       fmt::format("{} ({} active tenant{})", fixed(s.jain_index, 3), s.active_tenants,
+                   s.active_tenants == 1 ? "" : "s"));
+
+  section("throughput and disruption");
+  line("normalised throughput, actual", fixed(s.actual_throughput, 3));
+  line("normalised throughput, estimated", fixed(s.estimated_throughput, 3));
+  line("restarts", count(s.restarts));
+  line("preemptions", count(s.preemptions));
+  line("cross-type placements", count(s.cross_type_placements));
+
+  section("scheduler");
+  line("rounds", fmt::format("{} ({} recomputations)", s.rounds, s.recomputations));
+  line("compute per round, p50", milliseconds(s.compute_p50_s));
+  line("compute per round, max", milliseconds(s.compute_max_s));
+  line("compute, total", fixed(s.compute_total_s, 3) + " s");
+  line("simulation wall time", fixed(s.wall_seconds, 3) + " s");
+  return out;
+}
+
+std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs) {
+  const auto& columns = compare_columns();
+  constexpr std::size_t kColumnW = 7;  // 12 columns of 1 + 7: 96 characters after the names
+  std::size_t name_w = std::string_view("policy").size();
+  for (const auto& run : runs) name_w = std::max(name_w, run.first.size());
+
+  auto header = [&](std::string& out) {
+    std::string top = fmt::format("{:<{}}", "policy", name_w);
+    std::string bottom = fmt::format("{:<{}}", "", name_w);
+    for (const auto& c : columns) {
+      top += fmt::format(" {:>{}}", c.top, kColumnW);
+      bottom += fmt::format(" {:>{}}", c.bottom, kColumnW);
+    }
+    out += trimmed_line(top) + trimmed_line(bottom);
+  };
+  auto row = [&](std::string& out, const std::string& name, auto cell) {
+    std::string s = fmt::format("{:<{}}", name, name_w);
+    for (const auto& c : columns) s += fmt::format(" {:>{}}", cell(c), kColumnW);
+    out += trimmed_line(s);
+  };
+
+  std::string out;
+  header(out);
+  for (const auto& [name, summary] : runs)
+    row(out, name, [&summary](const CompareColumn& c) {
+      return fixed(c.get(summary) * c.scale, c.precision);
+    });
+  if (runs.empty()) return out;
+
+  const auto& [base_name, base] = runs.front();
+  out += fmt::format("\nratio to {} (value / {}'s; - where undefined)\n", base_name, base_name);
+  header(out);
+  for (const auto& [name, summary] : runs)
+    row(out, name, [&summary, &base](const CompareColumn& c) {
+      double x = ratio(c.get(summary), c.get(base));
+      return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
+    });
+  return out;
+}
+
+std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs) {
+  const auto& columns = compare_columns();
+  std::vector<std::string> header = {"policy"};
+  for (const auto& c : columns) header.push_back(c.key);
+  for (const auto& c : columns) header.push_back(std::string(c.key) + "_ratio");
+  std::string out;
+  add_row(out, header);
+  for (const auto& [name, summary] : runs) {
+    std::vector<std::string> row = {field(name)};
+    for (const auto& c : columns) row.push_back(num(c.get(summary)));
+    for (const auto& c : columns) row.push_back(num(ratio(c.get(summary), c.get(runs[0].second))));
+    add_row(out, row);
+  }
+  return out;
+}
+
+}  // namespace fairgpu
