@@ -44,7 +44,7 @@ Cluster parse_cluster_json(std::string_view json_text, const std::string& source
 Cluster read_cluster_file(const std::string& path);
 
 // The built-in cluster of `fairgpu simulate` without --cluster: three GPU types
-// (k80, p100, v100), four nodes of four GPUs each (48 GPUs).
+// (k80, p100, v100), three nodes of eight GPUs each (72 GPUs).
 Cluster default_cluster();
 
 }  // namespace fairgpu

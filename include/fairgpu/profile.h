@@ -35,7 +35,11 @@ struct JobTypeProfile {
   // Scaling: efficiency eff(g) = rate(g) / (g * rate(1)) is read at the known
   // worker counts and interpolated linearly in g between them; above the
   // largest known count the largest's efficiency is kept. NaN if the type is
-  // unknown to this profile.
+  // unknown to this profile or workers < 1. 0 if the job cannot run at that
+  // size: a measured 0 (Gavel records 0 for ResNet-50 (batch size 128) on k80
+  // at 2+ workers), and sizes interpolated next to one. Spread over nodes: the
+  // type's unconsolidated figures when they cover > 1 worker, else
+  // consolidated x cross_node_factor (src/model/profile.cc).
   double rate(const std::string& gpu_type, int workers, bool cross_node) const;
 };
 
@@ -56,8 +60,8 @@ const ProfileCatalogue& builtin_profiles();
 // Gavel's format: {gpu_type: {"('<model>', <scale_factor>)": {"null": it/s, ...}}};
 // keys "<type>_unconsolidated" fill JobTypeProfile::unconsolidated; co-location
 // entries (every key but "null") are ignored. Throws InputError on anything
-// malformed (non-positive or non-finite figures, bad keys, a job type without
-// a 1-worker figure on some type).
+// malformed (negative, non-finite or zero 1-worker figures, bad keys, a job
+// type without a 1-worker figure on some type).
 ProfileCatalogue parse_gavel_profiles(std::string_view json_text, const std::string& source);
 ProfileCatalogue read_profiles_file(const std::string& path);
 

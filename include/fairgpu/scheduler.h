@@ -93,6 +93,11 @@ struct Job {
   // The fastest this gang can run on each type: on one node when a node of
   // that type has enough GPUs, else spread. What job-level policies plan with.
   std::vector<double> rate_best;
+  // rate_best on the slowest type where it is > 0 (Gavel measures 0 where a
+  // model does not fit, e.g. ResNet-50 at batch 128 on several K80s): the
+  // reference of this job's speedups and normalised throughput.
+  double ref_rate = 0.0;
+  bool runs_on(std::size_t type) const { return rate_best[type] > 0.0; }
   double restart_overhead_s = 10.0;
 
   // While running.
@@ -110,10 +115,10 @@ struct Job {
 
   bool active() const { return state == JobState::kQueued || state == JobState::kRunning; }
   double remaining() const { return work - done; }
-  // Progress rate relative to the same gang on the slowest type (one node if
-  // one is big enough): the normalised throughput of OEF §6.1.4 for this
+  // Progress rate relative to the same gang on the slowest type it runs on
+  // (one node if one is big enough): the normalised throughput of OEF §6.1.4 for this
   // job's current placement, in GPU-equivalents of type 0.
-  double normalised_rate() const { return rate / rate_best[0] * workers; }
+  double normalised_rate() const { return rate / ref_rate * workers; }
 };
 
 struct SchedulerState {

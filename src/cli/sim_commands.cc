@@ -1,6 +1,6 @@
 // `fairgpu simulate`, `fairgpu compare` and `fairgpu generate` (DESIGN §5-§6).
 // With no arguments, simulate and compare run the built-in scenario: three GPU
-// types (k80, p100, v100), 48 GPUs, 300 generated jobs from 20 tenants.
+// types (k80, p100, v100), 72 GPUs, 300 generated jobs from 20 tenants.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -36,7 +36,7 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   ScenarioOptions& s = a.scenario;
   c->add_option("--cluster", s.cluster_path,
                 "cluster JSON (node list or {\"k80\": {\"nodes\": 9, \"gpus_per_node\": 4}}); "
-                "default: 4 nodes x 4 GPUs of k80, p100 and v100");
+                "default: 3 nodes x 8 GPUs of k80, p100 and v100");
   c->add_option("--alibaba-nodes", s.alibaba_nodes,
                 "cluster from Alibaba's 2023 node list CSV (openb_node_list_gpu_node.csv)");
   c->add_option("--gpu-map", s.gpu_map,

@@ -73,11 +73,26 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
   }
   if (model.total_gpus == 0) throw InputError(source, "nodes", "the cluster has no GPU");
 
-  for (const JobSpec& job : workload.jobs)
+  // Every gang must fit on the types where its profile has a positive rate
+  // (a gang may span types, running at its slowest one's rate).
+  std::vector<int> largest(k, 0);
+  for (const Node& n : model.cluster.nodes) largest[n.type] = std::max(largest[n.type], n.gpus);
+  for (const JobSpec& job : workload.jobs) {
     if (job.workers > model.total_gpus)
       throw InputError("trace", fmt::format("job {}: workers", job.id),
                        fmt::format("{} workers can never run on the cluster's {} GPUs",
                                    job.workers, model.total_gpus));
+    const JobTypeProfile& p = *model.profiles.find(job.job_type);
+    int usable = 0;
+    for (std::size_t t = 0; t < k; ++t)
+      if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > largest[t]) > 0.0)
+        usable += model.capacity[t];
+    if (usable < job.workers)
+      throw InputError("trace", fmt::format("job {}: workers", job.id),
+                       fmt::format("'{}' with {} workers has a positive rate only on GPU types "
+                                   "with {} GPUs in all",
+                                   job.job_type, job.workers, usable));
+  }
   return model;
 }
 

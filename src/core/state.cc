@@ -51,7 +51,8 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
       j.rate_best[t] = j.workers <= largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
       mean_rate += model.capacity[t] / total * j.rate_best[t];
     }
-    j.work = std::isnan(spec.iterations) ? spec.duration_s * j.rate_best[0] : spec.iterations;
+    for (std::size_t t = 0; t < k && j.ref_rate == 0.0; ++t) j.ref_rate = j.rate_best[t];
+    j.work = std::isnan(spec.iterations) ? spec.duration_s * j.ref_rate : spec.iterations;
     j.restart_overhead_s = p.restart_overhead_s.value_or(model.restart_overhead_s);
     j.time_on_type.assign(k, 0.0);
     j.last_stop = j.arrival;

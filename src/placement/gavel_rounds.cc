@@ -27,7 +27,7 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
     const double age = s.now - j.arrival;
     for (std::size_t t = 0; t < k; ++t) {
       double f = x(r, t) / j.workers;
-      if (f < 1e-6) continue;
+      if (f < 1e-6 || !j.runs_on(t)) continue;
       double received = age > 0.0 ? j.time_on_type[t] / age : 0.0;
       pairs.push_back({received > 0.0 ? f / received : kInf, f, r, t});
     }

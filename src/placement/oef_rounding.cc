@@ -165,7 +165,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   for (const Pending& p : to_place) {
     const Job& j = s.jobs[p.job];
     std::vector<int> budget = cnt[p.e];
-    for (std::size_t t = 0; t < k; ++t) budget[t] = std::min(budget[t], free.free_of_type(t));
+    for (std::size_t t = 0; t < k; ++t)
+      budget[t] = j.runs_on(t) ? std::min(budget[t], free.free_of_type(t)) : 0;
     // Prefer the fastest type that holds the gang on one node.
     counts.clear();
     for (std::size_t t = k; t-- > 0;)
@@ -204,7 +205,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
             continue;
           }
           std::vector<int> budget(k);
-          for (std::size_t t = 0; t < k; ++t) budget[t] = free.free_of_type(t);
+          for (std::size_t t = 0; t < k; ++t) budget[t] = j.runs_on(t) ? free.free_of_type(t) : 0;
           counts.clear();
           for (std::size_t t = k; t-- > 0;)
             if (budget[t] >= j.workers && free.fits_one_node(t, j.workers)) {

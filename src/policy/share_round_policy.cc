@@ -112,7 +112,7 @@ class ShareRoundPolicy final : public RoundPolicy {
     for (std::size_t i : jobs_) {
       const Job& j = s.jobs[i];
       std::vector<double> w(j.rate_one_node.size());
-      for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.rate_best[0];
+      for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.ref_rate;
       problem_.add_tenant(j.record.id, std::move(w), j.weight, j.workers);
     }
   }

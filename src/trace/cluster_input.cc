@@ -1,0 +1,184 @@
+// Reader of JSON cluster specs (fairgpu/cluster.h), in either form:
+//   node list: {"nodes": [{"name": "n0", "gpu_type": "v100", "gpus": 4,
+//                          "cpus": 32, "memory_gb": 256}, ...]}
+//   compact:   {"k80": {"nodes": 9, "gpus_per_node": 4, "cpus_per_node": 32,
+//                       "memory_gb_per_node": 256}, ...}
+// A top-level "nodes" holding an array selects the node list. GPU types keep
+// their order of first appearance; unnamed nodes are "<type>-<i>", i counting
+// that type's nodes from 0 (as in default_cluster()). Every error names the
+// field's path (nodes[2].gpus, k80.gpus_per_node).
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "fairgpu/cluster.h"
+#include "fairgpu/input_error.h"
+#include "text_input.h"
+
+namespace fairgpu {
+
+namespace {
+
+using nlohmann::ordered_json;
+using text_input::child;
+using text_input::element;
+
+// Bounds that keep GPU counts in an int and catch typos (40000 for 4).
+constexpr std::int64_t kMaxGpusPerNode = 4096;
+constexpr std::int64_t kMaxNodesPerType = 100000;
+
+class ClusterParser {
+ public:
+  explicit ClusterParser(const std::string& source) : source_(source) {}
+
+  Cluster parse(const ordered_json& doc) {
+    if (!doc.is_object())
+      fail("(top level)", std::string("expected an object, got ") + doc.type_name());
+    auto nodes = doc.find("nodes");
+    if (nodes != doc.end() && nodes->is_array())
+      read_node_list(doc, *nodes);
+    else
+      read_compact(doc);
+    if (cluster_.nodes.empty()) fail(node_list_ ? "nodes" : "(top level)", "the cluster is empty");
+    return std::move(cluster_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw InputError(source_, field, problem);
+  }
+
+  void only_keys(const ordered_json& obj, const std::string& path,
+                 const std::vector<std::string>& allowed) const {
+    for (const auto& [key, value] : obj.items()) {
+      bool ok = false;
+      for (const auto& a : allowed) ok = ok || key == a;
+      if (!ok)
+        fail(child(path, key),
+             "unknown field (expected one of: " + text_input::join(allowed) + ")");
+    }
+  }
+
+  double number(const ordered_json& j, const std::string& path) const {
+    if (!j.is_number()) fail(path, std::string("expected a number, got ") + j.type_name());
+    double v = j.get<double>();
+    if (!std::isfinite(v)) fail(path, "must be a finite number");
+    return v;
+  }
+
+  double non_negative(const ordered_json& j, const std::string& path) const {
+    double v = number(j, path);
+    if (v < 0) fail(path, "must be >= 0, got " + j.dump());
+    return v;
+  }
+
+  // A whole number in [1, max].
+  int count(const ordered_json& j, const std::string& path, std::int64_t max) const {
+    double v = number(j, path);
+    if (v != std::floor(v)) fail(path, "must be a whole number, got " + j.dump());
+    if (v < 1) fail(path, "must be >= 1, got " + j.dump());
+    if (v > static_cast<double>(max))
+      fail(path, "must be at most " + std::to_string(max) + ", got " + j.dump());
+    return static_cast<int>(v);
+  }
+
+  std::string name(const ordered_json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, std::string("expected a string, got ") + j.type_name());
+    auto s = j.get<std::string>();
+    if (s.empty()) fail(path, "must not be empty");
+    for (char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        fail(path, "must not contain control characters");
+    return s;
+  }
+
+  std::size_t type_of(const std::string& gpu_type) {
+    if (auto t = cluster_.type_index(gpu_type)) return *t;
+    cluster_.gpu_types.push_back(gpu_type);
+    per_type_.push_back(0);
+    return cluster_.gpu_types.size() - 1;
+  }
+
+  void add_node(const std::string& path, std::string node_name, std::size_t type, int gpus,
+                double cpus, double memory_gb) {
+    if (node_name.empty())
+      node_name = cluster_.gpu_types[type] + "-" + std::to_string(per_type_[type]);
+    ++per_type_[type];
+    if (!names_.insert(node_name).second) fail(path, "duplicate node name '" + node_name + "'");
+    total_gpus_ += gpus;
+    if (total_gpus_ > INT32_MAX) fail(path, "the cluster has more GPUs than fairgpu can count");
+    cluster_.nodes.push_back(Node{std::move(node_name), type, gpus, cpus, memory_gb});
+  }
+
+  void read_node_list(const ordered_json& doc, const ordered_json& nodes) {
+    node_list_ = true;
+    only_keys(doc, "", {"nodes"});
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const ordered_json& n = nodes[i];
+      std::string path = element("nodes", i);
+      if (!n.is_object()) fail(path, std::string("expected a node object, got ") + n.type_name());
+      only_keys(n, path, {"name", "gpu_type", "gpus", "cpus", "memory_gb"});
+      auto required = [&](const char* key) -> const ordered_json& {
+        auto it = n.find(key);
+        if (it == n.end()) fail(child(path, key), "missing required field");
+        return *it;
+      };
+      std::string node_name;
+      std::string name_path = child(path, "name");
+      if (auto it = n.find("name"); it != n.end()) node_name = name(*it, name_path);
+      std::size_t type = type_of(name(required("gpu_type"), child(path, "gpu_type")));
+      int gpus = count(required("gpus"), child(path, "gpus"), kMaxGpusPerNode);
+      double cpus = 0.0, memory_gb = 0.0;
+      if (auto it = n.find("cpus"); it != n.end()) cpus = non_negative(*it, child(path, "cpus"));
+      if (auto it = n.find("memory_gb"); it != n.end())
+        memory_gb = non_negative(*it, child(path, "memory_gb"));
+      add_node(node_name.empty() ? path : name_path, node_name, type, gpus, cpus, memory_gb);
+    }
+  }
+
+  void read_compact(const ordered_json& doc) {
+    for (const auto& [gpu_type, spec] : doc.items()) {
+      const std::string& path = gpu_type;
+      if (!spec.is_object())
+        fail(path, std::string("expected an object with nodes and gpus_per_node (or give "
+                               "{\"nodes\": [...]}), got ") +
+                       spec.type_name());
+      name(ordered_json(gpu_type), path.empty() ? "\"\"" : path);
+      only_keys(spec, path, {"nodes", "gpus_per_node", "cpus_per_node", "memory_gb_per_node"});
+      auto required = [&](const char* key) -> const ordered_json& {
+        auto it = spec.find(key);
+        if (it == spec.end()) fail(child(path, key), "missing required field");
+        return *it;
+      };
+      int nodes = count(required("nodes"), child(path, "nodes"), kMaxNodesPerType);
+      int gpus = count(required("gpus_per_node"), child(path, "gpus_per_node"), kMaxGpusPerNode);
+      double cpus = 0.0, memory_gb = 0.0;
+      if (auto it = spec.find("cpus_per_node"); it != spec.end())
+        cpus = non_negative(*it, child(path, "cpus_per_node"));
+      if (auto it = spec.find("memory_gb_per_node"); it != spec.end())
+        memory_gb = non_negative(*it, child(path, "memory_gb_per_node"));
+      std::size_t type = type_of(gpu_type);
+      for (int i = 0; i < nodes; ++i) add_node(path, "", type, gpus, cpus, memory_gb);
+    }
+  }
+
+  std::string source_;
+  Cluster cluster_;
+  std::vector<int> per_type_;  // nodes seen so far per type, for default names
+  std::set<std::string> names_;
+  std::int64_t total_gpus_ = 0;
+  bool node_list_ = false;
+};
+
+}  // namespace
+
+Cluster parse_cluster_json(std::string_view json_text, const std::string& source) {
+  return ClusterParser(source).parse(text_input::parse_json(json_text, source));
+}
+
+Cluster read_cluster_file(const std::string& path) {
+  return parse_cluster_json(text_input::read_text_file(path), path);
+}
+
+}  // namespace fairgpu

@@ -1,0 +1,306 @@
+// The scheduling core and the simulator (DESIGN §2, §5): the job progress
+// model (restart overhead, renewal, straggler, cross-node), events inside a
+// round, OEF's rounding and round-robin, Gavel's priority rounds, conservation
+// and determinism. Expected figures are derived in the comments from the toy
+// profile below.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "fairgpu/policy.h"
+#include "fairgpu/scenario.h"
+#include "fairgpu/sim_report.h"
+#include "fairgpu/simulator.h"
+
+namespace fairgpu {
+namespace {
+
+// Job type "a": 1 it/s per worker on "slow", 3 on "fast"; 2 workers 1.8 and
+// 5.4 (efficiency 0.9), 4 workers 3.2 and 9.6 (0.8); spread over nodes x0.5.
+// Job type "b": 1 it/s on slow, 1.5 on fast.
+ProfileCatalogue toy_profiles() {
+  ProfileCatalogue c;
+  c.source = "toy";
+  JobTypeProfile a;
+  a.name = "a";
+  a.consolidated["slow"] = {{1, 1.0}, {2, 1.8}, {4, 3.2}};
+  a.consolidated["fast"] = {{1, 3.0}, {2, 5.4}, {4, 9.6}};
+  a.cross_node_factor = 0.5;
+  JobTypeProfile b;
+  b.name = "b";
+  b.consolidated["slow"] = {{1, 1.0}};
+  b.consolidated["fast"] = {{1, 1.5}};
+  c.job_types = {a, b};
+  return c;
+}
+
+// Nodes as (type, gpus); types "slow" and "fast".
+Cluster toy_cluster(std::vector<std::pair<std::string, int>> nodes) {
+  Cluster c;
+  c.gpu_types = {"slow", "fast"};
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    c.nodes.push_back({"n" + std::to_string(i), *c.type_index(nodes[i].first), nodes[i].second,
+                       8.0, 64.0});
+  return c;
+}
+
+JobSpec job(std::string id, std::string tenant, std::string type, int workers, double arrival,
+            double iterations, double weight = 1.0) {
+  JobSpec j;
+  j.id = std::move(id);
+  j.tenant = std::move(tenant);
+  j.job_type = std::move(type);
+  j.workers = workers;
+  j.arrival_s = arrival;
+  j.iterations = iterations;
+  j.weight = weight;
+  return j;
+}
+
+Workload workload(std::vector<JobSpec> jobs) {
+  Workload w;
+  for (const auto& j : jobs) {
+    bool known = false;
+    for (const auto& t : w.tenants) known |= t.name == j.tenant;
+    if (!known) w.tenants.push_back({j.tenant, 1.0});
+  }
+  w.jobs = std::move(jobs);
+  return w;
+}
+
+SimResult run(const Cluster& cluster, const Workload& w, const std::string& policy,
+              const std::string& level = "", double round = 0.0, double horizon = INFINITY) {
+  ClusterModel model = bind_model(cluster, toy_profiles(), w, 10.0);
+  auto p = make_round_policy(policy, {level, round});
+  SimOptions o;
+  o.horizon_s = horizon;
+  return simulate(model, w, *p, o);
+}
+
+const JobRecord& rec(const SimResult& r, const std::string& id) {
+  for (const auto& j : r.jobs)
+    if (j.id == id) return j;
+  throw std::out_of_range(id);
+}
+
+TEST(SimCore, RenewedLeaseCostsNothing) {
+  // One 1-worker job of type a on one fast GPU: 3000 iterations at 3 it/s
+  // = 1000 s after the 10 s restart overhead of its first start; its lease is
+  // renewed at 300, 600 and 900 with no further cost.
+  auto r = run(toy_cluster({{"fast", 1}}), workload({job("j", "t", "a", 1, 0, 3000)}), "oef-coop");
+  const auto& j = rec(r, "j");
+  EXPECT_DOUBLE_EQ(j.first_start, 0.0);
+  EXPECT_NEAR(j.finish, 1010.0, 1e-6);
+  EXPECT_EQ(j.restarts, 0);
+  EXPECT_EQ(j.preemptions, 0);
+  EXPECT_NEAR(j.attained_gpu_seconds, 1010.0, 1e-6);
+  ASSERT_EQ(r.rounds.size(), 4u);
+  double busy = 0;
+  for (const auto& round : r.rounds) busy += round.busy_gpu_seconds;
+  EXPECT_NEAR(busy, 1010.0, 1e-6);
+}
+
+TEST(SimCore, StragglerAndCrossNode) {
+  // A 2-worker job on one slow and one fast GPU on two nodes runs at the slow
+  // type's 2-worker rate 1.8, halved for spanning nodes: 0.9 it/s, so 90
+  // iterations take 100 s after the 10 s overhead.
+  auto r = run(toy_cluster({{"slow", 1}, {"fast", 1}}), workload({job("j", "t", "a", 2, 0, 90)}),
+               "oef-coop");
+  const auto& j = rec(r, "j");
+  EXPECT_NEAR(j.finish, 110.0, 1e-6);
+  EXPECT_EQ(j.cross_type_placements, 1);
+  EXPECT_EQ(j.cross_node_placements, 1);
+}
+
+TEST(SimCore, CrossNodePenaltyOnlyWhenSpread) {
+  // Two fast nodes of 2 GPUs. The 4-worker job must spread: 9.6 x 0.5 = 4.8
+  // it/s, 480 iterations in 100 s. Alone, a 2-worker job fits one node at
+  // 5.4 it/s: 540 iterations in 100 s.
+  auto cluster = toy_cluster({{"fast", 2}, {"fast", 2}});
+  auto spread = run(cluster, workload({job("big", "t", "a", 4, 0, 480)}), "oef-coop");
+  EXPECT_NEAR(rec(spread, "big").finish, 110.0, 1e-6);
+  EXPECT_EQ(rec(spread, "big").cross_node_placements, 1);
+  EXPECT_EQ(rec(spread, "big").cross_type_placements, 0);
+  auto packed = run(cluster, workload({job("small", "t", "a", 2, 0, 540)}), "oef-coop");
+  EXPECT_NEAR(rec(packed, "small").finish, 110.0, 1e-6);
+  EXPECT_EQ(rec(packed, "small").cross_node_placements, 0);
+}
+
+TEST(SimCore, MidRoundFinishFreesGpusAndArrivalsWaitForTheNextPoint) {
+  // One fast GPU. A (420 iterations) runs 10 + 140 s and finishes at 150,
+  // freeing the GPU at once; B arrives at 100 and waits for the scheduling
+  // point at 300, then needs 10 + 100 s.
+  auto r = run(toy_cluster({{"fast", 1}}),
+               workload({job("A", "t1", "a", 1, 0, 420), job("B", "t2", "a", 1, 100, 300)}),
+               "oef-coop");
+  EXPECT_NEAR(rec(r, "A").finish, 150.0, 1e-6);
+  EXPECT_DOUBLE_EQ(rec(r, "B").first_start, 300.0);
+  EXPECT_NEAR(rec(r, "B").finish, 410.0, 1e-6);
+  ASSERT_GE(r.rounds.size(), 2u);
+  EXPECT_NEAR(r.rounds[0].busy_gpu_seconds, 150.0, 1e-6);
+  EXPECT_NEAR(r.rounds[1].busy_gpu_seconds, 110.0, 1e-6);
+  auto s = summarise(r);
+  EXPECT_NEAR(s.avg_queueing_delay_s, 100.0, 1e-6);  // (0 + 200) / 2
+}
+
+TEST(SimCore, RoundRobinInsideATenantPaysRestartOverhead) {
+  // One tenant, two 1-worker jobs, one fast GPU: the tenant's share is the
+  // GPU and its jobs take turns, longest starvation first (OEF §6.1.3). Each
+  // turn is 10 s overhead + 290 s at 3 it/s = 870 iterations; with 1740
+  // iterations each, A runs rounds 0 and 2 (finishing at 900), B rounds 1 and
+  // 3 (finishing at 1200).
+  auto r = run(toy_cluster({{"fast", 1}}),
+               workload({job("A", "t", "a", 1, 0, 1740), job("B", "t", "a", 1, 0, 1740)}),
+               "oef-coop");
+  EXPECT_NEAR(rec(r, "A").finish, 900.0, 1e-6);
+  EXPECT_NEAR(rec(r, "B").finish, 1200.0, 1e-6);
+  EXPECT_EQ(rec(r, "A").restarts, 1);
+  EXPECT_EQ(rec(r, "A").preemptions, 1);
+  EXPECT_EQ(rec(r, "B").restarts, 1);
+}
+
+TEST(SimCore, OefRoundingAlternatesHalfShares) {
+  // Two tenants, equal weights and speedups, one GPU: each ideal share is 0.5.
+  // floor(0.5) = 0 for both (small-share rule); the GPU left over goes to the
+  // larger deficit, the holder being renewed in place on a tie (no restart),
+  // so the deviations make them take turns: A B B A A B B A A B.
+  auto r = run(toy_cluster({{"fast", 1}}),
+               workload({job("A", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 0, 1e6)}),
+               "oef-coop", "", 300, 3000);
+  ASSERT_EQ(r.rounds.size(), 10u);
+  const int expected[10] = {0, 1, 1, 0, 0, 1, 1, 0, 0, 1};
+  for (std::size_t i = 0; i < r.rounds.size(); ++i) {
+    const auto& g = r.rounds[i].tenant_gpus;  // tenant-major x 2 types
+    EXPECT_DOUBLE_EQ(g[0 * 2 + 1] + g[1 * 2 + 1], 1.0) << "round " << i;
+    EXPECT_DOUBLE_EQ(g[static_cast<std::size_t>(expected[i]) * 2 + 1], 1.0) << "round " << i;
+  }
+  EXPECT_NEAR(rec(r, "A").attained_gpu_seconds, 1500.0, 1e-6);
+  EXPECT_NEAR(rec(r, "B").attained_gpu_seconds, 1500.0, 1e-6);
+}
+
+TEST(SimCore, OefRoundingTracksTheFractionalAllocationOverTime) {
+  // Two tenants on 3 slow + 3 fast GPUs (one node of each): t1 runs type a
+  // (speedup 3), t2 type b (speedup 1.5). Over many rounds each tenant's
+  // average GPUs per type must match oef-coop's fractional allocation for the
+  // same problem within one GPU-round per 40 rounds.
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back(job("a" + std::to_string(i), "t1", "a", 1, 0, 1e9));
+    jobs.push_back(job("b" + std::to_string(i), "t2", "b", 1, 0, 1e9));
+  }
+  const int rounds = 40;
+  auto r = run(toy_cluster({{"slow", 3}, {"fast", 3}}), workload(jobs), "oef-coop", "", 300,
+               300.0 * rounds);
+  ShareProblem p;
+  p.gpu_types = {"slow", "fast"};
+  p.capacity = {3, 3};
+  p.add_tenant("t1", {1, 3}, 1, 6);
+  p.add_tenant("t2", {1, 1.5}, 1, 6);
+  Matrix x = make_share_policy("oef-coop")->allocate(p);
+  ASSERT_EQ(r.rounds.size(), static_cast<std::size_t>(rounds));
+  for (std::size_t tenant = 0; tenant < 2; ++tenant)
+    for (std::size_t t = 0; t < 2; ++t) {
+      double sum = 0;
+      for (const auto& round : r.rounds) sum += round.tenant_gpus[tenant * 2 + t];
+      EXPECT_NEAR(sum / rounds, x(tenant, t), 1.0 / rounds) << "tenant " << tenant << " type " << t;
+    }
+  // The share is not trivial: somebody holds a fraction of a type.
+  bool fractional = false;
+  for (std::size_t e = 0; e < 2; ++e)
+    for (std::size_t t = 0; t < 2; ++t) fractional |= std::fabs(x(e, t) - std::round(x(e, t))) > 0.1;
+  EXPECT_TRUE(fractional);
+}
+
+TEST(SimCore, GavelPriorityRoundsFollowWeightedTimeFractions) {
+  // Job level, one fast GPU, two long jobs with priority weights 2 and 1:
+  // Gavel's allocation gives them 2/3 and 1/3 of the time; its priority rule
+  // realises that within a round over 30 rounds.
+  auto r = run(toy_cluster({{"fast", 1}}),
+               workload({job("A", "t1", "a", 1, 0, 1e9, 2.0), job("B", "t2", "a", 1, 0, 1e9)}),
+               "gavel", "job", 360, 360.0 * 30);
+  EXPECT_EQ(r.level, "job");
+  double a = rec(r, "A").attained_gpu_seconds, b = rec(r, "B").attained_gpu_seconds;
+  EXPECT_NEAR(a + b, 360.0 * 30, 1e-6);
+  EXPECT_NEAR(a, 360.0 * 20, 360.0);
+  EXPECT_NEAR(b, 360.0 * 10, 360.0);
+}
+
+TEST(SimCore, InvalidPlansAreCaught) {
+  Cluster c = toy_cluster({{"fast", 2}});
+  Workload w = workload({job("A", "t", "a", 1, 0, 10), job("B", "t", "a", 1, 0, 10)});
+  ClusterModel model = bind_model(c, toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(model, w);
+  for (auto& j : s.jobs) j.state = JobState::kQueued;
+  s.active = {0, 1};
+  RoundPlan twice;
+  twice.run = {{0, {{0, 0}}, 300}, {1, {{0, 0}}, 300}};
+  EXPECT_THROW(validate_plan(twice, s), std::logic_error);
+  RoundPlan wrong_gang;
+  wrong_gang.run = {{0, {{0, 0}, {0, 1}}, 300}};
+  EXPECT_THROW(validate_plan(wrong_gang, s), std::logic_error);
+  RoundPlan no_such_device;
+  no_such_device.run = {{0, {{0, 5}}, 300}};
+  EXPECT_THROW(validate_plan(no_such_device, s), std::logic_error);
+  RoundPlan ok;
+  ok.run = {{0, {{0, 0}}, 300}, {1, {{0, 1}}, 300}};
+  EXPECT_NO_THROW(validate_plan(ok, s));
+}
+
+// A generated workload on the built-in cluster under every share policy at
+// both levels: every job finishes with exactly its work done, no round is
+// busier than the cluster, GPU time adds up, and two runs are identical.
+class Conservation : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(Conservation, WorkCapacityAndDeterminism) {
+  auto [policy, level] = GetParam();
+  ScenarioOptions o;
+  o.generator = default_generator_options();
+  o.generator.jobs = 60;
+  o.generator.tenants = 6;
+  o.generator.arrivals_per_hour = 20;
+  o.seed = 7;
+  Scenario sc = load_scenario(o);
+  auto p1 = make_round_policy(policy, {level, 0});
+  SimResult r = simulate(sc.model, sc.workload, *p1);
+  const double capacity = sc.model.total_gpus;
+  double busy = 0, attained = 0;
+  for (const auto& round : r.rounds) {
+    EXPECT_LE(round.busy_gpu_seconds, capacity * (round.end - round.start) * (1 + 1e-12));
+    busy += round.busy_gpu_seconds;
+    double held = 0;
+    for (double g : round.tenant_gpus) held += g;
+    EXPECT_LE(held, capacity + 1e-9);
+  }
+  for (const auto& j : r.jobs) {
+    ASSERT_FALSE(std::isnan(j.finish)) << j.id;
+    EXPECT_DOUBLE_EQ(j.done, j.work) << j.id;
+    EXPECT_GE(j.first_start, j.arrival);
+    EXPECT_GT(j.finish, j.first_start);
+    // Restart overhead and progress both fit in the GPU time it held.
+    EXPECT_GE(j.attained_gpu_seconds, j.workers * 10.0 * (1 + j.restarts) - 1e-6) << j.id;
+    attained += j.attained_gpu_seconds;
+  }
+  EXPECT_NEAR(attained, busy, 1e-6 * busy);
+
+  auto p2 = make_round_policy(policy, {level, 0});
+  SimResult again = simulate(sc.model, sc.workload, *p2);
+  EXPECT_EQ(jobs_csv(r), jobs_csv(again));
+  EXPECT_EQ(tenants_csv(r), tenants_csv(again));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharePolicies, Conservation,
+    ::testing::Combine(::testing::Values("oef-coop", "oef-noncoop", "gavel", "gandiva-fair",
+                                         "max-min", "max-sum-throughput"),
+                       ::testing::Values("tenant", "job")),
+    [](const auto& param_info) {
+      std::string name = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+      for (char& c : name)
+        if (c == '-') c = '_';
+      return name;
+    });
+
+}  // namespace
+}  // namespace fairgpu
