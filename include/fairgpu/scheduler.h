@@ -106,8 +106,13 @@ struct Job {
   double rate = 0.0;           // of the current placement
   double overhead_left = 0.0;  // restart overhead still to pay (no progress)
   double run_start = 0.0;      // when the current run started
+  double settled_at = 0.0;     // progress and GPU time are accounted up to here
+  std::size_t placement_type = 0;  // slowest type of the current placement
+  std::uint32_t version = 0;   // bumped at every start and stop (stale-event check)
 
   double last_stop = 0.0;              // arrival or when it last stopped: starvation clock
+  std::size_t fair_class = 0;          // index into SchedulerState::fair_classes
+  double fair_mark = 0.0, contention_mark = 0.0;  // the integrals when it arrived
   std::vector<double> time_on_type;    // seconds run on each type (by its slowest type)
   double time_running = 0.0;
 
@@ -126,6 +131,20 @@ struct SchedulerState {
   std::vector<TenantSpec> tenants;
   std::vector<Job> jobs;
   std::vector<std::size_t> active;            // arrived and unfinished, by arrival
+  std::vector<std::size_t> running;           // holding devices (kept by the executor)
+  double active_weight = 0.0;                 // sums over `active`
+  double active_workers = 0.0;
+  // Integrals since the start of the run that every job's fair GPU service
+  // (Astraea eq. 3-4) and contention (Shockwave eq. 9) are differences of:
+  // jobs with the same gang and weight have the same fair share at any time,
+  // so the run keeps one integral per (workers, weight) class, not per job.
+  struct FairClass {
+    int workers = 1;
+    double weight = 1.0;
+    double integral = 0.0;  // of min(workers, M * weight / active_weight) dt
+  };
+  std::vector<FairClass> fair_classes;
+  double contention_integral = 0.0;  // of max(1, active_workers / M) dt
   std::vector<std::int64_t> device_owner;     // flat device -> job index, -1 when free
   std::vector<std::size_t> device_type;       // flat device -> GPU type
   double now = 0.0;
@@ -156,11 +175,18 @@ struct RoundPlan {
 // (duration_s -> iterations at the type-0 one-node rate); devices all free.
 SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& workload);
 
-// Moves the state's integrals forward over [state.now, state.now + dt] with
-// nothing starting or stopping inside: progress and restart overhead of
-// running jobs, GPU time, and every active job's fair GPU service (Astraea
-// eq. 3-4) and contention (Shockwave eq. 9). Does not move state.now.
+// Moves the fair-service and contention integrals forward over
+// [state.now, state.now + dt] with no arrival or completion inside. Does not
+// move state.now. O(fair classes): the executor accounts each job's own
+// progress and GPU time when it starts, stops or is settled.
 void account_interval(SchedulerState& state, double dt);
+
+// A job arrives (state.now): it joins `active`, queued.
+void admit_job(SchedulerState& state, std::size_t job);
+// A job leaves `active` (finished at state.now, or still active when a run
+// stops): closes its fair-service and contention figures. The caller removes
+// it from `active`/`running`.
+void close_job(SchedulerState& state, Job& job);
 
 class RoundPolicy {
  public:
@@ -175,6 +201,12 @@ class RoundPolicy {
 struct RoundPolicyOptions {
   std::string level;     // "" = the policy's default, "tenant" or "job"
   double round_s = 0.0;  // 0 = the policy's default
+  // Tenant level: cap each tenant's share by the GPUs its active jobs can use
+  // (the share policies' demand-aware variants). Off, shares follow the paper
+  // (speedups and weights only) and the placer hands GPUs a tenant cannot use
+  // to the others; the allocation is then recomputed only when a tenant's set
+  // of job types changes, not on every arrival.
+  bool tenant_demands = false;
 };
 
 // Round policies by name: every share policy (wrapped) and the time-sharing

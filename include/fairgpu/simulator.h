@@ -8,6 +8,8 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <queue>
+#include <vector>
 #include <string>
 
 #include "fairgpu/scheduler.h"
@@ -37,10 +39,24 @@ class SimulatedExecutor final : public Executor {
   };
   explicit SimulatedExecutor(RoundSums* sums) : sums_(sums) {}
   void apply(const RoundPlan& plan, SchedulerState& state) override;
+  // Completions come from a heap of finish times, so a round costs
+  // O(completions log n + classes), not O(running jobs) per event; running
+  // jobs' progress is accounted lazily (settle).
   void advance(SchedulerState& state, double until) override;
+  // Brings every running job's progress, GPU time and the round sums up to
+  // state.now (the simulator calls it at the end of every round).
+  void settle_all(SchedulerState& state);
 
  private:
+  void settle(SchedulerState& state, Job& job, double t);
+  struct Finish {
+    double t;
+    std::size_t job;
+    std::uint32_t version;
+    bool operator>(const Finish& o) const { return t != o.t ? t > o.t : job > o.job; }
+  };
   RoundSums* sums_;
+  std::priority_queue<Finish, std::vector<Finish>, std::greater<Finish>> finishes_;
 };
 
 // Runs `workload` on `model` under `policy`. Deterministic: the same inputs

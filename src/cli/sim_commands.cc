@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +60,10 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--level", a.policy_options.level,
                 "tenant | job (default: tenant for OEF and the other share policies, job for "
                 "gavel)");
+  c->add_flag("--tenant-demands", a.policy_options.tenant_demands,
+              "tenant level: cap each tenant's share by the GPUs its active jobs can use "
+              "(re-solves on most arrivals; default: shares by speedups and weights only, "
+              "as in OEF)");
   c->add_option("--round", a.policy_options.round_s,
                 "round / scheduling interval in seconds (default: the policy's: OEF 300, Gavel "
                 "360)");
@@ -90,8 +96,27 @@ void end_progress(bool printed) {
   if (printed) std::fprintf(stderr, "\r\033[K");
 }
 
+// bind_model (src/core) reports a job that the profiles or the cluster cannot
+// run under the source "trace" and a cluster without GPUs under
+// "cluster/profiles", as it knows no file names; name the file here.
+std::string trace_source(const ScenarioOptions& s) {
+  return s.trace_path.empty() ? "generated workload" : s.trace_path;
+}
+std::string cluster_source(const ScenarioOptions& s) {
+  if (!s.alibaba_nodes.empty()) return s.alibaba_nodes;
+  return s.cluster_path.empty() ? "built-in cluster" : s.cluster_path;
+}
+
 Scenario load(const SimArgs& a) {
-  Scenario sc = load_scenario(a.scenario);
+  Scenario sc;
+  try {
+    sc = load_scenario(a.scenario);
+  } catch (const InputError& e) {
+    if (e.source() == "trace") throw InputError(trace_source(a.scenario), e.field(), e.problem());
+    if (e.source() == "cluster/profiles")
+      throw InputError(cluster_source(a.scenario), e.field(), e.problem());
+    throw;
+  }
   for (const std::string& note : sc.notes) std::fprintf(stderr, "fairgpu: note: %s\n", note.c_str());
   return sc;
 }
@@ -122,6 +147,15 @@ void write_files(const std::string& dir, const std::vector<std::pair<std::string
 
 void check_args(const SimArgs& a) {
   if (!(a.horizon_h >= 0.0)) throw InputError("options", "horizon-hours", "must be >= 0");
+  // The trace readers check --tenants only for the formats that use it; a
+  // negative count is a mistake whatever the trace.
+  if (a.scenario.tenants < 0)
+    throw InputError("options", "tenants",
+                     fmt::format("must be >= 0, got {}", a.scenario.tenants));
+  // make_round_policy rejects negative and NaN rounds but not infinite ones,
+  // which would run the whole trace as one never-ending round.
+  if (std::isinf(a.policy_options.round_s))
+    throw InputError("options", "round", "must be a finite number of seconds > 0");
 }
 
 std::string run_simulate(const SimArgs& a) {
@@ -143,8 +177,13 @@ std::vector<std::string> split_policies(const std::string& list) {
   std::vector<std::string> out;
   std::stringstream ss(list);
   std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    // Each run writes <out>/<policy>/: a repeated name would overwrite its first run.
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw InputError("options", "policies", fmt::format("'{}' is given twice", item));
+    out.push_back(item);
+  }
   if (out.empty()) throw InputError("options", "policies", "no policy given");
   return out;
 }

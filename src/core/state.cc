@@ -66,7 +66,11 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
     r.arrival = spec.arrival_s;
     r.work = j.work;
     r.exclusive_s = j.work / mean_rate;
-    r.contention_avg = 0.0;  // an integral until the job ends (see finish_record)
+    j.fair_class = s.fair_classes.size();
+    for (std::size_t c = 0; c < s.fair_classes.size(); ++c)
+      if (s.fair_classes[c].workers == j.workers && s.fair_classes[c].weight == j.weight)
+        j.fair_class = c;
+    if (j.fair_class == s.fair_classes.size()) s.fair_classes.push_back({j.workers, j.weight, 0.0});
     s.jobs.push_back(std::move(j));
   }
   s.device_owner.assign(static_cast<std::size_t>(model.total_gpus), -1);
@@ -79,31 +83,32 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
 }
 
 void account_interval(SchedulerState& s, double dt) {
-  if (dt <= 0.0) return;
+  if (dt <= 0.0 || !(s.active_weight > 0.0)) return;
   const double total = s.model->total_gpus;
-  double weights = 0.0, requested = 0.0;
-  for (std::size_t i : s.active) {
-    weights += s.jobs[i].weight;
-    requested += s.jobs[i].workers;
-  }
-  const double contention = std::max(1.0, requested / total);
-  for (std::size_t i : s.active) {
-    Job& j = s.jobs[i];
-    // Astraea eq. 3-4: the job's weighted share of all M GPUs, capped by its
-    // gang (it cannot use more).
-    j.record.fair_gpu_seconds += std::min<double>(j.workers, total * j.weight / weights) * dt;
-    j.record.contention_avg += contention * dt;
-    if (j.state != JobState::kRunning) continue;
-    double productive = std::max(0.0, dt - j.overhead_left);
-    j.overhead_left = std::max(0.0, j.overhead_left - dt);
-    j.done = std::min(j.work, j.done + productive * j.rate);
-    j.record.done = j.done;
-    j.record.attained_gpu_seconds += j.workers * dt;
-    j.time_running += dt;
-    std::size_t slowest = s.device_type[s.flat(j.devices.front())];
-    for (DeviceRef d : j.devices) slowest = std::min(slowest, s.device_type[s.flat(d)]);
-    j.time_on_type[slowest] += dt;
-  }
+  s.contention_integral += std::max(1.0, s.active_workers / total) * dt;
+  // Astraea eq. 3-4: a job's weighted share of all M GPUs, capped by its gang
+  // (it cannot use more).
+  for (auto& c : s.fair_classes)
+    c.integral += std::min<double>(c.workers, total * c.weight / s.active_weight) * dt;
+}
+
+void admit_job(SchedulerState& s, std::size_t i) {
+  Job& j = s.jobs[i];
+  j.state = JobState::kQueued;
+  j.fair_mark = s.fair_classes[j.fair_class].integral;
+  j.contention_mark = s.contention_integral;
+  s.active.push_back(i);
+  s.active_weight += j.weight;
+  s.active_workers += j.workers;
+  s.changed = true;
+}
+
+void close_job(SchedulerState& s, Job& j) {
+  j.record.fair_gpu_seconds = s.fair_classes[j.fair_class].integral - j.fair_mark;
+  const double span = s.now - j.arrival;
+  j.record.contention_avg = span > 0.0 ? (s.contention_integral - j.contention_mark) / span : 1.0;
+  s.active_weight -= j.weight;
+  s.active_workers -= j.workers;
 }
 
 void validate_plan(const RoundPlan& plan, const SchedulerState& s) {

@@ -10,8 +10,9 @@
 //   - small-share rule: an entity whose integral share is below its smallest
 //     job's gang gets 0 this round and keeps accumulating;
 //   - jobs are chosen round-robin, longest starvation first (OEF §6.1.3); jobs
-//     with more workers are placed first and on one host when possible; a job
-//     that needs more than one type takes the entity's types fastest first,
+//     with more workers are placed first and on one host when possible, on
+//     the entity's type where the job runs fastest; a job that needs more
+//     than one type takes the entity's types fastest first (for the job),
 //     which are adjacent (Theorem 5.2);
 //   - GPUs still free after that go to waiting jobs of the entities furthest
 //     below their ideal (renewing preempted ones in place first): rounds do
@@ -54,18 +55,33 @@ std::vector<DeviceRef> place_on_counts(FreeDevices& free, const std::vector<int>
 
 namespace {
 
-// Splits a gang of g over per-type budgets, fastest type first; prefers one
-// type that holds the whole gang (no straggler), the fastest such.
-bool split_gang(int g, const std::vector<int>& budget, std::vector<int>& counts) {
+// Where a gang of g goes within per-type budgets: the type where this job
+// runs fastest (on one node if a node has room, else spread), or, when no
+// type holds the whole gang, its fastest types first (a straggler at the
+// slowest one used). False if the budgets cannot hold it.
+bool choose_counts(const Job& j, const std::vector<int>& budget, const FreeDevices& free,
+                   std::vector<int>& counts) {
   const std::size_t k = budget.size();
+  const int g = j.workers;
   counts.assign(k, 0);
-  for (std::size_t t = k; t-- > 0;)
-    if (budget[t] >= g) {
-      counts[t] = g;
-      return true;
-    }
+  double best = 0.0;
+  std::size_t best_type = k;
+  for (std::size_t t = 0; t < k; ++t) {
+    if (budget[t] < g) continue;
+    double rate = free.fits_one_node(t, g) ? j.rate_one_node[t] : j.rate_spread[t];
+    if (rate > best) best = rate, best_type = t;
+  }
+  if (best_type < k) {
+    counts[best_type] = g;
+    return true;
+  }
+  std::vector<std::size_t> order(k);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return j.rate_one_node[a] > j.rate_one_node[b];
+  });
   int need = g;
-  for (std::size_t t = k; t-- > 0 && need > 0;) {
+  for (std::size_t t : order) {
     counts[t] = std::min(need, budget[t]);
     need -= counts[t];
   }
@@ -139,16 +155,27 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   }
 
-  // 3. Renew chosen running jobs whose devices fit the entity's counts.
+  // 3. Renew chosen running jobs whose devices fit the entity's counts,
+  // unless the counts offer a type where the job would run so much faster
+  // that moving pays its restart overhead within the lease.
   std::vector<std::vector<int>> held(n, std::vector<int>(k, 0));
   std::vector<int> used;
   struct Pending { std::size_t e, job; };
   std::vector<Pending> to_place;
+  const double lease = lease_end - s.now;
+  auto worth_moving = [&](const Job& j, const std::vector<int>& budget) {
+    double best = 0.0;
+    for (std::size_t t = 0; t < k; ++t)
+      if (budget[t] >= j.workers && j.runs_on(t))
+        best = std::max(best, free.fits_one_node(t, j.workers) ? j.rate_one_node[t]
+                                                               : j.rate_spread[t]);
+    return best * (lease - j.restart_overhead_s) > j.rate * lease * (1 + 1e-9);
+  };
   for (std::size_t e = 0; e < n; ++e) {
     for (std::size_t i : chosen[e]) {
       const Job& j = s.jobs[i];
       if (j.state == JobState::kRunning && devices_within(s, j, cnt[e], used) &&
-          free.take(j.devices)) {
+          !worth_moving(j, cnt[e]) && free.take(j.devices)) {
         for (std::size_t t = 0; t < k; ++t) cnt[e][t] -= used[t], held[e][t] += used[t];
         out.push_back({i, j.devices, lease_end});
         taken[i] = 1;
@@ -167,15 +194,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     std::vector<int> budget = cnt[p.e];
     for (std::size_t t = 0; t < k; ++t)
       budget[t] = j.runs_on(t) ? std::min(budget[t], free.free_of_type(t)) : 0;
-    // Prefer the fastest type that holds the gang on one node.
-    counts.clear();
-    for (std::size_t t = k; t-- > 0;)
-      if (budget[t] >= j.workers && free.fits_one_node(t, j.workers)) {
-        counts.assign(k, 0);
-        counts[t] = j.workers;
-        break;
-      }
-    if (counts.empty() && !split_gang(j.workers, budget, counts)) continue;
+    if (!choose_counts(j, budget, free, counts)) continue;
     auto devices = place_on_counts(free, counts);
     for (std::size_t t = 0; t < k; ++t) cnt[p.e][t] -= counts[t], held[p.e][t] += counts[t];
     out.push_back({p.job, std::move(devices), lease_end});
@@ -206,14 +225,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
           }
           std::vector<int> budget(k);
           for (std::size_t t = 0; t < k; ++t) budget[t] = j.runs_on(t) ? free.free_of_type(t) : 0;
-          counts.clear();
-          for (std::size_t t = k; t-- > 0;)
-            if (budget[t] >= j.workers && free.fits_one_node(t, j.workers)) {
-              counts.assign(k, 0);
-              counts[t] = j.workers;
-              break;
-            }
-          if (counts.empty() && !split_gang(j.workers, budget, counts)) continue;
+          if (!choose_counts(j, budget, free, counts)) continue;
           auto devices = place_on_counts(free, counts);
           for (std::size_t t = 0; t < k; ++t) held[e][t] += counts[t];
           out.push_back({i, std::move(devices), lease_end});

@@ -2,12 +2,16 @@
 // allocation is recomputed only when something it depends on changed (an
 // arrival, a completion), and turned into whole GPUs every round by
 //   - tenant level (OEF's way): entities are tenants, one virtual tenant per
-//     job type (OEF §4.2.4), with demand = the GPUs their active jobs can use
-//     (so no share is handed to a tenant that cannot use it); the OEF rounding
-//     placer does the rest (OEF §4.3, §6.1.3);
+//     job type (OEF §4.2.4), allocated by speedups and weights as in the paper;
+//     the OEF rounding placer does the rest (OEF §4.3, §6.1.3), handing GPUs a
+//     tenant cannot use to others. With tenant_demands each tenant's demand is
+//     the GPUs its active jobs can use (the policies' demand-aware variants:
+//     no share goes where it cannot be used, at the price of a re-solve on
+//     most arrivals and completions, ~100x slower at 100 tenants);
 //   - job level (Gavel's way): one entity per active job, speedups of its
 //     whole gang, demand = its workers (so sum_t x_jt / workers <= 1 is its
 //     time fractions), weight = its priority weight; Gavel's priority rounds.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -29,10 +33,11 @@ namespace {
 class ShareRoundPolicy final : public RoundPolicy {
  public:
   ShareRoundPolicy(std::string name, std::unique_ptr<SharePolicy> share, bool tenant_level,
-                   double interval)
+                   double interval, bool tenant_demands)
       : name_(std::move(name)),
         share_(std::move(share)),
         tenant_level_(tenant_level),
+        tenant_demands_(tenant_demands),
         interval_(interval) {}
 
   std::string_view name() const override { return name_; }
@@ -42,11 +47,17 @@ class ShareRoundPolicy final : public RoundPolicy {
   RoundPlan plan(const SchedulerState& s) override {
     RoundPlan plan;
     if (s.changed || !solved_) {
+      ShareProblem previous = std::move(problem_);
+      std::vector<double> previous_demand = std::move(demand_);
       tenant_level_ ? build_tenant_problem(s) : build_job_problem(s);
-      x_ = problem_.num_entities() ? share_->allocate(problem_) : Matrix();
-      estimated_ = problem_.num_entities() ? problem_.total_throughput(x_) : 0.0;
+      if (!solved_ || !allocation_still_holds(previous, previous_demand)) {
+        solve();
+        plan.recomputed = true;
+      } else {
+        for (std::size_t t = 0; t < problem_.tenants.size(); ++t)
+          problem_.tenants[t].demand = capped_[t] ? demand_[t] : kNoDemand;
+      }
       solved_ = true;
-      plan.recomputed = true;
     }
     plan.estimated_throughput = estimated_;
     const double lease_end = s.now + interval_;
@@ -62,6 +73,97 @@ class ShareRoundPolicy final : public RoundPolicy {
   }
 
  private:
+  // Demands by active set. A tenant's demand (the GPUs its active jobs can
+  // use, demand_) is imposed only on tenants whose allocation would exceed
+  // it (capped_): solve with the tenants capped so far, cap those that got
+  // more than they can use, repeat. For the LP policies (everything but
+  // oef-coop) this is exact: an optimum over a larger set that lies in the
+  // smaller one is its optimum, lexicographic max-min included. For oef-coop
+  // an uncapped tenant values bundles uncapped, a stricter envy test than its
+  // capped valuation, so the result is envy-free and within demands but may
+  // fall short of the fully demand-aware optimum. Few tenants are capped
+  // under load, and an uncapped tenant's demand changing does not call for a
+  // re-solve (allocation_still_holds).
+  void solve() {
+    const std::size_t n = problem_.tenants.size();
+    capped_.assign(n, false);
+    if (problem_.num_entities() == 0) {
+      x_ = Matrix();
+      estimated_ = 0.0;
+      return;
+    }
+    for (int round = 0;; ++round) {
+      for (std::size_t t = 0; t < n; ++t)
+        problem_.tenants[t].demand = capped_[t] ? demand_[t] : kNoDemand;
+      x_ = share_->allocate(problem_);
+      bool over = false;
+      for (std::size_t t = 0; t < n; ++t) {
+        if (capped_[t] || allocated(t) <= demand_[t] * (1 + 1e-9) + 1e-9) continue;
+        capped_[t] = true;
+        over = true;
+      }
+      if (!over) break;
+      if (round == 8) {  // not settling: cap everyone (always within demands)
+        std::fill(capped_.begin(), capped_.end(), true);
+        for (std::size_t t = 0; t < n; ++t) problem_.tenants[t].demand = demand_[t];
+        x_ = share_->allocate(problem_);
+        break;
+      }
+    }
+    estimated_ = problem_.total_throughput(x_);
+  }
+
+  double allocated(std::size_t tenant) const {
+    double sum = 0.0;
+    for (std::size_t e : problem_.tenants[tenant].entities)
+      for (std::size_t j = 0; j < problem_.num_types(); ++j) sum += x_(e, j);
+    return sum;
+  }
+
+  // Whether x_ (solved for `previous`, with demands `previous_demand`) is
+  // still the answer for problem_: the same tenants and entities, every
+  // uncapped tenant still able to use what it holds, and every capped
+  // tenant's demand unchanged or, where it changed, above every bundle the
+  // tenant holds or compares (scaled to its weight) before and after, so it
+  // binds no constraint at the optimum, the capped valuation of oef-coop's
+  // envy rows included.
+  bool allocation_still_holds(const ShareProblem& previous,
+                              const std::vector<double>& previous_demand) const {
+    const ShareProblem& p = problem_;
+    if (p.num_entities() != previous.num_entities() || p.tenants.size() != previous.tenants.size())
+      return false;
+    for (std::size_t t = 0; t < p.tenants.size(); ++t)
+      if (p.tenants[t].name != previous.tenants[t].name ||
+          p.tenants[t].weight != previous.tenants[t].weight)
+        return false;
+    for (std::size_t e = 0; e < p.num_entities(); ++e) {
+      const ShareEntity &a = p.entities[e], &b = previous.entities[e];
+      if (a.name != b.name || a.speedup != b.speedup || a.weight != b.weight || a.tenant != b.tenant)
+        return false;
+    }
+    for (std::size_t t = 0; t < p.tenants.size(); ++t) {
+      const double now_d = demand_[t], before_d = previous_demand[t];
+      if (now_d == before_d) continue;
+      if (!capped_[t]) {
+        if (allocated(t) > now_d * (1 + 1e-9) + 1e-9) return false;
+        continue;
+      }
+      for (std::size_t l : p.tenants[t].entities) {
+        double largest = 0.0;
+        for (std::size_t i = 0; i < p.num_entities(); ++i) {
+          double size = 0.0;
+          for (std::size_t j = 0; j < p.num_types(); ++j) size += x_(i, j);
+          largest = std::max(largest, size * p.entities[l].weight / p.entities[i].weight);
+        }
+        const double share = p.entities[l].weight / p.tenants[t].weight;
+        const double margin = 1e-6 * std::max(1.0, largest);
+        if (!(now_d * share > largest + margin && before_d * share > largest + margin))
+          return false;
+      }
+    }
+    return true;
+  }
+
   const std::vector<double>& speedup_of(const SchedulerState& s, std::size_t job_type) {
     auto it = type_speedup_.find(job_type);
     if (it != type_speedup_.end()) return it->second;
@@ -82,6 +184,7 @@ class ShareRoundPolicy final : public RoundPolicy {
 
   void build_tenant_problem(const SchedulerState& s) {
     problem_ = empty_problem(s);
+    demand_.clear();
     entities_.clear();
     // tenant -> job type -> its active jobs, in index order (deterministic).
     std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> groups;
@@ -99,6 +202,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         entities_.push_back(std::move(ent));
       }
       const TenantSpec& spec = s.tenants[tenant];
+      demand_.push_back(tenant_demands_ ? demand : kNoDemand);
       if (types.size() == 1)
         problem_.add_tenant(spec.name, types.front().second, spec.weight, demand);
       else
@@ -108,21 +212,26 @@ class ShareRoundPolicy final : public RoundPolicy {
 
   void build_job_problem(const SchedulerState& s) {
     problem_ = empty_problem(s);
+    demand_.clear();
     jobs_ = s.active;
     for (std::size_t i : jobs_) {
       const Job& j = s.jobs[i];
       std::vector<double> w(j.rate_one_node.size());
       for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.ref_rate;
       problem_.add_tenant(j.record.id, std::move(w), j.weight, j.workers);
+      demand_.push_back(j.workers);
     }
   }
 
   std::string name_;
   std::unique_ptr<SharePolicy> share_;
   bool tenant_level_;
+  bool tenant_demands_;
   double interval_;
   bool solved_ = false;
   ShareProblem problem_;
+  std::vector<double> demand_;  // per problem tenant: GPUs its active jobs can use
+  std::vector<bool> capped_;    // per problem tenant: its demand is imposed on the policy
   Matrix x_;
   double estimated_ = 0.0;
   std::vector<placement::RoundingEntity> entities_;  // tenant level: rows of x_
@@ -142,7 +251,8 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
     throw InputError("options", "level", fmt::format("'{}' is not tenant or job", level));
   double round = options.round_s > 0.0 ? options.round_s : (gavel ? 360.0 : 300.0);
   auto share = gavel && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
-  return std::make_unique<ShareRoundPolicy>(name, std::move(share), level == "tenant", round);
+  return std::make_unique<ShareRoundPolicy>(name, std::move(share), level == "tenant", round,
+                                            options.tenant_demands);
 }
 
 }  // namespace fairgpu::policy

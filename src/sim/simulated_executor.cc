@@ -1,6 +1,8 @@
 // The simulated executor (DESIGN §5): carries out round plans on virtual
 // devices and moves jobs forward event by event inside a round, so a job that
-// finishes mid-round frees its GPUs at its exact finish time.
+// finishes mid-round frees its GPUs at its exact finish time. A job's finish
+// time is fixed when it starts (its rate holds until its next stop), so
+// completions come off a heap and progress is accounted lazily.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,12 +18,13 @@ void release(SchedulerState& s, Job& j) {
   j.rate = 0.0;
   j.overhead_left = 0.0;
   j.last_stop = s.now;
+  ++j.version;
 }
 
 // The placement's rate: every worker runs at the slowest used type's speed
 // (straggler); workers on more than one node pay the profile's cross-node
 // rate.
-double placement_rate(const SchedulerState& s, const Job& j, bool* cross_type, bool* cross_node) {
+double placement_rate(const SchedulerState& s, Job& j, bool* cross_type, bool* cross_node) {
   std::size_t slowest = s.type_of(j.devices.front()), fastest = slowest;
   bool spread = false;
   for (DeviceRef d : j.devices) {
@@ -31,6 +34,7 @@ double placement_rate(const SchedulerState& s, const Job& j, bool* cross_type, b
   }
   *cross_type = slowest != fastest;
   *cross_node = spread;
+  j.placement_type = slowest;
   return spread ? j.rate_spread[slowest] : j.rate_one_node[slowest];
 }
 
@@ -53,14 +57,17 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     if (j.state != JobState::kRunning || !s.lease_ended(j)) continue;
     const Assignment* a = by_job[i];
     if (a && same_devices(a->devices, j.devices)) continue;
+    settle(s, j, s.now);
     release(s, j);
     j.state = JobState::kQueued;
     if (!a) ++j.record.preemptions;
   }
+  std::erase_if(s.running, [&](std::size_t i) { return s.jobs[i].state != JobState::kRunning; });
   for (const Assignment& a : plan.run) {
     Job& j = s.jobs[a.job];
     j.lease_end = a.lease_end;
     if (j.state == JobState::kRunning) continue;  // renewed: same devices, no cost
+    s.running.push_back(a.job);
     j.devices = a.devices;
     for (DeviceRef d : j.devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(a.job);
     bool cross_type = false, cross_node = false;
@@ -69,6 +76,10 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     j.record.cross_node_placements += cross_node;
     j.overhead_left = j.restart_overhead_s;
     j.run_start = s.now;
+    j.settled_at = s.now;
+    ++j.version;
+    if (j.rate > 0.0)
+      finishes_.push({s.now + j.overhead_left + j.remaining() / j.rate, a.job, j.version});
     if (std::isnan(j.record.first_start))
       j.record.first_start = s.now;
     else
@@ -77,49 +88,56 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
   }
 }
 
-void SimulatedExecutor::advance(SchedulerState& s, double until) {
+void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
+  const double dt = t - j.settled_at;
+  if (dt <= 0.0) return;
+  const double productive = std::max(0.0, dt - j.overhead_left);
+  j.overhead_left = std::max(0.0, j.overhead_left - dt);
+  j.done = std::min(j.work, j.done + productive * j.rate);
+  j.record.done = j.done;
+  j.record.attained_gpu_seconds += j.workers * dt;
+  j.time_running += dt;
+  j.time_on_type[j.placement_type] += dt;
+  j.settled_at = t;
+  if (!sums_) return;
+  sums_->busy_gpu_seconds += j.workers * dt;
+  if (sums_->tenant_throughput.empty()) return;
+  sums_->tenant_throughput[j.tenant] += productive * j.normalised_rate();
   const std::size_t k = s.model->cluster.num_types();
-  while (s.now < until) {
-    double next = until;
-    for (std::size_t i : s.active) {
-      const Job& j = s.jobs[i];
-      if (j.state == JobState::kRunning)
-        next = std::min(next, s.now + j.overhead_left + j.remaining() / j.rate);
-    }
-    next = std::max(next, s.now);
-    const double dt = next - s.now;
-    if (sums_ && dt > 0.0) {
-      for (std::size_t i : s.active) {
-        const Job& j = s.jobs[i];
-        if (j.state != JobState::kRunning) continue;
-        sums_->busy_gpu_seconds += j.workers * dt;
-        if (!sums_->tenant_throughput.empty()) {
-          double productive = std::max(0.0, dt - j.overhead_left);
-          sums_->tenant_throughput[j.tenant] += productive * j.normalised_rate();
-          for (DeviceRef d : j.devices) sums_->tenant_gpus[j.tenant * k + s.type_of(d)] += dt;
-        }
-      }
-    }
-    account_interval(s, dt);
-    s.now = next;
-    // Completions at `next` (a relative tolerance absorbs round-off in the
-    // finish-time arithmetic).
-    bool any = false;
-    for (std::size_t i : s.active) {
-      Job& j = s.jobs[i];
-      if (j.state != JobState::kRunning || j.remaining() > 1e-9 * std::max(1.0, j.work)) continue;
-      j.done = j.work;
-      j.record.done = j.work;
-      j.record.finish = s.now;
-      j.record.contention_avg /= std::max(s.now - j.arrival, 1e-12);
-      release(s, j);
-      j.state = JobState::kFinished;
-      any = true;
-    }
-    if (any) {
-      s.changed = true;
-      std::erase_if(s.active, [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; });
-    }
+  for (DeviceRef d : j.devices) sums_->tenant_gpus[j.tenant * k + s.type_of(d)] += dt;
+}
+
+void SimulatedExecutor::settle_all(SchedulerState& s) {
+  for (std::size_t i : s.running) settle(s, s.jobs[i], s.now);
+}
+
+void SimulatedExecutor::advance(SchedulerState& s, double until) {
+  bool any = false;
+  while (!finishes_.empty() && finishes_.top().t <= until) {
+    Finish f = finishes_.top();
+    finishes_.pop();
+    Job& j = s.jobs[f.job];
+    if (f.version != j.version || j.state != JobState::kRunning) continue;  // stopped since
+    const double t = std::max(f.t, s.now);
+    account_interval(s, t - s.now);
+    s.now = t;
+    settle(s, j, t);
+    j.done = j.work;
+    j.record.done = j.work;
+    j.record.finish = t;
+    close_job(s, j);
+    release(s, j);
+    j.state = JobState::kFinished;
+    any = true;
+  }
+  account_interval(s, until - s.now);
+  s.now = std::max(s.now, until);
+  if (any) {
+    s.changed = true;
+    auto finished = [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; };
+    std::erase_if(s.running, finished);
+    std::erase_if(s.active, finished);
+    if (s.active.empty()) s.active_weight = s.active_workers = 0.0;  // no round-off drift
   }
 }
 

@@ -38,27 +38,41 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   const std::size_t n = state.jobs.size();
   const double t0 = n ? state.jobs.front().arrival : 0.0;
   out.start = t0;
-  double t = t0;
   std::size_t finished = 0;
   std::size_t idle_points = 0;  // scheduling points in a row with work waiting and none running
 
-  while (t < options.horizon_s) {
-    clock.set(t);
-    state.now = clock.now();
-    for (; next_job < n && state.jobs[next_job].arrival <= t + 1e-9; ++next_job) {
-      Job& j = state.jobs[next_job];
-      j.state = JobState::kQueued;
-      state.active.push_back(next_job);
-      state.changed = true;
+  // Jobs join the state when they arrive (their fair share and contention
+  // count from then); the policy sees them at the next scheduling point.
+  auto admit_arrivals = [&] {
+    for (; next_job < n && state.jobs[next_job].arrival <= state.now + 1e-9; ++next_job)
+      admit_job(state, next_job);
+  };
+  auto run_until = [&](double until) {
+    while (state.now < until) {
+      double stop = next_job < n ? std::min(until, state.jobs[next_job].arrival) : until;
+      const std::size_t before = state.active.size();
+      executor.advance(state, std::max(stop, state.now));
+      finished += before - state.active.size();
+      admit_arrivals();
     }
+  };
+
+  state.now = t0;
+  admit_arrivals();
+  double t = t0;
+  while (t < options.horizon_s) {
     if (state.active.empty()) {
       if (next_job == n) break;
       // Nothing to do until the next arrival: jump to the first scheduling
-      // point at or after it.
+      // point after it (the grid stays t0 + i * interval).
       double steps = std::ceil((state.jobs[next_job].arrival - t0) / interval - 1e-9);
-      t = std::max(t + interval, t0 + steps * interval);
+      double next_point = std::max(t + interval, t0 + steps * interval);
+      run_until(std::min(next_point, options.horizon_s));
+      t = next_point;
       continue;
     }
+    clock.set(t);
+    state.now = clock.now();
 
     const auto plan_start = std::chrono::steady_clock::now();
     RoundPlan plan = policy.plan(state);
@@ -81,19 +95,15 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sample.tenant_active_jobs.assign(n_tenants, 0);
       for (std::size_t i : state.active) ++sample.tenant_active_jobs[state.jobs[i].tenant];
     }
-    bool running = std::any_of(state.active.begin(), state.active.end(), [&](std::size_t i) {
-      return state.jobs[i].state == JobState::kRunning;
-    });
-    idle_points = running ? 0 : idle_points + 1;
+    idle_points = state.running.empty() ? idle_points + 1 : 0;
     if (idle_points > 100000)
       throw std::logic_error(fmt::format("policy {} left {} jobs waiting on an idle cluster for "
                                          "100000 scheduling points",
                                          policy.name(), state.active.size()));
 
     const double until = std::min(t + interval, options.horizon_s);
-    const std::size_t active_before = state.active.size();
-    executor.advance(state, until);
-    finished += active_before - state.active.size();
+    run_until(until);
+    executor.settle_all(state);
 
     sample.end = until;
     sample.busy_gpu_seconds = sums.busy_gpu_seconds;
@@ -113,11 +123,8 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   for (Job& j : state.jobs) {
     if (!std::isnan(j.record.finish)) {
       out.end = std::max(out.end, j.record.finish);
-    } else if (j.state != JobState::kFuture) {
-      // Unfinished at the horizon: its contention integral ends there.
-      j.record.contention_avg /= std::max(state.now - j.arrival, 1e-12);
-    } else {
-      j.record.contention_avg = 1.0;
+    } else if (j.active()) {
+      close_job(state, j);  // unfinished at the horizon: its figures end there
     }
   }
   if (finished < n) out.end = std::max(out.end, state.now);

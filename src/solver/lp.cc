@@ -3,7 +3,6 @@
 // later rows and columns can be appended and re-solved from the last basis.
 #include "fairgpu/lp.h"
 
-#include <cstdlib>
 #include <coin/CbcModel.hpp>
 #include <coin/ClpDualRowSteepest.hpp>
 #include <coin/ClpSimplex.hpp>
@@ -52,7 +51,7 @@ struct LinearProgram::Impl {
   // otherwise trip an internal CLP 1.17 assertion (ClpPackedMatrix.cpp:5222).
   Impl() {
     clp.setLogLevel(0);
-    if (!std::getenv("FAIRGPU_CLP_AUTO_PERTURB")) clp.setPerturbation(50);
+    clp.setPerturbation(50);
   }
 
   CoinPackedMatrix matrix() const {
