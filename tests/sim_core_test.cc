@@ -9,6 +9,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "fairgpu/allocation_io.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
@@ -225,6 +226,18 @@ TEST(SimCore, GavelPriorityRoundsFollowWeightedTimeFractions) {
   EXPECT_NEAR(a + b, 360.0 * 30, 1e-6);
   EXPECT_NEAR(a, 360.0 * 20, 360.0);
   EXPECT_NEAR(b, 360.0 * 10, 360.0);
+}
+
+TEST(SimCore, ProgressiveFillingSurvivesCappedLevels) {
+  // A snapshot the simulator produced with --tenant-demands: twelve tenants,
+  // most capped at 1-5 GPUs. Levels re-imposed with too little slack made the
+  // bottleneck LP infeasible.
+  ShareProblem p = read_share_problem(FAIRGPU_SOURCE_DIR "/tests/data/gavel-capped-levels.json");
+  for (const char* name : {"gavel", "oef-noncoop", "max-min"}) {
+    Matrix x = make_share_policy(name)->allocate(p);
+    EXPECT_EQ(check_feasible(p, x), "") << name;
+    EXPECT_NEAR(p.total_capacity(), 24.0, 1e-12);
+  }
 }
 
 TEST(SimCore, InvalidPlansAreCaught) {

@@ -56,7 +56,7 @@ class GavelSingleLevel final : public SharePolicy {
     Matrix c = p.speedup_matrix();
     ShareLp best = build_share_lp(p, &c);
     for (std::size_t e = 0; e < p.num_entities(); ++e)
-      add_entity_row(best, e, a.row(e), level * (1 - 1e-9), kInf);
+      add_entity_row(best, e, a.row(e), level * (1 - 1e-7), kInf);
     solve_or_throw(best.lp, "gavel throughput at the max-min level");
     return extract_allocation(p, best);
   }

@@ -6,6 +6,13 @@
 #include <string>
 
 namespace fairgpu::policy {
+namespace {
+// Levels come out of an LP solved to CLP's primal tolerance (1e-7), so a level
+// re-imposed as a bound keeps that much relative slack; 1e-9 left a
+// demand-capped instance from the simulator infeasible
+// (tests/data/gavel-capped-levels.json).
+constexpr double kLevelSlack = 1e-7;
+}  // namespace
 
 void solve_or_throw(LinearProgram& lp, const char* what, const LpSolveOptions& o) {
   LpStatus st = lp.solve(o);
@@ -82,7 +89,7 @@ int add_level_rows(ShareLp& s, const ShareProblem& p, const Matrix& a,
   int t = s.lp.add_variable(0.0, kInf, t_objective);
   for (std::size_t e = 0; e < p.num_entities(); ++e) {
     if (level[e] != kNotFrozen) {
-      add_entity_row(s, e, a.row(e), level[e] * (1 - 1e-9), equal ? level[e] * (1 + 1e-9) : kInf);
+      add_entity_row(s, e, a.row(e), level[e] * (1 - kLevelSlack), equal ? level[e] * (1 + 1e-9) : kInf);
     } else {
       add_entity_row(s, e, a.row(e), 0.0, equal ? 0.0 : kInf, t, 1.0);
     }
@@ -107,13 +114,13 @@ std::vector<bool> can_rise(const ShareProblem& p, const Matrix& a, const std::ve
     std::vector<std::pair<std::size_t, int>> slack;
     for (std::size_t e = 0; e < n; ++e) {
       if (level[e] != kNotFrozen) {
-        add_entity_row(s, e, a.row(e), level[e] * (1 - 1e-9), kInf);
+        add_entity_row(s, e, a.row(e), level[e] * (1 - kLevelSlack), kInf);
       } else if (undecided[e]) {
         int sv = s.lp.add_variable(0.0, cap, 1.0);
         slack.emplace_back(e, sv);
-        add_entity_row(s, e, a.row(e), t_star * (1 - 1e-9), kInf, sv, 1.0);
+        add_entity_row(s, e, a.row(e), t_star * (1 - kLevelSlack), kInf, sv, 1.0);
       } else {
-        add_entity_row(s, e, a.row(e), t_star * (1 - 1e-9), kInf);
+        add_entity_row(s, e, a.row(e), t_star * (1 - kLevelSlack), kInf);
       }
     }
     if (slack.empty()) break;
@@ -158,10 +165,9 @@ Matrix progressive_filling(const ShareProblem& p, const Matrix& a, bool equal) {
   }
   Matrix c = p.speedup_matrix();
   ShareLp s = build_share_lp(p, &c);
-  // Levels come out of an LP: keep a relative 1e-9 of slack so the final model
-  // stays feasible.
+  // Levels come out of an LP: keep kLevelSlack so the final model stays feasible.
   for (std::size_t e = 0; e < n; ++e)
-    add_entity_row(s, e, a.row(e), level[e] * (1 - 1e-9), equal ? level[e] * (1 + 1e-9) : kInf);
+    add_entity_row(s, e, a.row(e), level[e] * (1 - kLevelSlack), equal ? level[e] * (1 + 1e-9) : kInf);
   solve_or_throw(s.lp, "progressive filling (final)");
   return extract_allocation(p, s);
 }
