@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds fairgpu (Release) into build/ and runs
-# `fairgpu allocate` on the built-in example, printing the allocation table.
-# Extra arguments go to `fairgpu allocate` (e.g. --policy gavel --audit).
+# `fairgpu compare` on the built-in scenario (OEF both modes, Gavel,
+# Gandiva_fair, max-min), printing one table. Extra arguments go to
+# `fairgpu compare` (e.g. --policies oef-coop,gavel --tenant-demands).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --target fairgpu -j "$(nproc)"
-build/fairgpu allocate "$@"
+build/fairgpu compare "$@"
