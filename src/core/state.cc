@@ -25,6 +25,9 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
   std::vector<int> largest_node(k, 0);
   for (const Node& n : model.cluster.nodes) largest_node[n.type] = std::max(largest_node[n.type], n.gpus);
   s.jobs.reserve(workload.jobs.size());
+  for (std::size_t i = 1; i < workload.jobs.size(); ++i)
+    if (workload.jobs[i].arrival_s < workload.jobs[i - 1].arrival_s)
+      throw std::invalid_argument("workload jobs must be sorted by arrival (readers sort them)");
   for (const JobSpec& spec : workload.jobs) {
     Job j;
     j.index = s.jobs.size();

@@ -7,7 +7,8 @@
 //     tenant cannot use to others. With tenant_demands each tenant's demand is
 //     the GPUs its active jobs can use (the policies' demand-aware variants:
 //     no share goes where it cannot be used, at the price of a re-solve on
-//     most arrivals and completions, ~100x slower at 100 tenants);
+//     most arrivals and completions: 100x the solve time and more at 100
+//     tenants);
 //   - job level (Gavel's way): one entity per active job, speedups of its
 //     whole gang, demand = its workers (so sum_t x_jt / workers <= 1 is its
 //     time fractions), weight = its priority weight; Gavel's priority rounds.
@@ -86,7 +87,8 @@ class ShareRoundPolicy final : public RoundPolicy {
   // re-solve (allocation_still_holds).
   void solve() {
     const std::size_t n = problem_.tenants.size();
-    capped_.assign(n, false);
+    // A job can never use more than its gang: at job level every cap holds.
+    capped_.assign(n, !tenant_level_);
     if (problem_.num_entities() == 0) {
       x_ = Matrix();
       estimated_ = 0.0;
