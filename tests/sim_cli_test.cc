@@ -491,10 +491,9 @@ TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
       // The generated workload has 8-worker jobs; a 4-GPU cluster cannot run them.
       {sim({"--cluster", data("sim-tiny-cluster.json")}),
        {"generated workload: job ", ": workers", "4 GPUs"}},
-      // No built-in figures for a100. (The message names the profiles and the
-      // type, not the cluster file: bind_model does not know its name.)
+      // No built-in figures for a100: the cluster file and the type are named.
       {sim({"--cluster", data("sim-a100-cluster.json"), "--trace", kTrace}),
-       {"built-in: ", ".a100", "no throughput for GPU type 'a100'"}},
+       {data("sim-a100-cluster.json") + ": gpu_type a100", "no throughput on 'a100'"}},
       {sim({"--cluster", data("bad-cluster-zero-gpus.json")}),
        {data("bad-cluster-zero-gpus.json"), "nodes[1].gpus"}},
       {sim({"--trace", kTrace, "--profiles", data("bad-profiles-negative.json")}),

@@ -96,27 +96,8 @@ void end_progress(bool printed) {
   if (printed) std::fprintf(stderr, "\r\033[K");
 }
 
-// bind_model (src/core) reports a job that the profiles or the cluster cannot
-// run under the source "trace" and a cluster without GPUs under
-// "cluster/profiles", as it knows no file names; name the file here.
-std::string trace_source(const ScenarioOptions& s) {
-  return s.trace_path.empty() ? "generated workload" : s.trace_path;
-}
-std::string cluster_source(const ScenarioOptions& s) {
-  if (!s.alibaba_nodes.empty()) return s.alibaba_nodes;
-  return s.cluster_path.empty() ? "built-in cluster" : s.cluster_path;
-}
-
 Scenario load(const SimArgs& a) {
-  Scenario sc;
-  try {
-    sc = load_scenario(a.scenario);
-  } catch (const InputError& e) {
-    if (e.source() == "trace") throw InputError(trace_source(a.scenario), e.field(), e.problem());
-    if (e.source() == "cluster/profiles")
-      throw InputError(cluster_source(a.scenario), e.field(), e.problem());
-    throw;
-  }
+  Scenario sc = load_scenario(a.scenario);
   for (const std::string& note : sc.notes) std::fprintf(stderr, "fairgpu: note: %s\n", note.c_str());
   return sc;
 }
@@ -152,10 +133,6 @@ void check_args(const SimArgs& a) {
   if (a.scenario.tenants < 0)
     throw InputError("options", "tenants",
                      fmt::format("must be >= 0, got {}", a.scenario.tenants));
-  // make_round_policy rejects negative and NaN rounds but not infinite ones,
-  // which would run the whole trace as one never-ending round.
-  if (std::isinf(a.policy_options.round_s))
-    throw InputError("options", "round", "must be a finite number of seconds > 0");
 }
 
 std::string run_simulate(const SimArgs& a) {

@@ -37,8 +37,10 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
     for (const std::string& type : cluster.gpu_types) {
       double r = p->rate(type, 1, false);
       if (!(r > 0.0))
-        throw InputError(catalogue.source, fmt::format("{}.{}", p->name, type),
-                         fmt::format("no throughput for GPU type '{}' used by the cluster", type));
+        throw InputError("cluster/profiles", fmt::format("gpu_type {}", type),
+                         fmt::format("the profiles ({}) have no throughput on '{}' for job type "
+                                     "'{}'",
+                                     catalogue.source, type, p->name));
     }
     model.profiles.job_types.push_back(*p);
   }

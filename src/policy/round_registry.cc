@@ -22,8 +22,8 @@ std::unique_ptr<RoundPolicy> make_round_policy(std::string_view name,
     throw InputError("options", "policy",
                      fmt::format("unknown policy '{}' (valid: {})", name, valid));
   }
-  if (options.round_s < 0.0 || std::isnan(options.round_s))
-    throw InputError("options", "round", "must be > 0 seconds");
+  if (options.round_s < 0.0 || !std::isfinite(options.round_s))
+    throw InputError("options", "round", "must be a finite number of seconds > 0");
   return policy::NewShareRoundPolicy(std::string(name), options);
 }
 

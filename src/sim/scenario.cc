@@ -96,7 +96,18 @@ Scenario load_scenario(const ScenarioOptions& o) {
   }
   sc.notes = cluster.notes;
   sc.notes.insert(sc.notes.end(), sc.workload.notes.begin(), sc.workload.notes.end());
-  sc.model = bind_model(cluster, profiles, sc.workload, o.restart_overhead_s);
+  // bind_model knows no file names: it reports a job the profiles or the
+  // cluster cannot run under "trace", a cluster without GPUs under
+  // "cluster/profiles". Name the files here.
+  try {
+    sc.model = bind_model(cluster, profiles, sc.workload, o.restart_overhead_s);
+  } catch (const InputError& e) {
+    if (e.source() == "trace")
+      throw InputError(o.trace_path.empty() ? "generated workload" : o.trace_path, e.field(),
+                       e.problem());
+    if (e.source() == "cluster/profiles") throw InputError(cluster_desc, e.field(), e.problem());
+    throw;
+  }
   std::string types;
   for (std::size_t t = 0; t < sc.model.capacity.size(); ++t)
     types += fmt::format("{}{}x{}", t ? " " : "", sc.model.capacity[t],
