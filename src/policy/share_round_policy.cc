@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,7 @@ class ShareRoundPolicy final : public RoundPolicy {
           problem_.tenants[t].demand = capped_[t] ? demand_[t] : kNoDemand;
       }
       solved_ = true;
+      if (!tenant_level_) x_jobs_ = per_job_allocation();
     }
     plan.estimated_throughput = estimated_;
     const double lease_end = s.now + interval_;
@@ -68,7 +70,7 @@ class ShareRoundPolicy final : public RoundPolicy {
           entities_[e].ideal[t] = std::max(0.0, x_(e, t));
       plan.run = placer_.place(s, entities_, lease_end);
     } else {
-      plan.run = placement::gavel_priority_round(s, jobs_, x_, lease_end);
+      plan.run = placement::gavel_priority_round(s, jobs_, x_jobs_, lease_end);
     }
     return plan;
   }
@@ -212,17 +214,49 @@ class ShareRoundPolicy final : public RoundPolicy {
     }
   }
 
+  // Job level: jobs of the same type, gang and weight are interchangeable,
+  // so they form one entity of c times the weight and demand, and each gets
+  // 1/c of its allocation. Exact for every LP policy here (the problem is
+  // symmetric in them, so the equal split of any optimum is optimal; scaled
+  // bundles and capped valuations are homogeneous, so envy and sharing
+  // incentive read the same) and for Gandiva_fair's trading up to how it
+  // pairs traders. It turns thousands of active jobs into a few dozen rows
+  // (and spares CLP the degenerate LPs of many identical rows that trip its
+  // internal assertion).
   void build_job_problem(const SchedulerState& s) {
     problem_ = empty_problem(s);
     demand_.clear();
     jobs_ = s.active;
-    for (std::size_t i : jobs_) {
-      const Job& j = s.jobs[i];
+    job_group_.assign(jobs_.size(), 0);
+    group_size_.clear();
+    std::map<std::tuple<std::size_t, int, double>, std::size_t> groups;
+    for (std::size_t r = 0; r < jobs_.size(); ++r) {
+      const Job& j = s.jobs[jobs_[r]];
+      auto [it, fresh] = groups.try_emplace({j.job_type, j.workers, j.weight}, groups.size());
+      job_group_[r] = it->second;
+      if (fresh) group_size_.push_back(0);
+      ++group_size_[it->second];
+    }
+    std::vector<std::size_t> first(group_size_.size(), jobs_.size());
+    for (std::size_t r = jobs_.size(); r-- > 0;) first[job_group_[r]] = r;
+    for (std::size_t g = 0; g < group_size_.size(); ++g) {
+      const Job& j = s.jobs[jobs_[first[g]]];
+      const double c = static_cast<double>(group_size_[g]);
       std::vector<double> w(j.rate_one_node.size());
       for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.ref_rate;
-      problem_.add_tenant(j.record.id, std::move(w), j.weight, j.workers);
-      demand_.push_back(j.workers);
+      problem_.add_tenant(fmt::format("{}x{}", j.record.id, group_size_[g]), std::move(w),
+                          c * j.weight, c * j.workers);
+      demand_.push_back(c * j.workers);
     }
+  }
+
+  // Job level: each job's share of its group's allocation.
+  Matrix per_job_allocation() const {
+    Matrix x(jobs_.size(), x_.cols());
+    for (std::size_t r = 0; r < jobs_.size(); ++r)
+      for (std::size_t t = 0; t < x_.cols(); ++t)
+        x(r, t) = x_(job_group_[r], t) / static_cast<double>(group_size_[job_group_[r]]);
+    return x;
   }
 
   std::string name_;
@@ -237,7 +271,10 @@ class ShareRoundPolicy final : public RoundPolicy {
   Matrix x_;
   double estimated_ = 0.0;
   std::vector<placement::RoundingEntity> entities_;  // tenant level: rows of x_
-  std::vector<std::size_t> jobs_;                    // job level: rows of x_
+  std::vector<std::size_t> jobs_;          // job level: the active jobs
+  std::vector<std::size_t> job_group_;     // job level: row of x_ for each of jobs_
+  std::vector<std::size_t> group_size_;    // job level: jobs per row of x_
+  Matrix x_jobs_;                          // job level: one row per job of jobs_
   std::map<std::size_t, std::vector<double>> type_speedup_;
   placement::OefRoundingPlacer placer_;
 };
