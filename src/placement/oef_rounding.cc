@@ -99,11 +99,6 @@ bool devices_within(const SchedulerState& s, const Job& j, const std::vector<int
 
 }  // namespace
 
-std::vector<double> OefRoundingPlacer::deviation(std::uint64_t key) const {
-  auto it = dev_.find(key);
-  return it == dev_.end() ? std::vector<double>{} : it->second;
-}
-
 std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
                                                  const std::vector<RoundingEntity>& entities,
                                                  double lease_end) {

@@ -24,8 +24,6 @@ class OefRoundingPlacer {
   // (work conservation), deviations updated with what each entity got.
   std::vector<Assignment> place(const SchedulerState& state,
                                 const std::vector<RoundingEntity>& entities, double lease_end);
-  // Cumulative deviation of an entity (empty if unknown), for tests.
-  std::vector<double> deviation(std::uint64_t key) const;
 
  private:
   std::map<std::uint64_t, std::vector<double>> dev_;
