@@ -240,6 +240,73 @@ TEST(SimCore, ProgressiveFillingSurvivesCappedLevels) {
   }
 }
 
+// A policy with Astraea's shape (lease 900 s decided at 10 s intervals):
+// it starts every queued job on the first free GPU and never names running
+// jobs, so a job keeps its GPU until its lease ends, then is preempted unless
+// renewed. Counts the scheduling points it saw.
+class LeasePolicy final : public RoundPolicy {
+ public:
+  explicit LeasePolicy(bool renew) : renew_(renew) {}
+  std::string_view name() const override { return "test-lease"; }
+  double interval() const override { return 10.0; }
+  RoundPlan plan(const SchedulerState& s) override {
+    ++points;
+    RoundPlan p;
+    std::vector<bool> used(s.device_owner.size(), false);
+    for (std::size_t i : s.running)
+      if (!s.lease_ended(s.jobs[i]))
+        for (DeviceRef d : s.jobs[i].devices) used[s.flat(d)] = true;
+    for (std::size_t i : s.active) {
+      const Job& j = s.jobs[i];
+      if (j.state == JobState::kRunning && !s.lease_ended(j)) continue;
+      if (j.state == JobState::kRunning) {  // its lease ended: renew or let it go
+        if (!renew_) continue;
+        p.run.push_back({i, j.devices, s.now + 900.0});
+        for (DeviceRef d : j.devices) used[s.flat(d)] = true;
+        continue;
+      }
+      for (std::uint32_t g = 0; g < used.size(); ++g)
+        if (!used[g]) {
+          used[g] = true;
+          p.run.push_back({i, {{0, g}}, s.now + 900.0});
+          break;
+        }
+    }
+    return p;
+  }
+  int points = 0;
+
+ private:
+  bool renew_;
+};
+
+TEST(SimCore, LeasesOutliveSchedulingIntervals) {
+  // One fast GPU, two 1-worker jobs of 3000 s of work each (9000 iterations
+  // at 3 it/s), arriving together. A holds the GPU for its whole 900 s lease
+  // although the policy is asked every 10 s; without renewal B takes over at
+  // 900, A at 1800 (restart), ...; with renewal A keeps it to the end.
+  Cluster c = toy_cluster({{"fast", 1}});
+  Workload w = workload({job("A", "t", "a", 1, 0, 9000), job("B", "t", "a", 1, 0, 9000)});
+  ClusterModel model = bind_model(c, toy_profiles(), w, 10.0);
+
+  LeasePolicy rotate(false);
+  SimResult r = simulate(model, w, rotate);
+  // A: 0-900 (890 s of work after the start), 1800-2700 (890), 3600-4500
+  // (890), 5400-5740 (10 + 330): 3000 s of work in 4 runs.
+  EXPECT_NEAR(rec(r, "A").finish, 5740.0, 1e-6);
+  EXPECT_EQ(rec(r, "A").restarts, 3);
+  EXPECT_EQ(rec(r, "A").preemptions, 3);
+  // B starts at 900 and, once A is done, runs on from 6300 without a gap.
+  EXPECT_DOUBLE_EQ(rec(r, "B").first_start, 900.0);
+  EXPECT_GT(rotate.points, 500);  // asked every 10 s, decided only at lease ends
+
+  LeasePolicy keep(true);
+  SimResult k = simulate(model, w, keep);
+  EXPECT_NEAR(rec(k, "A").finish, 3010.0, 1e-6);  // renewed at 900, 1800, 2700: no cost
+  EXPECT_EQ(rec(k, "A").restarts, 0);
+  EXPECT_DOUBLE_EQ(rec(k, "B").first_start, 3010.0);  // A frees the GPU at a scheduling point
+}
+
 TEST(SimCore, InvalidPlansAreCaught) {
   Cluster c = toy_cluster({{"fast", 2}});
   Workload w = workload({job("A", "t", "a", 1, 0, 10), job("B", "t", "a", 1, 0, 10)});
