@@ -1,26 +1,22 @@
 // Readers of the share-problem JSON and of allocation files (see
 // fairgpu/allocation_io.h for the formats). Every check reports the path of
 // the offending field, so one line on stderr is enough to fix the input.
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "fairgpu/allocation_io.h"
 #include "fairgpu/policy.h"
+#include "trace/text_input.h"
 
 namespace fairgpu {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Escapes control characters so the message stays on one line.
 std::string one_line(std::string_view s) {
@@ -46,174 +42,15 @@ std::string make_message(const std::string& source, const std::string& field,
   return m + one_line(problem);
 }
 
-std::string child(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-std::string element(const std::string& path, std::size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-std::string read_file(const std::string& path) {
-  if (path.empty()) throw InputError("\"\"", "", "empty file name");
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(path, "", "read error");
-  return text.str();
-}
-
-// Parses JSON text. nlohmann keeps the last of repeated keys, which would drop
-// a typo silently, so a parser callback tracks the path and rejects repeats;
-// the same path locates syntax errors, next to the parser's line and column.
-json parse_json(std::string_view text, const std::string& source) {
-  struct Frame {
-    bool array = false;
-    std::size_t index = 0;  // arrays: elements completed so far
-    std::string key;        // objects: the key being read
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> stack;
-  auto path = [&stack] {
-    std::string p;
-    for (const auto& f : stack) {
-      if (f.array)
-        p = element(p, f.index);
-      else if (!f.key.empty())
-        p = child(p, f.key);
-    }
-    return p;
-  };
-  auto element_done = [&stack] {
-    if (!stack.empty() && stack.back().array) ++stack.back().index;
-  };
-  json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        stack.emplace_back();
-        break;
-      case json::parse_event_t::array_start:
-        stack.emplace_back();
-        stack.back().array = true;
-        break;
-      case json::parse_event_t::key: {
-        auto& top = stack.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second)
-          throw InputError(source, path(), "key appears twice in the same object");
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        stack.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::value:
-        element_done();
-        break;
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), callback);
-  } catch (const json::exception& e) {
-    // Syntax errors: "[json.exception.parse_error.101] parse error at line 4,
-    // column 40: syntax error ..." -> "syntax error ... (line 4, column 40)".
-    // A number too large for a double (1e999) is out_of_range.406, no position.
-    std::string msg = e.what();
-    if (auto p = msg.find("] "); p != std::string::npos) msg.erase(0, p + 2);
-    static constexpr std::string_view kAt = "parse error at ";
-    if (msg.starts_with(kAt)) {
-      msg.erase(0, kAt.size());
-      if (auto p = msg.find(": "); p != std::string::npos)
-        msg = msg.substr(p + 2) + " (" + msg.substr(0, p) + ")";
-    }
-    throw InputError(source, path(), msg);
-  }
-}
+using text_input::child;
+using text_input::element;
+using text_input::join;
+using text_input::parse_json;
 
 // Typed access to a parsed document with errors that name the field.
-class Reader {
+class Reader : public text_input::JsonReader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
-    throw InputError(source_, field, problem);
-  }
-
-  void expect_object(const json& j, const std::string& path) const {
-    if (!j.is_object())
-      fail(path.empty() ? "(top level)" : path,
-           std::string("expected an object, got ") + j.type_name());
-  }
-
-  void expect_array(const json& j, const std::string& path, std::string_view what) const {
-    if (!j.is_array())
-      fail(path, "expected an array of " + std::string(what) + ", got " + j.type_name());
-  }
-
-  // Rejects keys outside `allowed`, so typos are not silently ignored.
-  void only_keys(const json& obj, const std::string& path,
-                 std::initializer_list<std::string_view> allowed) const {
-    for (const auto& [key, value] : obj.items()) {
-      bool ok = false;
-      for (auto a : allowed) ok = ok || key == a;
-      if (ok) continue;
-      std::string list;
-      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      fail(child(path, key), "unknown field (expected one of: " + list + ")");
-    }
-  }
-
-  const json& required(const json& obj, const std::string& path, const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(child(path, key), "missing required field");
-    return *it;
-  }
-
-  static const json* optional(const json& obj, const char* key) {
-    auto it = obj.find(key);
-    return it == obj.end() ? nullptr : &*it;
-  }
-
-  double number(const json& j, const std::string& path) const {
-    if (!j.is_number()) fail(path, std::string("expected a number, got ") + j.type_name());
-    double v = j.get<double>();
-    if (!std::isfinite(v)) fail(path, "must be a finite number");
-    return v;
-  }
-
-  double non_negative(const json& j, const std::string& path) const {
-    double v = number(j, path);
-    if (v < 0) fail(path, "must be >= 0, got " + j.dump());
-    return v;
-  }
-
-  double positive(const json& j, const std::string& path) const {
-    double v = number(j, path);
-    if (v <= 0) fail(path, "must be > 0, got " + j.dump());
-    return v;
-  }
-
-  // A non-empty name without control characters (names end up in tables).
-  std::string name(const json& j, const std::string& path) const {
-    if (!j.is_string()) fail(path, std::string("expected a string, got ") + j.type_name());
-    auto s = j.get<std::string>();
-    if (s.empty()) fail(path, "must not be empty");
-    for (char c : s)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-        fail(path, "must not contain control characters");
-    return s;
-  }
+  using JsonReader::JsonReader;
 
   // k non-negative finite numbers (devices per GPU type).
   std::vector<double> amounts(const json& j, const std::string& path, std::size_t k) const {
@@ -225,9 +62,6 @@ class Reader {
     for (std::size_t i = 0; i < k; ++i) v[i] = non_negative(j[i], element(path, i));
     return v;
   }
-
- private:
-  std::string source_;
 };
 
 // ---- problem ---------------------------------------------------------------
@@ -516,7 +350,7 @@ ShareProblem parse_share_problem(std::string_view json_text, const std::string& 
 }
 
 ShareProblem read_share_problem(const std::string& path) {
-  return parse_share_problem(read_file(path), path);
+  return parse_share_problem(text_input::read_text_file(path), path);
 }
 
 std::string_view default_problem_json() { return kDefaultProblem; }
@@ -531,7 +365,7 @@ AllocationInput parse_allocation(const ShareProblem& p, std::string_view json_te
 }
 
 AllocationInput read_allocation(const ShareProblem& p, const std::string& path) {
-  return parse_allocation(p, read_file(path), path);
+  return parse_allocation(p, text_input::read_text_file(path), path);
 }
 
 }  // namespace fairgpu

@@ -28,9 +28,9 @@ using text_input::element;
 constexpr std::int64_t kMaxGpusPerNode = 4096;
 constexpr std::int64_t kMaxNodesPerType = 100000;
 
-class ClusterParser {
+class ClusterParser : private text_input::JsonReader {
  public:
-  explicit ClusterParser(const std::string& source) : source_(source) {}
+  explicit ClusterParser(const std::string& source) : JsonReader(source) {}
 
   Cluster parse(const ordered_json& doc) {
     if (!doc.is_object())
@@ -45,34 +45,6 @@ class ClusterParser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
-    throw InputError(source_, field, problem);
-  }
-
-  void only_keys(const ordered_json& obj, const std::string& path,
-                 const std::vector<std::string>& allowed) const {
-    for (const auto& [key, value] : obj.items()) {
-      bool ok = false;
-      for (const auto& a : allowed) ok = ok || key == a;
-      if (!ok)
-        fail(child(path, key),
-             "unknown field (expected one of: " + text_input::join(allowed) + ")");
-    }
-  }
-
-  double number(const ordered_json& j, const std::string& path) const {
-    if (!j.is_number()) fail(path, std::string("expected a number, got ") + j.type_name());
-    double v = j.get<double>();
-    if (!std::isfinite(v)) fail(path, "must be a finite number");
-    return v;
-  }
-
-  double non_negative(const ordered_json& j, const std::string& path) const {
-    double v = number(j, path);
-    if (v < 0) fail(path, "must be >= 0, got " + j.dump());
-    return v;
-  }
-
   // A whole number in [1, max].
   int count(const ordered_json& j, const std::string& path, std::int64_t max) const {
     double v = number(j, path);
@@ -81,16 +53,6 @@ class ClusterParser {
     if (v > static_cast<double>(max))
       fail(path, "must be at most " + std::to_string(max) + ", got " + j.dump());
     return static_cast<int>(v);
-  }
-
-  std::string name(const ordered_json& j, const std::string& path) const {
-    if (!j.is_string()) fail(path, std::string("expected a string, got ") + j.type_name());
-    auto s = j.get<std::string>();
-    if (s.empty()) fail(path, "must not be empty");
-    for (char c : s)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-        fail(path, "must not contain control characters");
-    return s;
   }
 
   std::size_t type_of(const std::string& gpu_type) {
@@ -120,9 +82,7 @@ class ClusterParser {
       if (!n.is_object()) fail(path, std::string("expected a node object, got ") + n.type_name());
       only_keys(n, path, {"name", "gpu_type", "gpus", "cpus", "memory_gb"});
       auto required = [&](const char* key) -> const ordered_json& {
-        auto it = n.find(key);
-        if (it == n.end()) fail(child(path, key), "missing required field");
-        return *it;
+        return JsonReader::required(n, path, key);
       };
       std::string node_name;
       std::string name_path = child(path, "name");
@@ -147,9 +107,7 @@ class ClusterParser {
       name(ordered_json(gpu_type), path.empty() ? "\"\"" : path);
       only_keys(spec, path, {"nodes", "gpus_per_node", "cpus_per_node", "memory_gb_per_node"});
       auto required = [&](const char* key) -> const ordered_json& {
-        auto it = spec.find(key);
-        if (it == spec.end()) fail(child(path, key), "missing required field");
-        return *it;
+        return JsonReader::required(spec, path, key);
       };
       int nodes = count(required("nodes"), child(path, "nodes"), kMaxNodesPerType);
       int gpus = count(required("gpus_per_node"), child(path, "gpus_per_node"), kMaxGpusPerNode);
@@ -163,7 +121,6 @@ class ClusterParser {
     }
   }
 
-  std::string source_;
   Cluster cluster_;
   std::vector<int> per_type_;  // nodes seen so far per type, for default names
   std::set<std::string> names_;

@@ -1,6 +1,6 @@
 // Shared reading helpers of src/trace (see text_input.h): file reading, strict
-// JSON, line tables and number cells. The JSON repeated-key check follows
-// allocation_input.cc so every fairgpu input rejects the same mistakes.
+// JSON, line tables and number cells, used by every reader so each fairgpu
+// input rejects the same mistakes with the same messages.
 #include "text_input.h"
 
 #include <fmt/format.h>
@@ -102,7 +102,8 @@ ordered_json parse_json(std::string_view text, const std::string& source) {
     return ordered_json::parse(text.begin(), text.end(), callback);
   } catch (const ordered_json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 4, column 40:
-    // syntax error ..." -> "syntax error ... (line 4, column 40)".
+    // syntax error ..." -> "syntax error ... (line 4, column 40)". A number
+    // too large for a double (1e999) is out_of_range.406, no position.
     std::string msg = e.what();
     if (auto p = msg.find("] "); p != std::string::npos) msg.erase(0, p + 2);
     static constexpr std::string_view kAt = "parse error at ";

@@ -1,4 +1,5 @@
-// Helpers shared by the trace, cluster and profile readers in src/trace:
+// Helpers shared by the readers in src/trace (problem, allocation, cluster,
+// profiles, traces):
 // reading a whole file, strict JSON parsing (repeated keys rejected, syntax
 // errors located), line-based tables (CSV / tab-separated) and number cells.
 // Every failure is an InputError naming the source ("<path>" or
@@ -6,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,10 +30,89 @@ std::string read_text_file(const std::string& path);
 // reached and the parser's line and column.
 nlohmann::ordered_json parse_json(std::string_view text, const std::string& source);
 
-// "a.b" / "a[3]": field paths as in allocation_input.cc.
+// "a.b" / "a[3]": field paths in InputError fields.
 std::string child(const std::string& path, std::string_view key);
 std::string element(const std::string& path, std::size_t i);
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+
+// Typed access to a parsed JSON document; every failure is an InputError
+// naming the source and the field path.
+class JsonReader {
+ public:
+  explicit JsonReader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw InputError(source_, field, problem);
+  }
+
+  void expect_object(const nlohmann::ordered_json& j, const std::string& path) const {
+    if (!j.is_object())
+      fail(path.empty() ? "(top level)" : path,
+           std::string("expected an object, got ") + j.type_name());
+  }
+
+  void expect_array(const nlohmann::ordered_json& j, const std::string& path, std::string_view what) const {
+    if (!j.is_array())
+      fail(path, "expected an array of " + std::string(what) + ", got " + j.type_name());
+  }
+
+  // Rejects keys outside `allowed`, so typos are not silently ignored.
+  void only_keys(const nlohmann::ordered_json& obj, const std::string& path,
+                 std::initializer_list<std::string_view> allowed) const {
+    for (const auto& [key, value] : obj.items()) {
+      bool ok = false;
+      for (auto a : allowed) ok = ok || key == a;
+      if (ok) continue;
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      fail(child(path, key), "unknown field (expected one of: " + list + ")");
+    }
+  }
+
+  const nlohmann::ordered_json& required(const nlohmann::ordered_json& obj, const std::string& path, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(child(path, key), "missing required field");
+    return *it;
+  }
+
+  static const nlohmann::ordered_json* optional(const nlohmann::ordered_json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  double number(const nlohmann::ordered_json& j, const std::string& path) const {
+    if (!j.is_number()) fail(path, std::string("expected a number, got ") + j.type_name());
+    double v = j.get<double>();
+    if (!std::isfinite(v)) fail(path, "must be a finite number");
+    return v;
+  }
+
+  double non_negative(const nlohmann::ordered_json& j, const std::string& path) const {
+    double v = number(j, path);
+    if (v < 0) fail(path, "must be >= 0, got " + j.dump());
+    return v;
+  }
+
+  double positive(const nlohmann::ordered_json& j, const std::string& path) const {
+    double v = number(j, path);
+    if (v <= 0) fail(path, "must be > 0, got " + j.dump());
+    return v;
+  }
+
+  // A non-empty name without control characters (names end up in tables).
+  std::string name(const nlohmann::ordered_json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, std::string("expected a string, got ") + j.type_name());
+    auto s = j.get<std::string>();
+    if (s.empty()) fail(path, "must not be empty");
+    for (char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        fail(path, "must not contain control characters");
+    return s;
+  }
+
+ private:
+  std::string source_;
+};
 
 // Splits one line. With quotes, RFC 4180 double-quoted cells are accepted
 // (a doubled "" inside is a quote); an unterminated quote returns nullopt.
