@@ -14,34 +14,18 @@
 #include <vector>
 
 #include "fairgpu/policy.h"
+#include "run_binary.h"
 
 namespace fairgpu {
 namespace {
 
+using testing_support::quote;
+using testing_support::run_binary;
+using testing_support::RunResult;
+using testing_support::slurp;
+using testing_support::source_path;
+
 using nlohmann::json;
-
-struct RunResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string source_path(const std::string& relative) {
-  return std::string(FAIRGPU_SOURCE_DIR) + "/" + relative;
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 class CliTest : public testing::Test {
  protected:
@@ -55,21 +39,7 @@ class CliTest : public testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  RunResult run(const std::vector<std::string>& args) {
-    std::string cmd = quote(FAIRGPU_BINARY);
-    // Appends, not "literal" + string: the latter trips GCC 12's -Wrestrict
-    // false positive (bug 105329) under -O3 -Werror.
-    for (const auto& a : args) cmd.append(" ").append(quote(a));
-    auto out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd.append(" >").append(quote(out.string()));
-    cmd.append(" 2>").append(quote(err.string())).append(" </dev/null");
-    RunResult r;
-    int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  RunResult run(const std::vector<std::string>& args) { return run_binary(args, dir_); }
 
   std::string write(const std::string& name, const std::string& text) {
     auto path = dir_ / name;

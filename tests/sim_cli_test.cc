@@ -25,39 +25,24 @@
 #include <string>
 #include <vector>
 
+#include "run_binary.h"
+
 namespace fairgpu {
 namespace {
+
+using testing_support::quote;
+using testing_support::run_binary;
+using testing_support::RunResult;
+using testing_support::slurp;
+using testing_support::source_path;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kShared = FAIRGPU_SHARED_DATA;
 
-std::string source_path(const std::string& relative) {
-  return std::string(FAIRGPU_SOURCE_DIR) + "/" + relative;
-}
-
 const std::string kCluster = source_path("examples/oef-like-cluster.json");
 const std::string kTrace = source_path("examples/small-trace.csv");
-
-struct RunResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 std::size_t count_lines(const std::string& s) {
   return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
@@ -221,20 +206,7 @@ class SimCliTest : public testing::Test {
 
   // Runs the binary with the working directory dir_/cwd (so default output
   // folders land there), stdin empty, stdout and stderr captured.
-  RunResult run(const std::vector<std::string>& args) {
-    std::string cmd = "cd ";
-    cmd.append(quote(cwd().string())).append(" && ").append(quote(FAIRGPU_BINARY));
-    for (const auto& a : args) cmd.append(" ").append(quote(a));
-    auto out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd.append(" >").append(quote(out.string()));
-    cmd.append(" 2>").append(quote(err.string())).append(" </dev/null");
-    RunResult r;
-    int raw = std::system(cmd.c_str());
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  RunResult run(const std::vector<std::string>& args) { return run_binary(args, dir_, cwd()); }
 
   fs::path cwd() const { return dir_ / "cwd"; }
 
