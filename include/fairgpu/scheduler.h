@@ -59,6 +59,7 @@ struct DeviceRef {
 struct ClusterModel {
   Cluster cluster;             // node types re-indexed slowest first
   std::vector<int> capacity;   // GPUs per type
+  std::vector<int> largest_node;  // GPUs of the biggest node of each type
   std::vector<std::size_t> node_first_device;  // flat device index of a node's GPU 0
   int total_gpus = 0;
   ProfileCatalogue profiles;   // the job types the workload uses, in first-use order
@@ -114,7 +115,6 @@ struct Job {
   std::size_t fair_class = 0;          // index into SchedulerState::fair_classes
   double fair_mark = 0.0, contention_mark = 0.0;  // the integrals when it arrived
   std::vector<double> time_on_type;    // seconds run on each type (by its slowest type)
-  double time_running = 0.0;
 
   JobRecord record;  // the per-job outputs, filled as the run goes
 
@@ -146,7 +146,6 @@ struct SchedulerState {
   std::vector<FairClass> fair_classes;
   double contention_integral = 0.0;  // of max(1, active_workers / M) dt
   std::vector<std::int64_t> device_owner;     // flat device -> job index, -1 when free
-  std::vector<std::size_t> device_type;       // flat device -> GPU type
   double now = 0.0;
   // Something a policy's allocation depends on changed since the last plan:
   // an arrival, a completion or a throughput change.

@@ -77,8 +77,9 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
 
   // Every gang must fit on the types where its profile has a positive rate
   // (a gang may span types, running at its slowest one's rate).
-  std::vector<int> largest(k, 0);
-  for (const Node& n : model.cluster.nodes) largest[n.type] = std::max(largest[n.type], n.gpus);
+  model.largest_node.assign(k, 0);
+  for (const Node& n : model.cluster.nodes)
+    model.largest_node[n.type] = std::max(model.largest_node[n.type], n.gpus);
   for (const JobSpec& job : workload.jobs) {
     if (job.workers > model.total_gpus)
       throw InputError("trace", fmt::format("job {}: workers", job.id),
@@ -87,7 +88,7 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
     const JobTypeProfile& p = *model.profiles.find(job.job_type);
     int usable = 0;
     for (std::size_t t = 0; t < k; ++t)
-      if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > largest[t]) > 0.0)
+      if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > model.largest_node[t]) > 0.0)
         usable += model.capacity[t];
     if (usable < job.workers)
       throw InputError("trace", fmt::format("job {}: workers", job.id),

@@ -22,8 +22,6 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
 
   const std::size_t k = model.cluster.num_types();
   const double total = model.total_gpus;
-  std::vector<int> largest_node(k, 0);
-  for (const Node& n : model.cluster.nodes) largest_node[n.type] = std::max(largest_node[n.type], n.gpus);
   s.jobs.reserve(workload.jobs.size());
   for (std::size_t i = 1; i < workload.jobs.size(); ++i)
     if (workload.jobs[i].arrival_s < workload.jobs[i - 1].arrival_s)
@@ -51,7 +49,7 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
       const std::string& type = model.cluster.gpu_types[t];
       j.rate_one_node[t] = p.rate(type, j.workers, false);
       j.rate_spread[t] = p.rate(type, j.workers, true);
-      j.rate_best[t] = j.workers <= largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
+      j.rate_best[t] = j.workers <= model.largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
       mean_rate += model.capacity[t] / total * j.rate_best[t];
     }
     for (std::size_t t = 0; t < k && j.ref_rate == 0.0; ++t) j.ref_rate = j.rate_best[t];
@@ -77,11 +75,6 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
     s.jobs.push_back(std::move(j));
   }
   s.device_owner.assign(static_cast<std::size_t>(model.total_gpus), -1);
-  s.device_type.resize(s.device_owner.size());
-  for (std::size_t n = 0; n < model.cluster.nodes.size(); ++n)
-    for (int g = 0; g < model.cluster.nodes[n].gpus; ++g)
-      s.device_type[model.node_first_device[n] + static_cast<std::size_t>(g)] =
-          model.cluster.nodes[n].type;
   return s;
 }
 

@@ -96,7 +96,6 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
   j.done = std::min(j.work, j.done + productive * j.rate);
   j.record.done = j.done;
   j.record.attained_gpu_seconds += j.workers * dt;
-  j.time_running += dt;
   j.time_on_type[j.placement_type] += dt;
   j.settled_at = t;
   if (!sums_) return;
