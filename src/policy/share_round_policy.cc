@@ -145,6 +145,7 @@ class ShareRoundPolicy final : public RoundPolicy {
       if (a.name != b.name || a.speedup != b.speedup || a.weight != b.weight || a.tenant != b.tenant)
         return false;
     }
+    double size_per_weight = -1.0;
     for (std::size_t t = 0; t < p.tenants.size(); ++t) {
       const double now_d = demand_[t], before_d = previous_demand[t];
       if (now_d == before_d) continue;
@@ -152,13 +153,16 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (allocated(t) > now_d * (1 + 1e-9) + 1e-9) return false;
         continue;
       }
-      for (std::size_t l : p.tenants[t].entities) {
-        double largest = 0.0;
+      if (size_per_weight < 0.0) {  // max_i |x_i| / w_i, once
+        size_per_weight = 0.0;
         for (std::size_t i = 0; i < p.num_entities(); ++i) {
           double size = 0.0;
           for (std::size_t j = 0; j < p.num_types(); ++j) size += x_(i, j);
-          largest = std::max(largest, size * p.entities[l].weight / p.entities[i].weight);
+          size_per_weight = std::max(size_per_weight, size / p.entities[i].weight);
         }
+      }
+      for (std::size_t l : p.tenants[t].entities) {
+        const double largest = size_per_weight * p.entities[l].weight;
         const double share = p.entities[l].weight / p.tenants[t].weight;
         const double margin = 1e-6 * std::max(1.0, largest);
         if (!(now_d * share > largest + margin && before_d * share > largest + margin))
