@@ -166,35 +166,48 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
                                                                : j.rate_spread[t]);
     return best * (lease - j.restart_overhead_s) > j.rate * lease * (1 + 1e-9);
   };
+  // Job i of entity e keeps its devices (already taken from `free`), or
+  // starts on free ones within the entity's counts (or, for leftovers, on any);
+  // either way what it holds is charged to e (and to its counts).
+  auto keep = [&](std::size_t e, std::size_t i, bool within_counts) {
+    for (DeviceRef d : s.jobs[i].devices) {
+      ++held[e][s.type_of(d)];
+      if (within_counts) --cnt[e][s.type_of(d)];
+    }
+    out.push_back({i, s.jobs[i].devices, lease_end});
+    taken[i] = 1;
+  };
+  std::vector<int> counts, budget(k);
+  auto start = [&](std::size_t e, std::size_t i, bool within_counts) {
+    const Job& j = s.jobs[i];
+    for (std::size_t t = 0; t < k; ++t)
+      budget[t] = !j.runs_on(t)     ? 0
+                  : within_counts ? std::min(cnt[e][t], free.free_of_type(t))
+                                  : free.free_of_type(t);
+    if (!choose_counts(j, budget, free, counts)) return;
+    auto devices = place_on_counts(free, counts);
+    for (std::size_t t = 0; t < k; ++t) {
+      held[e][t] += counts[t];
+      if (within_counts) cnt[e][t] -= counts[t];
+    }
+    out.push_back({i, std::move(devices), lease_end});
+    taken[i] = 1;
+  };
   for (std::size_t e = 0; e < n; ++e) {
     for (std::size_t i : chosen[e]) {
       const Job& j = s.jobs[i];
       if (j.state == JobState::kRunning && devices_within(s, j, cnt[e], used) &&
-          !worth_moving(j, cnt[e]) && free.take(j.devices)) {
-        for (std::size_t t = 0; t < k; ++t) cnt[e][t] -= used[t], held[e][t] += used[t];
-        out.push_back({i, j.devices, lease_end});
-        taken[i] = 1;
-      } else {
+          !worth_moving(j, cnt[e]) && free.take(j.devices))
+        keep(e, i, true);
+      else
         to_place.push_back({e, i});
-      }
     }
   }
   // 4. Place the rest, more workers first (OEF §4.3), on one host when possible.
   std::stable_sort(to_place.begin(), to_place.end(), [&](const Pending& a, const Pending& b) {
     return s.jobs[a.job].workers > s.jobs[b.job].workers;
   });
-  std::vector<int> counts;
-  for (const Pending& p : to_place) {
-    const Job& j = s.jobs[p.job];
-    std::vector<int> budget = cnt[p.e];
-    for (std::size_t t = 0; t < k; ++t)
-      budget[t] = j.runs_on(t) ? std::min(budget[t], free.free_of_type(t)) : 0;
-    if (!choose_counts(j, budget, free, counts)) continue;
-    auto devices = place_on_counts(free, counts);
-    for (std::size_t t = 0; t < k; ++t) cnt[p.e][t] -= counts[t], held[p.e][t] += counts[t];
-    out.push_back({p.job, std::move(devices), lease_end});
-    taken[p.job] = 1;
-  }
+  for (const Pending& p : to_place) start(p.e, p.job, true);
 
   // 5. Leftovers: entities furthest below their ideal first; renew their
   // preempted jobs in place, then start waiting ones.
@@ -212,19 +225,10 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
           const Job& j = s.jobs[i];
           if (taken[i]) continue;
           if (pass == 0) {
-            if (j.state != JobState::kRunning || !free.take(j.devices)) continue;
-            for (DeviceRef d : j.devices) ++held[e][s.type_of(d)];
-            out.push_back({i, j.devices, lease_end});
-            taken[i] = 1;
-            continue;
+            if (j.state == JobState::kRunning && free.take(j.devices)) keep(e, i, false);
+          } else {
+            start(e, i, false);
           }
-          std::vector<int> budget(k);
-          for (std::size_t t = 0; t < k; ++t) budget[t] = j.runs_on(t) ? free.free_of_type(t) : 0;
-          if (!choose_counts(j, budget, free, counts)) continue;
-          auto devices = place_on_counts(free, counts);
-          for (std::size_t t = 0; t < k; ++t) held[e][t] += counts[t];
-          out.push_back({i, std::move(devices), lease_end});
-          taken[i] = 1;
         }
       }
     }
