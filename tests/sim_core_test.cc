@@ -236,7 +236,6 @@ TEST(SimCore, ProgressiveFillingSurvivesCappedLevels) {
   for (const char* name : {"gavel", "oef-noncoop", "max-min"}) {
     Matrix x = make_share_policy(name)->allocate(p);
     EXPECT_EQ(check_feasible(p, x), "") << name;
-    EXPECT_NEAR(p.total_capacity(), 24.0, 1e-12);
   }
 }
 

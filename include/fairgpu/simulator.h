@@ -56,6 +56,7 @@ class SimulatedExecutor final : public Executor {
     bool operator>(const Finish& o) const { return t != o.t ? t > o.t : job > o.job; }
   };
   RoundSums* sums_;
+  std::vector<const Assignment*> by_job_;  // apply(): the plan's entry of each job
   std::priority_queue<Finish, std::vector<Finish>, std::greater<Finish>> finishes_;
 };
 

@@ -109,19 +109,26 @@ void close_job(SchedulerState& s, Job& j) {
 
 void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
   auto fail = [](const std::string& what) { throw std::logic_error("invalid round plan: " + what); };
-  std::vector<char> named(s.jobs.size(), 0);
+  // A job named twice: sorted indices, O(plan log plan) rather than a table
+  // of all jobs every round.
+  std::vector<std::size_t> named;
+  named.reserve(plan.run.size());
+  for (const Assignment& a : plan.run) named.push_back(a.job);
+  std::sort(named.begin(), named.end());
+  if (auto twice = std::adjacent_find(named.begin(), named.end()); twice != named.end())
+    fail(*twice < s.jobs.size() ? fmt::format("job {} named twice", s.jobs[*twice].record.id)
+                                : fmt::format("unknown job {}", *twice));
   std::vector<std::int64_t> booked(s.device_owner.size(), -1);
   // Devices of jobs whose lease still runs stay theirs.
-  for (std::size_t i : s.active) {
+  for (std::size_t i : s.running) {
     const Job& j = s.jobs[i];
-    if (j.state == JobState::kRunning && !s.lease_ended(j))
+    if (!s.lease_ended(j))
       for (DeviceRef d : j.devices) booked[s.flat(d)] = static_cast<std::int64_t>(i);
   }
   for (const Assignment& a : plan.run) {
     if (a.job >= s.jobs.size()) fail(fmt::format("unknown job {}", a.job));
     const Job& j = s.jobs[a.job];
     if (!j.active()) fail(fmt::format("job {} is not active", j.record.id));
-    if (named[a.job]++) fail(fmt::format("job {} named twice", j.record.id));
     if (static_cast<int>(a.devices.size()) != j.workers)
       fail(fmt::format("job {} needs {} devices, got {}", j.record.id, j.workers,
                        a.devices.size()));

@@ -47,15 +47,17 @@ bool same_devices(std::vector<DeviceRef> a, std::vector<DeviceRef> b) {
 }  // namespace
 
 void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
-  std::vector<const Assignment*> by_job(s.jobs.size(), nullptr);
-  for (const Assignment& a : plan.run) by_job[a.job] = &a;
+  // Plan entries by job, in a table kept across rounds (sized to the jobs
+  // once) and cleared again below: a round costs O(plan), not O(all jobs).
+  by_job_.resize(s.jobs.size(), nullptr);
+  for (const Assignment& a : plan.run) by_job_[a.job] = &a;
 
   // Free first: jobs whose lease ended and that were left out (preempted) or
   // moved (migrated: checkpoint here, restart there).
-  for (std::size_t i : s.active) {
+  for (std::size_t i : s.running) {
     Job& j = s.jobs[i];
-    if (j.state != JobState::kRunning || !s.lease_ended(j)) continue;
-    const Assignment* a = by_job[i];
+    if (!s.lease_ended(j)) continue;
+    const Assignment* a = by_job_[i];
     if (a && same_devices(a->devices, j.devices)) continue;
     settle(s, j, s.now);
     release(s, j);
@@ -86,6 +88,7 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
       ++j.record.restarts;
     j.state = JobState::kRunning;
   }
+  for (const Assignment& a : plan.run) by_job_[a.job] = nullptr;
 }
 
 void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
