@@ -12,18 +12,16 @@
 #include <sstream>
 #include <string>
 
+#include "test_files.h"
+
 namespace fairgpu {
 namespace {
+
+using testing_support::case_name;
 
 using nlohmann::json;
 
 // GoogleTest case names allow only letters, digits and '_'.
-std::string case_name(std::string name) {
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
-
 // Two GPU types, one plain tenant and one with job types; `tenants` is spliced in.
 std::string problem_with(const std::string& tenants) {
   return R"({"gpu_types": ["slow", "fast"], "capacity": {"slow": 2, "fast": 3}, "tenants": [)" +

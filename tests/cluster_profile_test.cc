@@ -14,21 +14,16 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
 
+#include "test_files.h"
+
 namespace fairgpu {
 namespace {
 
+using testing_support::test_data;
+using testing_support::case_name;
+
 const std::string kGavelProfiles =
     std::string(FAIRGPU_SHARED_DATA) + "/gavel/simulation_throughputs.json";
-
-std::string test_data(const std::string& name) {
-  return std::string(FAIRGPU_SOURCE_DIR) + "/tests/data/" + name;
-}
-
-std::string case_name(std::string name) {
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
 
 // ---- clusters ---------------------------------------------------------------
 

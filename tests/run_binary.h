@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "test_files.h"
+
 namespace fairgpu::testing_support {
 
 struct RunResult {
@@ -24,10 +26,6 @@ inline std::string slurp(const std::filesystem::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-inline std::string source_path(const std::string& relative) {
-  return std::string(FAIRGPU_SOURCE_DIR) + "/" + relative;
 }
 
 // Single-quotes a shell word.

@@ -17,21 +17,16 @@
 #include "fairgpu/profile.h"
 #include "fairgpu/workload.h"
 
+#include "test_files.h"
+
 namespace fairgpu {
 namespace {
 
+using testing_support::test_data;
+using testing_support::case_name;
+
 const std::string kShared = FAIRGPU_SHARED_DATA;
 const std::string kAlibaba = kShared + "/alibaba-gpu-v2023/";
-
-std::string test_data(const std::string& name) {
-  return std::string(FAIRGPU_SOURCE_DIR) + "/tests/data/" + name;
-}
-
-std::string case_name(std::string name) {
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
-}
 
 std::string temp_file(const std::string& name, const std::string& text) {
   std::string path = testing::TempDir() + "/fairgpu-trace-test-" + name;
