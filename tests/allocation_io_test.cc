@@ -21,7 +21,6 @@ using testing_support::case_name;
 
 using nlohmann::json;
 
-// GoogleTest case names allow only letters, digits and '_'.
 // Two GPU types, one plain tenant and one with job types; `tenants` is spliced in.
 std::string problem_with(const std::string& tenants) {
   return R"({"gpu_types": ["slow", "fast"], "capacity": {"slow": 2, "fast": 3}, "tenants": [)" +
