@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fairgpu/cluster.h"
@@ -206,6 +207,19 @@ struct RoundPolicyOptions {
   // to the others; the allocation is then recomputed only when a tenant's set
   // of job types changes, not on every arrival.
   bool tenant_demands = false;
+
+  // Time-sharing policies (each policy file says which it reads). Their
+  // defaults are Astraea's evaluation setting (§6.1.3) for every preemptive
+  // one, so a comparison isolates the ordering: 900 s leases asked about every
+  // 10 s (round_s is the scheduling interval).
+  double lease_s = 0.0;                 // lease term; 0 = the policy's default
+  double themis_filter = 0.8;           // Themis: fraction f of jobs, worst rho first, that bid
+  double allox_alpha = 1.0;             // AlloX: fraction of tenants, lowest progress first
+  // Tiresias: attained-service thresholds between its queues (GPU-seconds,
+  // ascending) and the starvation guard's multiple of a job's last run.
+  std::vector<double> tiresias_thresholds = {3600.0};
+  double tiresias_promote = 8.0;
+  std::string astraea_fair_share = "quota";  // Astraea: "quota" (eq. 16) or "demand" (eq. 8)
 };
 
 // Round policies by name: every share policy (wrapped) and the time-sharing
@@ -213,6 +227,9 @@ struct RoundPolicyOptions {
 std::unique_ptr<RoundPolicy> make_round_policy(std::string_view name,
                                                const RoundPolicyOptions& options);
 std::vector<std::string> round_policy_names();
+// The time-sharing policies' names and one-line descriptions (the share
+// policies describe themselves in PolicyRegistry).
+std::vector<std::pair<std::string, std::string>> time_sharing_policy_descriptions();
 
 // Carries out plans and reports progress back into the state.
 class Executor {

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "fairgpu/allocation_io.h"
+#include "fairgpu/scheduler.h"
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
 
@@ -102,8 +103,13 @@ std::string run_policies() {
   const auto& all = PolicyRegistry::builtin().all();
   std::size_t width = 0;
   for (const auto& p : all) width = std::max(width, p.name.size());
-  std::string out;
-  for (const auto& p : all) out += fmt::format("{:<{}}  {}\n", p.name, width, p.description);
+  const auto time_sharing = time_sharing_policy_descriptions();
+  for (const auto& [name, description] : time_sharing) width = std::max(width, name.size());
+  std::string out = "share policies (tenant or job level):\n";
+  for (const auto& p : all) out += fmt::format("  {:<{}}  {}\n", p.name, width, p.description);
+  out += "time-sharing policies (job level):\n";
+  for (const auto& [name, description] : time_sharing)
+    out += fmt::format("  {:<{}}  {}\n", name, width, description);
   return out;
 }
 

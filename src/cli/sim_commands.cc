@@ -66,7 +66,24 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
               "as in OEF)");
   c->add_option("--round", a.policy_options.round_s,
                 "round / scheduling interval in seconds (default: the policy's: OEF 300, Gavel "
-                "360)");
+                "360, time-sharing policies 10)");
+  RoundPolicyOptions& p = a.policy_options;
+  c->add_option("--lease", p.lease_s,
+                "time-sharing policies: lease term in seconds (default 900, Astraea §6.1.3; "
+                "--round sets their scheduling interval, default 10)");
+  c->add_option("--themis-filter", p.themis_filter,
+                "themis: fraction of jobs, worst finish-time fairness first, that bid (default "
+                "0.8)");
+  c->add_option("--allox-alpha", p.allox_alpha,
+                "allox: fraction of tenants, lowest progress first, considered (default 1)");
+  c->add_option("--tiresias-thresholds", p.tiresias_thresholds,
+                "tiresias: attained GPU-seconds between its queues, ascending (default 3600)")
+      ->delimiter(',');
+  c->add_option("--tiresias-promote", p.tiresias_promote,
+                "tiresias: promote a job waiting longer than this multiple of its last run "
+                "(default 8)");
+  c->add_option("--astraea-fair-share", p.astraea_fair_share,
+                "astraea: tenant fair share quota (eq. 16, default) or demand (eq. 8)");
   c->add_option("--restart-overhead", s.restart_overhead_s,
                 "seconds of progress a (re)started job loses (default 10; a profile may set "
                 "its own)");

@@ -13,4 +13,13 @@ namespace fairgpu::policy {
 std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
                                                  const RoundPolicyOptions& options);
 
+// Time-sharing policies: job level, gang scheduled, one file each.
+std::unique_ptr<RoundPolicy> NewAstraeaPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewThemisPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewTiresiasPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewFifoPolicy(const RoundPolicyOptions& options, bool backfill);
+std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewHivedPolicy(const RoundPolicyOptions& options);
+// (helpers add: allox, ftf, drf)
+
 }  // namespace fairgpu::policy

@@ -1,0 +1,139 @@
+#include "placement/gang_round.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "placement/devices.h"
+
+namespace fairgpu::placement {
+
+GangRound::GangRound(const SchedulerState& s) : s_(s) {
+  free_ = s.model->capacity;
+  // O(active): the free count is capacity minus what unexpired leases hold.
+  for (std::size_t i : s.running) {
+    const Job& j = s.jobs[i];
+    if (s.lease_ended(j)) {
+      lease_ended_ = true;
+      continue;
+    }
+    for (DeviceRef d : j.devices) --free_[s.type_of(d)];
+  }
+  for (std::size_t i : s.active) {
+    const Job& j = s.jobs[i];
+    if (j.state == JobState::kQueued) {
+      decidable_.push_back(i);
+      ++queued_;
+    } else if (j.state == JobState::kRunning && s.lease_ended(j)) {
+      decidable_.push_back(i);
+    }
+  }
+}
+
+bool GangRound::worth_planning() const { return lease_ended_ || (queued_ > 0 && total_free() > 0); }
+
+int GangRound::total_free() const {
+  int total = 0;
+  for (int f : free_) total += f;
+  return total;
+}
+
+bool GangRound::granted(std::size_t job) const { return job < granted_.size() && granted_[job]; }
+
+bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
+  const Job& j = s_.jobs[job];
+  const std::size_t k = free_.size();
+  out->job = job;
+  out->keep = false;
+  out->per_type.assign(k, 0);
+  if (j.state == JobState::kRunning && s_.lease_ended(j) &&
+      (type == kBestType || type == j.placement_type)) {
+    std::vector<int> own(k, 0);
+    for (DeviceRef d : j.devices) ++own[s_.type_of(d)];
+    bool ok = true;
+    for (std::size_t t = 0; t < k; ++t) ok &= own[t] <= free_[t];
+    if (ok) {
+      out->keep = true;
+      out->per_type = std::move(own);
+      return true;
+    }
+  }
+  if (type != kBestType) {
+    if (!j.runs_on(type) || free_[type] < j.workers) return false;
+    out->per_type[type] = j.workers;
+    return true;
+  }
+  std::size_t best = kBestType;
+  for (std::size_t t = 0; t < k; ++t) {
+    if (!j.runs_on(t) || free_[t] < j.workers) continue;
+    if (best == kBestType || j.rate_best[t] > j.rate_best[best]) best = t;
+  }
+  if (best != kBestType) {
+    out->per_type[best] = j.workers;
+    return true;
+  }
+  // Spanning types only for a gang no single type could ever hold.
+  int room = 0;
+  for (std::size_t t = 0; t < k; ++t) {
+    if (!j.runs_on(t)) continue;
+    if (s_.model->capacity[t] >= j.workers) return false;
+    room += free_[t];
+  }
+  if (room < j.workers) return false;
+  int left = j.workers;
+  for (std::size_t t = k; t-- > 0 && left > 0;) {  // fastest types first
+    if (!j.runs_on(t)) continue;
+    int n = std::min(left, free_[t]);
+    out->per_type[t] = n;
+    left -= n;
+  }
+  return true;
+}
+
+bool GangRound::fits(std::size_t job, std::size_t type) const {
+  Grant g;
+  return choose(job, type, &g);
+}
+
+bool GangRound::grant(std::size_t job, double lease_end, std::size_t type) {
+  if (granted(job)) throw std::logic_error("a job granted twice in one round");
+  Grant g;
+  if (!choose(job, type, &g)) return false;
+  g.lease_end = lease_end;
+  for (std::size_t t = 0; t < free_.size(); ++t) free_[t] -= g.per_type[t];
+  if (granted_.size() <= job) granted_.resize(s_.jobs.size(), 0);
+  granted_[job] = 1;
+  grants_.push_back(std::move(g));
+  return true;
+}
+
+void GangRound::renew_all(double lease_end) {
+  for (std::size_t i : decidable_)
+    if (s_.jobs[i].state == JobState::kRunning && !granted(i)) grant(i, lease_end);
+}
+
+RoundPlan GangRound::plan() const {
+  RoundPlan p;
+  if (grants_.empty()) return p;
+  FreeDevices free(s_);
+  p.run.reserve(grants_.size());
+  for (const Grant& g : grants_) {
+    if (!g.keep) continue;
+    const Job& j = s_.jobs[g.job];
+    if (!free.take(j.devices)) throw std::logic_error("a renewed job's devices are not free");
+    p.run.push_back({g.job, j.devices, g.lease_end});
+  }
+  for (const Grant& g : grants_) {
+    if (g.keep) continue;
+    Assignment a{g.job, {}, g.lease_end};
+    for (std::size_t t = free_.size(); t-- > 0;) {
+      if (g.per_type[t] == 0) continue;
+      std::vector<DeviceRef> d = free.pick(t, g.per_type[t]);
+      if (d.empty()) throw std::logic_error("a granted gang does not fit its type");
+      a.devices.insert(a.devices.end(), d.begin(), d.end());
+    }
+    p.run.push_back(std::move(a));
+  }
+  return p;
+}
+
+}  // namespace fairgpu::placement

@@ -1,0 +1,71 @@
+// One scheduling point of a time-sharing policy (DESIGN §4): the policy grants
+// leases job by job in its own priority order, all of a job's workers or none,
+// and the round places them consolidated (as few nodes as possible).
+//
+// Selection runs on free-GPU counts per type, as Astraea §5.1.2 does: every
+// decidable job counts as pending and every decidable device as free. plan()
+// then places: renewed jobs keep their devices (no restart), started jobs are
+// picked best-fit from what is left on the type they were granted. Because
+// the counts per type match, every grant is placeable.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+
+namespace fairgpu::placement {
+
+class GangRound {
+ public:
+  static constexpr std::size_t kBestType = std::numeric_limits<std::size_t>::max();
+
+  explicit GangRound(const SchedulerState& state);
+
+  // Jobs the policy decides about now, in arrival order: queued jobs and
+  // running jobs whose lease has ended (renew or preempt).
+  const std::vector<std::size_t>& decidable() const { return decidable_; }
+  // Something to decide: a lease ended, or a queued job and a free GPU.
+  bool worth_planning() const;
+
+  int free_of_type(std::size_t type) const { return free_[type]; }
+  int total_free() const;
+  bool granted(std::size_t job) const;
+
+  // The type a grant would use, or kBestType when the gang fits nowhere:
+  // for a running job its current devices when they are still free; else
+  // `type` if given and it has room; else the type where the gang runs
+  // fastest among those with room (ties to the slower, cheaper type).
+  // A gang larger than any single type's free GPUs but within their sum
+  // spans types (straggler rate) only when no type could ever hold it.
+  bool fits(std::size_t job, std::size_t type = kBestType) const;
+  // Grants `job` a lease to `lease_end`; false (nothing taken) if it does
+  // not fit.
+  bool grant(std::size_t job, double lease_end, std::size_t type = kBestType);
+  // Renews every running job whose lease ended on its own devices (the
+  // non-preemptive policies call this first).
+  void renew_all(double lease_end);
+
+  // The plan: renewals first, then starts in grant order.
+  RoundPlan plan() const;
+
+ private:
+  struct Grant {
+    std::size_t job;
+    double lease_end;
+    bool keep;                      // renewal on its own devices
+    std::vector<int> per_type;      // GPUs taken per type
+  };
+  bool choose(std::size_t job, std::size_t type, Grant* out) const;
+
+  const SchedulerState& s_;
+  std::vector<std::size_t> decidable_;
+  std::vector<int> free_;  // per type
+  std::vector<Grant> grants_;
+  std::vector<char> granted_;  // by job index, sized lazily
+  bool lease_ended_ = false;
+  int queued_ = 0;
+};
+
+}  // namespace fairgpu::placement

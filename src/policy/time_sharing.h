@@ -1,0 +1,54 @@
+// What the time-sharing policies (astraea, themis, tiresias, fifo, yarn-cs,
+// hived, allox, drf, ...) share: their lease and interval defaults and a
+// job's service up to the scheduling point.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <string_view>
+
+#include "fairgpu/scheduler.h"
+
+namespace fairgpu::policy {
+
+// Astraea's evaluation setting (§6.1.3): 900 s lease terms, a scheduling
+// point every 10 s. Every time-sharing policy defaults to it, so a comparison
+// differs only in which jobs get the leases.
+inline constexpr double kDefaultLeaseS = 900.0;
+inline constexpr double kDefaultIntervalS = 10.0;
+
+// A job's GPU-seconds held up to state.now (Astraea eq. 2), restart overhead
+// included. The simulator settles running jobs at every scheduling point;
+// this also covers an executor that does not.
+inline double attained_now(const SchedulerState& s, const Job& j) {
+  double a = j.record.attained_gpu_seconds;
+  if (j.state == JobState::kRunning && s.now > j.settled_at) a += j.workers * (s.now - j.settled_at);
+  return a;
+}
+
+// Iterations done up to state.now.
+inline double done_now(const SchedulerState& s, const Job& j) {
+  double d = j.done;
+  if (j.state == JobState::kRunning && s.now > j.settled_at)
+    d += j.rate * std::max(0.0, (s.now - j.settled_at) - j.overhead_left);
+  return std::min(d, j.work);
+}
+
+// Name, level "job", interval and lease from the options or the defaults.
+class TimeSharingPolicy : public RoundPolicy {
+ public:
+  TimeSharingPolicy(std::string name, const RoundPolicyOptions& o)
+      : name_(std::move(name)),
+        interval_(o.round_s > 0.0 ? o.round_s : kDefaultIntervalS),
+        lease_(o.lease_s > 0.0 ? o.lease_s : kDefaultLeaseS) {}
+  std::string_view name() const override { return name_; }
+  double interval() const override { return interval_; }
+  double lease() const { return lease_; }
+
+ private:
+  std::string name_;
+  double interval_, lease_;
+};
+
+}  // namespace fairgpu::policy
