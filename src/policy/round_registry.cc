@@ -23,10 +23,18 @@ struct TimeSharingPolicy {
 const std::vector<TimeSharingPolicy>& time_sharing_policies() {
   using namespace policy;
   static const std::vector<TimeSharingPolicy> all = {
+      {"astraea", "Astraea: long-term GPU-time fairness, two-phase selection, leases",
+       NewAstraeaPolicy},
+      {"themis", "Themis: finish-time fairness filter, then efficiency among the worst off",
+       NewThemisPolicy},
+      {"tiresias", "Tiresias-L: discretised 2D least-attained-service", NewTiresiasPolicy},
       {"fifo", "first in, first out; no backfilling",
        [](const RoundPolicyOptions& o) { return NewFifoPolicy(o, false); }},
       {"fifo-backfill", "first in, first out; later jobs fill GPUs the head cannot use",
        [](const RoundPolicyOptions& o) { return NewFifoPolicy(o, true); }},
+      {"yarn-cs", "YARN capacity scheduler: static per-tenant quota, FIFO inside a tenant",
+       NewYarnCsPolicy},
+      {"hived", "HiveD: quota, plus preemptible borrowing of idle quota", NewHivedPolicy},
       // (helpers add: allox, ftf, drf)
   };
   return all;
