@@ -2,7 +2,7 @@
 // model (restart overhead, renewal, straggler, cross-node), events inside a
 // round, OEF's rounding and round-robin, Gavel's priority rounds, conservation
 // and determinism. Expected figures are derived in the comments from the toy
-// profile below.
+// profile (toy_model.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,62 +14,16 @@
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
+#include "toy_model.h"
 
 namespace fairgpu {
 namespace {
 
-// Job type "a": 1 it/s per worker on "slow", 3 on "fast"; 2 workers 1.8 and
-// 5.4 (efficiency 0.9), 4 workers 3.2 and 9.6 (0.8); spread over nodes x0.5.
-// Job type "b": 1 it/s on slow, 1.5 on fast.
-ProfileCatalogue toy_profiles() {
-  ProfileCatalogue c;
-  c.source = "toy";
-  JobTypeProfile a;
-  a.name = "a";
-  a.consolidated["slow"] = {{1, 1.0}, {2, 1.8}, {4, 3.2}};
-  a.consolidated["fast"] = {{1, 3.0}, {2, 5.4}, {4, 9.6}};
-  a.cross_node_factor = 0.5;
-  JobTypeProfile b;
-  b.name = "b";
-  b.consolidated["slow"] = {{1, 1.0}};
-  b.consolidated["fast"] = {{1, 1.5}};
-  c.job_types = {a, b};
-  return c;
-}
-
-// Nodes as (type, gpus); types "slow" and "fast".
-Cluster toy_cluster(std::vector<std::pair<std::string, int>> nodes) {
-  Cluster c;
-  c.gpu_types = {"slow", "fast"};
-  for (std::size_t i = 0; i < nodes.size(); ++i)
-    c.nodes.push_back({"n" + std::to_string(i), *c.type_index(nodes[i].first), nodes[i].second,
-                       8.0, 64.0});
-  return c;
-}
-
-JobSpec job(std::string id, std::string tenant, std::string type, int workers, double arrival,
-            double iterations, double weight = 1.0) {
-  JobSpec j;
-  j.id = std::move(id);
-  j.tenant = std::move(tenant);
-  j.job_type = std::move(type);
-  j.workers = workers;
-  j.arrival_s = arrival;
-  j.iterations = iterations;
-  j.weight = weight;
-  return j;
-}
-
-Workload workload(std::vector<JobSpec> jobs) {
-  Workload w;
-  for (const auto& j : jobs) {
-    bool known = false;
-    for (const auto& t : w.tenants) known |= t.name == j.tenant;
-    if (!known) w.tenants.push_back({j.tenant, 1.0});
-  }
-  w.jobs = std::move(jobs);
-  return w;
-}
+using toy::job;
+using toy::rec;
+using toy::toy_cluster;
+using toy::toy_profiles;
+using toy::workload;
 
 SimResult run(const Cluster& cluster, const Workload& w, const std::string& policy,
               const std::string& level = "", double round = 0.0, double horizon = INFINITY) {
@@ -78,12 +32,6 @@ SimResult run(const Cluster& cluster, const Workload& w, const std::string& poli
   SimOptions o;
   o.horizon_s = horizon;
   return simulate(model, w, *p, o);
-}
-
-const JobRecord& rec(const SimResult& r, const std::string& id) {
-  for (const auto& j : r.jobs)
-    if (j.id == id) return j;
-  throw std::out_of_range(id);
 }
 
 TEST(SimCore, RenewedLeaseCostsNothing) {
@@ -369,17 +317,28 @@ TEST_P(Conservation, WorkCapacityAndDeterminism) {
   EXPECT_EQ(tenants_csv(r), tenants_csv(again));
 }
 
+std::string param_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     SharePolicies, Conservation,
     ::testing::Combine(::testing::Values("oef-coop", "oef-noncoop", "gavel", "gandiva-fair",
                                          "max-min", "max-sum-throughput"),
                        ::testing::Values("tenant", "job")),
-    [](const auto& param_info) {
-      std::string name = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
-      for (char& c : name)
-        if (c == '-') c = '_';
-      return name;
-    });
+    param_name);
+
+// The time-sharing policies (job level only): also no starvation (every job
+// finishes) and the gang rule (validate_plan throws on a partial gang).
+INSTANTIATE_TEST_SUITE_P(TimeSharingPolicies, Conservation,
+                         ::testing::Combine(::testing::Values("astraea", "themis", "tiresias",
+                                                              "fifo", "fifo-backfill", "yarn-cs",
+                                                              "hived"),
+                                            ::testing::Values("job")),
+                         param_name);
 
 }  // namespace
 }  // namespace fairgpu
