@@ -8,6 +8,7 @@ packages=(
   coinor-libclp-dev coinor-libcbc-dev   # LP (CLP) and MIP (CBC) solvers
   nlohmann-json3-dev libcli11-dev       # JSON, command line
   libfmt-dev                            # formatting of tables
+  liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -295,14 +295,14 @@ TEST_F(SimCliTest, SimulateWithoutArgumentsRunsTheBuiltInScenario) {
         "simulation  oef-coop (tenant level), round 300 s", "\njobs and time ", "\nfairness ",
         "\n  average JCT ", "\n  Jain's index over tenants ",
         "\nwrote fairgpu-out/simulate-oef-coop/ (jobs.csv, tenants.csv, utilisation.csv, "
-        "summary.json)\n"})
+        "tenant_windows.csv, summary.json)\n"})
     EXPECT_TRUE(contains(r.out, text)) << text << " in\n" << r.out;
   fs::path out = cwd() / "fairgpu-out" / "simulate-oef-coop";
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"jobs.csv", "summary.json", "tenants.csv",
-                                             "utilisation.csv"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"jobs.csv", "summary.json", "tenant_windows.csv",
+                                             "tenants.csv", "utilisation.csv"}));
   EXPECT_EQ(count_lines(slurp(out / "jobs.csv")), 301u);
   json summary = json::parse(slurp(out / "summary.json"));
   EXPECT_EQ(summary["policy"], "oef-coop");

@@ -31,7 +31,8 @@ JobRecord job(std::string id, std::string tenant, double arrival, double first_s
   return j;
 }
 
-// One GPU type: tenant_gpus has one entry per tenant.
+// One GPU type: tenant_gpus has one entry per tenant; every job has one
+// worker (tenant_demand = tenant_active_jobs).
 RoundSample sample(double start, double end, std::vector<double> throughput,
                    std::vector<int> active, double busy_gpu_seconds) {
   RoundSample r;
@@ -41,6 +42,7 @@ RoundSample sample(double start, double end, std::vector<double> throughput,
   r.tenant_gpus = throughput;  // speedup 1: one GPU per unit of throughput
   r.tenant_throughput = std::move(throughput);
   r.tenant_active_jobs = std::move(active);
+  r.tenant_demand = r.tenant_active_jobs;
   for (int a : r.tenant_active_jobs) r.active_jobs += a;
   return r;
 }
@@ -345,10 +347,12 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "p50_jct_s p95_jct_s p99_jct_s max_jct_s avg_queueing_delay_s ftf_jobs avg_ftf_rho "
       "worst_ftf_rho ltgf_jobs ltgf_excluded_jobs avg_ltgf_rho min_ltgf_rho sharing_loss_fraction "
       "active_tenants jain_index actual_throughput restarts preemptions cross_type_placements "
-      "rounds recomputations compute_p50_s compute_max_s compute_total_s wall_seconds");
+      "rounds recomputations compute_p50_s compute_max_s compute_total_s wall_seconds "
+      "avg_slowdown p95_slowdown fairness_window_s tenant_windows_rated tenant_unfairness_ratio "
+      "min_tenant_rho p5_tenant_rho restart_overhead_s restart_overhead_share");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
-  // 7 setup fields + the 35 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 7u + 35u);
+  // 7 setup fields + the 44 of SimSummary: a new field must be added here too.
+  EXPECT_EQ(j.size(), 7u + 44u);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.
@@ -431,7 +435,7 @@ TEST(SimReport, CompareCsvHasMetricsAndRatios) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,makespan_s,utilisation,", 0), 0u) << rows[0];
   EXPECT_NE(rows[0].find(",compute_p50_s,avg_jct_s_ratio,"), std::string::npos) << rows[0];
-  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 24);  // 1 + 12 + 12 columns
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 30);  // 1 + 15 + 15 columns
   EXPECT_EQ(rows[2].rfind("synergy-greedy-long-name,350,", 0), 0u) << rows[2];
   // Ratio block: avg JCT 2, then p95 JCT 1, ...; estimated (undefined) is empty.
   EXPECT_NE(rows[2].find(",0.01,2,1,1,1,1,,0,"), std::string::npos) << rows[2];

@@ -20,7 +20,8 @@ struct ScenarioOptions {
   std::string trace_format;     // "" = by content/extension: native | gavel | alibaba
   int tenants = 0;              // spread tenant-less traces over N tenants
   std::uint64_t seed = 1;       // drawn job types (Alibaba) and the generated workload
-  GeneratorOptions generator;   // the built-in workload (used when trace_path is "")
+  GeneratorOptions generator;   // the built-in workload (used when trace_path is ""); its
+                                // style (gavel | venus) is --gen-style
   double restart_overhead_s = 10.0;
 };
 

@@ -84,6 +84,12 @@ struct Job {
   int workers = 1;
   double weight = 1.0;
   double arrival = 0.0;
+  // CPU cores and memory (GB) of the whole job: JobSpec's, or when not given
+  // GPU-proportional, workers x the cluster's CPUs (memory) per GPU, so a job
+  // without figures takes the same share of every resource (DRF then reduces
+  // to GPU max-min). 0 when the cluster gives no CPUs (memory).
+  double cpus = 0.0;
+  double memory_gb = 0.0;
   double work = 0.0;  // iterations
   double done = 0.0;
   JobState state = JobState::kFuture;

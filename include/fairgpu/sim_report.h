@@ -8,6 +8,7 @@
 // a SimResult then throws std::invalid_argument naming the round.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,16 @@ namespace fairgpu {
 // sharing loss (DESIGN §6, after Astraea §6's sharing-loss ratio).
 inline constexpr double kUnfairFtfRho = 1.0;
 inline constexpr double kSharingLossRho = 0.95;
+// ρ_tenant below this over a window is a sharing loss of the tenant (Astraea
+// §6.3's "unfairness ratio" counts the cases < 1).
+inline constexpr double kTenantUnfairRho = 1.0;
+
+// How summarise() rates tenants over time.
+struct SummaryOptions {
+  // Length of the fixed windows of ρ_tenant (Astraea §6.1.4 "at multiple
+  // fixed intervals"), in seconds; must be finite and > 0.
+  double fairness_window_s = 3600.0;
+};
 
 // Every scalar metric of one run. NaN (kUnset) where a metric has no data,
 // e.g. JCT percentiles when no job finished; summary_json prints it as null.
@@ -45,6 +56,10 @@ struct SimSummary {
   double max_jct_s = kUnset;
   // first_start - arrival over the jobs that started (finished or not).
   double avg_queueing_delay_s = kUnset;
+  // Slowdown (Astraea §3.2) over finished jobs that held GPUs: JCT / running
+  // time, running time = attained GPU-seconds / workers; p95 by nearest rank.
+  double avg_slowdown = kUnset;
+  double p95_slowdown = kUnset;
 
   // Finish-time fairness over finished jobs with a defined ρ_FTF (ftf_jobs).
   int ftf_jobs = 0;
@@ -60,6 +75,16 @@ struct SimSummary {
   double min_ltgf_rho = kUnset;
   double sharing_loss_fraction = kUnset;  // share of ltgf_jobs with ρ_job < kSharingLossRho
 
+  // LTGF ρ_tenant (Astraea eq. 6-12) over fixed windows of fairness_window_s
+  // (see tenant_windows()): tenant_windows_rated (tenant, window) pairs have a
+  // fair share > 0; the unfairness ratio is the share of them with ρ <
+  // kTenantUnfairRho; p5 by nearest rank.
+  double fairness_window_s = 3600.0;
+  int tenant_windows_rated = 0;
+  double tenant_unfairness_ratio = kUnset;
+  double min_tenant_rho = kUnset;
+  double p5_tenant_rho = kUnset;
+
   // Jain's index of tenants' weighted normalised throughput, over the tenants
   // that had an active job in some round (active_tenants).
   int active_tenants = 0;
@@ -74,6 +99,10 @@ struct SimSummary {
   int restarts = 0;
   int preemptions = 0;
   int cross_type_placements = 0;
+  // Restart overhead paid by the finished jobs (first starts included), in
+  // seconds, and its share of their summed JCT.
+  double restart_overhead_s = 0.0;
+  double restart_overhead_share = kUnset;
 
   // Scheduler cost: compute time per scheduling point (round).
   int rounds = 0;
@@ -88,7 +117,33 @@ struct SimSummary {
 // invariants (see the file comment).
 void check_sim_result(const SimResult& result);
 
-SimSummary summarise(const SimResult& result);
+// Throws std::invalid_argument for a bad SimResult or window length.
+SimSummary summarise(const SimResult& result, const SummaryOptions& options = {});
+
+// ρ_tenant over fixed windows (Astraea eq. 6-12). Windows are [a, a + w)
+// from the first arrival (or the first round, if earlier), the last one cut
+// at the run's end (SimResult::end or the last round's end, the later). Per
+// tenant j and window:
+//   alloc = ∫ GPUs held by j's jobs dt                      (eq. 10-11)
+//   fair  = ∫ min(Demand_j(t), Quota_j) dt                  (eq. 7-9)
+//   Quota_j = M · W_j / Σ_k W_k over all tenants             (eq. 6)
+//   rho   = alloc / fair; NaN (not rated) when fair is 0     (eq. 12)
+// Integrated round by round: GPUs held are the round's time average,
+// Demand_j is tenant_demand at the round's start held for the whole round (a
+// job arriving mid-round counts from the next round, one finishing mid-round
+// until its round ends, which overstates the fair share and so lowers ρ more
+// for long rounds: 300-360 s share policies against 10 s time-sharing ones);
+// a round straddling a window boundary is split in proportion to time. Only (tenant, window) pairs with alloc or fair > 0 are
+// returned (a tenant absent from a window has nothing to rate), ordered by
+// window, then tenant index.
+struct TenantWindow {
+  double start = 0.0, end = 0.0;
+  std::size_t tenant = 0;  // index into SimResult::tenants
+  double alloc_gpu_seconds = 0.0;
+  double fair_gpu_seconds = 0.0;
+  double rho = kUnset;
+};
+std::vector<TenantWindow> tenant_windows(const SimResult& result, double window_s);
 
 // Per-job metrics; NaN when undefined.
 double job_jct(const JobRecord& job);  // finish - arrival; NaN if unfinished
@@ -97,6 +152,8 @@ double ftf_rho(const JobRecord& job);
 // attained / fair GPU-seconds over [arrival, finish or end]; NaN if fair is not > 0.
 // Defined for unfinished jobs too (their service so far).
 double ltgf_rho(const JobRecord& job);
+// JCT / (attained GPU-seconds / workers); NaN if unfinished or it never held GPUs.
+double job_slowdown(const JobRecord& job);
 
 // Nearest-rank percentile: the value of rank ceil(percent/100 x n) in
 // ascending order (rank 1 is the smallest), so the result is always one of
@@ -125,6 +182,11 @@ std::string tenants_csv(const SimResult& result);
 // tenants' normalised throughput; recomputed is 0 or 1.
 std::string utilisation_csv(const SimResult& result);
 
+// One row per rated or served (tenant, window) pair of tenant_windows():
+//   window_start,window_end,tenant,alloc_gpu_seconds,fair_gpu_seconds,rho
+// rho is empty where the fair share is 0.
+std::string tenant_windows_csv(const SimResult& result, const SummaryOptions& options = {});
+
 // The run's setup (policy, level, round_s, gpu_types, capacity by type,
 // total_gpus, tenants) then every SimSummary field under its member name;
 // NaN as null. nlohmann::ordered_json dump(2) plus a newline.
@@ -136,7 +198,8 @@ std::string summary_table(const SimResult& result, const SimSummary& summary);
 // Several runs of one workload side by side, one row per run (named by its
 // policy), the key metrics in table units (hours, %, ms), then the same
 // columns as ratios to the first run ("1.00x"; "-" where undefined). Fits
-// 120 columns for names up to 24 characters.
+// 120 columns for names up to 24 characters, so it leaves out p95 JCT, worst
+// ρ_FTF and the restart-overhead share, which compare_csv keeps.
 std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs);
 
 // The same data for machines: policy, then the metrics under their

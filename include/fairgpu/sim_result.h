@@ -25,6 +25,9 @@ struct JobRecord {
   // Astraea eq. 3-4 over [arrival, finish or end]: integral of
   // min(workers, M * weight / sum of active jobs' weights) dt.
   double fair_gpu_seconds = 0.0;
+  // Restart overhead actually paid, in seconds of holding GPUs without
+  // progress: each start pays min(restart overhead, time until it stops).
+  double overhead_seconds = 0.0;
   // Run time alone on the cluster's capacity-weighted average GPU: work /
   // sum_t (m_t / M) rate(t, workers), on one node when a node of t is big enough.
   double exclusive_s = 0.0;
@@ -51,6 +54,9 @@ struct RoundSample {
   // Per tenant: its jobs arrived and unfinished at start (the report's Jain's
   // index averages a tenant's throughput over the rounds in which this is > 0).
   std::vector<int> tenant_active_jobs;
+  // Per tenant: the workers of those jobs, at start (Astraea eq. 7's
+  // Demand_j(t), taken as constant over the round).
+  std::vector<int> tenant_demand;
   // Share policies: sum_l W_l . x_l of the fractional allocation in force
   // (OEF §6.1.4's "estimated" throughput); NaN for other policies.
   double estimated_throughput = kUnset;

@@ -32,6 +32,12 @@ struct JobSpec {
   double iterations = kUnset;
   double duration_s = kUnset;
   double weight = 1.0;  // job priority weight (Gavel's priority_weight)
+  // CPU cores and memory (GB) the whole job needs, all workers together;
+  // kUnset: not given, make_scheduler_state resolves it GPU-proportionally
+  // (workers x the cluster's CPUs (memory) per GPU). Read by CPU/memory-aware
+  // policies (drf); the others ignore them.
+  double cpus = kUnset;
+  double memory_gb = kUnset;
 };
 
 struct TenantSpec {
@@ -59,7 +65,7 @@ struct TraceOptions {
 };
 
 // Native CSV, header required:
-//   job_id,tenant,job_type,num_workers,arrival_s,iterations|duration_s[,weight]
+//   job_id,tenant,job_type,num_workers,arrival_s,iterations|duration_s[,weight][,cpus][,memory_gb]
 // `weight` is the tenant's weight (rows of one tenant must agree). Errors name
 // "<path>:<line>" and the column.
 Workload read_native_trace(const std::string& path);
@@ -79,11 +85,17 @@ std::map<std::string, std::string> default_alibaba_gpu_map();
 Cluster read_alibaba_cluster(const std::string& node_csv,
                              const std::map<std::string, std::string>& gpu_map);
 // Pods with num_gpu > 0 -> jobs: arrival = creation_time, duration_s =
-// deletion_time - scheduled_time, fractional-GPU pods as 1 GPU, job type drawn
-// (seeded) from options.job_types.
+// deletion_time - scheduled_time, fractional-GPU pods as 1 GPU, cpus =
+// cpu_milli / 1000 and memory_gb = memory_mib / 1024 (unset when the column
+// is absent), job type drawn (seeded) from options.job_types.
 Workload read_alibaba_trace(const std::string& pod_csv, const TraceOptions& options);
 
-// `fairgpu generate`: Poisson arrivals and Gavel's job-size mix.
+// `fairgpu generate`: Poisson arrivals and one of two job-size mixes (style):
+//   "gavel": Gavel's job-size mix, tenants uniform (the default);
+//   "venus": SenseTime's Venus trace as characterised by Astraea (TPDS'22 §3.1,
+//            Table 1): long-tailed run times, 1/2/4/8/16-GPU gangs, larger gangs
+//            running longer, tenants alternating between busy and quiet periods.
+// Both draw job types the same way. Details in src/trace/generator.cc.
 struct GeneratorOptions {
   int jobs = 300;
   int tenants = 20;
@@ -91,6 +103,7 @@ struct GeneratorOptions {
   double main_type_fraction = 0.9;     // probability a tenant's job uses its own job type
   std::uint64_t seed = 1;
   std::vector<std::string> job_types;  // pool; default: the catalogue's
+  std::string style = "gavel";         // "gavel" | "venus"
 };
 Workload generate_workload(const GeneratorOptions& options, const ProfileCatalogue& catalogue);
 

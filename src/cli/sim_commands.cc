@@ -32,6 +32,7 @@ struct SimArgs {
   std::string out;
   double horizon_h = 0.0;
   bool quiet = false;
+  SummaryOptions summary;  // --fairness-window
 };
 
 void add_scenario_options(CLI::App* c, SimArgs& a) {
@@ -57,6 +58,9 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "Poisson arrival rate of the generated workload (default 30)");
   c->add_option("--gen-tenants", s.generator.tenants,
                 "tenants of the generated workload (default 20)");
+  c->add_option("--gen-style", s.generator.style,
+                "job mix of the generated workload: gavel (default) | venus (SenseTime's "
+                "Venus, Astraea §3.1)");
   c->add_option("--level", a.policy_options.level,
                 "tenant | job (default: tenant for OEF and the other share policies, job for "
                 "gavel)");
@@ -145,6 +149,12 @@ void write_files(const std::string& dir, const std::vector<std::pair<std::string
 
 void check_args(const SimArgs& a) {
   if (!(a.horizon_h >= 0.0)) throw InputError("options", "horizon-hours", "must be >= 0");
+  // Below a second a window is far shorter than any scheduling interval and
+  // only multiplies tenant_windows.csv's rows.
+  if (!(a.summary.fairness_window_s >= 1.0) || !std::isfinite(a.summary.fairness_window_s))
+    throw InputError("options", "fairness-window",
+                     fmt::format("must be a finite number of seconds >= 1, got {}",
+                                 a.summary.fairness_window_s));
   // The trace readers check --tenants only for the formats that use it; a
   // negative count is a mistake whatever the trace.
   if (a.scenario.tenants < 0)
@@ -157,13 +167,15 @@ std::string run_simulate(const SimArgs& a) {
   auto policy_check = make_round_policy(a.policy, a.policy_options);  // bad name: before loading
   Scenario sc = load(a);
   SimResult r = run_one(sc, a.policy, a);
-  SimSummary s = summarise(r);
+  SimSummary s = summarise(r, a.summary);
   std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + a.policy : a.out;
   write_files(dir, {{"jobs.csv", jobs_csv(r)},
                     {"tenants.csv", tenants_csv(r)},
                     {"utilisation.csv", utilisation_csv(r)},
+                    {"tenant_windows.csv", tenant_windows_csv(r, a.summary)},
                     {"summary.json", summary_json(r, s)}});
-  return fmt::format("{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, summary.json)\n",
+  return fmt::format("{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
+                     "tenant_windows.csv, summary.json)\n",
                      sc.description, summary_table(r, s), dir);
 }
 
@@ -191,7 +203,7 @@ std::string run_compare(const SimArgs& a) {
   std::vector<std::pair<std::string, std::string>> files;
   for (const auto& n : names) {
     SimResult r = run_one(sc, n, a);
-    SimSummary s = summarise(r);
+    SimSummary s = summarise(r, a.summary);
     std::string label = n + (a.policy_options.level.empty() ? "" : "@" + r.level);
     files.push_back({n + "/jobs.csv", jobs_csv(r)});
     files.push_back({n + "/summary.json", summary_json(r, s)});
@@ -236,7 +248,8 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   add_scenario_options(simulate, *sim);
   simulate->add_option("--policy", sim->policy, "policy (default oef-coop); see 'fairgpu policies'");
   simulate->add_option("--out", sim->out,
-                       "folder for jobs.csv, tenants.csv, utilisation.csv, summary.json "
+                       "folder for jobs.csv, tenants.csv, utilisation.csv, "
+                       "tenant_windows.csv, summary.json "
                        "(default fairgpu-out/simulate-<policy>)");
   commands.push_back({simulate, [sim] { return run_simulate(*sim); }});
 
@@ -247,14 +260,23 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   compare->add_option("--policies", cmp->policies,
                       "comma-separated (default oef-noncoop,oef-coop,gavel,gandiva-fair,max-min)");
   compare->add_option("--out", cmp->out, "folder for the outputs (default fairgpu-out/compare)");
+  const char* window_help =
+      "seconds per window of the tenant fairness metric rho_tenant (Astraea eq. 12; default "
+      "3600)";
+  simulate->add_option("--fairness-window", sim->summary.fairness_window_s, window_help);
+  compare->add_option("--fairness-window", cmp->summary.fairness_window_s, window_help);
   commands.push_back({compare, [cmp] { return run_compare(*cmp); }});
 
   auto gen = std::make_shared<GenerateArgs>();
   auto* generate = app.add_subcommand(
       "generate", "write a synthetic trace (native CSV) to stdout: Poisson arrivals, Gavel's "
-                  "job-size mix, tenants that mostly run one job type");
+                  "or Venus's job mix (--style), tenants that mostly run one job type");
   generate->add_option("--jobs", gen->g.jobs, "number of jobs (default 300)");
-  generate->add_option("--tenants", gen->g.tenants, "number of tenants (default 20)");
+  generate->add_option("--tenants,--gen-tenants", gen->g.tenants, "number of tenants (default 20)");
+  generate->add_option("--style", gen->g.style,
+                       "job mix: gavel (default: Gavel's sizes, tenants uniform) | venus "
+                       "(SenseTime's Venus, Astraea §3.1: long-tailed run times, 1-16 GPUs, "
+                       "bursty tenants)");
   generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,
                        "Poisson arrival rate (default 30)");
   generate->add_option("--main-type-fraction", gen->g.main_type_fraction,

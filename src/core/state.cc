@@ -22,6 +22,21 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
 
   const std::size_t k = model.cluster.num_types();
   const double total = model.total_gpus;
+  // GPU-proportional CPU and memory for jobs that give none: the aggregate of
+  // the GPU nodes (the model keeps no CPU-only node), so such a job's share of
+  // CPUs and of memory equals its share of GPUs.
+  double cluster_cpus = 0.0, cluster_memory_gb = 0.0;
+  for (const Node& n : model.cluster.nodes) {
+    cluster_cpus += n.cpus;
+    cluster_memory_gb += n.memory_gb;
+  }
+  auto demand = [](double given, double proportional, const JobSpec& spec, const char* what) {
+    if (std::isnan(given)) return proportional;
+    if (!(given >= 0.0) || !std::isfinite(given))  // readers reject these; a caller bug
+      throw std::invalid_argument(fmt::format("job {}: {} must be finite and >= 0, got {}",
+                                              spec.id, what, given));
+    return given;
+  };
   s.jobs.reserve(workload.jobs.size());
   for (std::size_t i = 1; i < workload.jobs.size(); ++i)
     if (workload.jobs[i].arrival_s < workload.jobs[i - 1].arrival_s)
@@ -40,6 +55,9 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
     j.workers = spec.workers;
     j.weight = spec.weight;
     j.arrival = spec.arrival_s;
+    j.cpus = demand(spec.cpus, spec.workers * cluster_cpus / total, spec, "cpus");
+    j.memory_gb =
+        demand(spec.memory_gb, spec.workers * cluster_memory_gb / total, spec, "memory_gb");
     const JobTypeProfile& p = model.profiles.job_types[j.job_type];
     j.rate_one_node.resize(k);
     j.rate_spread.resize(k);

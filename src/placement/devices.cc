@@ -1,6 +1,7 @@
 #include "placement/devices.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace fairgpu::placement {
 
@@ -60,6 +61,16 @@ bool FreeDevices::take(const std::vector<DeviceRef>& devices) {
     --free_count_[s_.model->cluster.nodes[d.node].type];
   }
   return true;
+}
+
+void FreeDevices::give_back(const std::vector<DeviceRef>& devices) {
+  for (DeviceRef d : devices) {
+    auto& f = free_gpus_[d.node];
+    const int before = static_cast<int>(f.size());
+    f.insert(std::upper_bound(f.begin(), f.end(), d.gpu, std::greater<>()), d.gpu);  // desc
+    move_bucket(d.node, before, before + 1);
+    ++free_count_[s_.model->cluster.nodes[d.node].type];
+  }
 }
 
 bool FreeDevices::fits_one_node(std::size_t type, int g) const {

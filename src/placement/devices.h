@@ -23,6 +23,8 @@ class FreeDevices {
   bool is_free(DeviceRef d) const;
   // Takes specific devices (a renewal); false, taking nothing, if any is not free.
   bool take(const std::vector<DeviceRef>& devices);
+  // Gives back devices taken from this set (by take or pick).
+  void give_back(const std::vector<DeviceRef>& devices);
   // g devices of one type, consolidated: the fullest node that still fits all
   // g (best fit), else the emptiest nodes first (fewest nodes). Empty when
   // fewer than g are free.

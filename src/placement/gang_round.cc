@@ -116,14 +116,7 @@ RoundPlan GangRound::plan() const {
   if (grants_.empty()) return p;
   FreeDevices free(s_);
   p.run.reserve(grants_.size());
-  for (const Grant& g : grants_) {
-    if (!g.keep) continue;
-    const Job& j = s_.jobs[g.job];
-    if (!free.take(j.devices)) throw std::logic_error("a renewed job's devices are not free");
-    p.run.push_back({g.job, j.devices, g.lease_end});
-  }
-  for (const Grant& g : grants_) {
-    if (g.keep) continue;
+  auto place = [&](const Grant& g) {
     Assignment a{g.job, {}, g.lease_end};
     for (std::size_t t = free_.size(); t-- > 0;) {
       if (g.per_type[t] == 0) continue;
@@ -132,7 +125,48 @@ RoundPlan GangRound::plan() const {
       a.devices.insert(a.devices.end(), d.begin(), d.end());
     }
     p.run.push_back(std::move(a));
+  };
+  // Renewals keep their devices; a renewed gang spread over nodes moves onto
+  // one node when one of its type has room now (a restart, but a spread gang
+  // runs at the profile's cross-node rate for as long as it keeps renewing).
+  std::vector<const Grant*> starts, spread_renewals;
+  for (const Grant& g : grants_) {
+    if (!g.keep) {
+      starts.push_back(&g);
+      continue;
+    }
+    const Job& j = s_.jobs[g.job];
+    bool spread = false;
+    for (DeviceRef d : j.devices) spread |= d.node != j.devices.front().node;
+    if (spread && g.per_type[j.placement_type] == j.workers &&
+        j.workers <= s_.model->largest_node[j.placement_type]) {
+      spread_renewals.push_back(&g);  // after the consolidated renewals
+      continue;
+    }
+    if (!free.take(j.devices)) throw std::logic_error("a renewed job's devices are not free");
+    p.run.push_back({g.job, j.devices, g.lease_end});
   }
+  // Spread renewals hold their own devices while each in turn looks for a
+  // whole node (possibly one it partly holds), so none takes another's.
+  for (const Grant* g : spread_renewals)
+    if (!free.take(s_.jobs[g->job].devices))
+      throw std::logic_error("a renewed job's devices are not free");
+  for (const Grant* g : spread_renewals) {
+    const Job& j = s_.jobs[g->job];
+    free.give_back(j.devices);
+    if (free.fits_one_node(j.placement_type, j.workers)) {
+      place(*g);
+    } else {
+      free.take(j.devices);
+      p.run.push_back({g->job, j.devices, g->lease_end});
+    }
+  }
+  // Starts, more workers first so big gangs find whole nodes before small
+  // ones fragment them (DESIGN §4, as the OEF placer); best fit inside.
+  std::stable_sort(starts.begin(), starts.end(), [&](const Grant* a, const Grant* b) {
+    return s_.jobs[a->job].workers > s_.jobs[b->job].workers;
+  });
+  for (const Grant* g : starts) place(*g);
   return p;
 }
 

@@ -21,5 +21,10 @@ std::unique_ptr<RoundPolicy> NewFifoPolicy(const RoundPolicyOptions& options, bo
 std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const RoundPolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewHivedPolicy(const RoundPolicyOptions& options);
 // (helpers add: allox, ftf, drf)
+// Dominant Resource Fairness over GPUs, CPUs and memory across tenants (drf.cc).
+std::unique_ptr<RoundPolicy> NewDrfPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewAlloxPolicy(const RoundPolicyOptions& options);
+// Gavel's finish-time fairness LP at job level, Gavel's priority rounds (ftf.cc).
+std::unique_ptr<RoundPolicy> NewFtfPolicy(const RoundPolicyOptions& options);
 
 }  // namespace fairgpu::policy

@@ -36,6 +36,12 @@ const std::vector<TimeSharingPolicy>& time_sharing_policies() {
        NewYarnCsPolicy},
       {"hived", "HiveD: quota, plus preemptible borrowing of idle quota", NewHivedPolicy},
       // (helpers add: allox, ftf, drf)
+      {"ftf", "Gavel finish-time fairness: min max rho (LP search on rho), Gavel's rounds",
+       NewFtfPolicy},
+      {"drf", "DRF: dominant-resource fairness over GPUs, CPUs and memory across tenants",
+       NewDrfPolicy},
+      {"allox", "AlloX: min-cost matching of jobs to GPU queue positions, alpha fairness",
+       NewAlloxPolicy},
   };
   return all;
 }

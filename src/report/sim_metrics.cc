@@ -6,6 +6,15 @@
 //     ρ_FTF = JCT / (isolated run time x N_avg); unfair when ρ_FTF > 1.
 //   - Long-term GPU-time fairness (Astraea eq. 5): ρ_job = attained GPU service
 //     time / fair GPU service time; a sharing loss when ρ_job < 0.95.
+//   - LTGF per tenant (Astraea eq. 6-12) over fixed windows, default 1 h
+//     (§6.1.4); the tenant unfairness ratio is the share of rated (tenant,
+//     window) cases with ρ_tenant < 1 (§6.3). Demand is sampled at each
+//     round's start (the simulator records no finer), see tenant_windows().
+//   - Slowdown (Astraea §3.2): (pending + running) / running = JCT / running
+//     time; running = GPU-holding time, so every wait after a preemption is
+//     pending and restart overhead is running.
+//   - Restart-overhead share: overhead seconds paid / JCT, summed over
+//     finished jobs.
 //   - Normalised throughput (OEF §6.1.4): sum over running workers of the
 //     speedup of the GPU type used. "actual" is what the simulated placement
 //     achieved, "estimated" what the share policy's fractional allocation
@@ -73,8 +82,13 @@ void check_sim_result(const SimResult& r) {
     };
     if (!(s.end >= s.start))
       fail(fmt::format("round {} ends at {} before it starts at {}", i, s.end, s.start));
+    // tenant_windows() walks the rounds once, in order.
+    if (i > 0 && s.start < r.rounds[i - 1].end)
+      fail(fmt::format("round {} starts at {} before round {} ends at {}", i, s.start, i - 1,
+                       r.rounds[i - 1].end));
     expect("tenant_throughput", s.tenant_throughput.size(), n, "one per tenant");
     expect("tenant_active_jobs", s.tenant_active_jobs.size(), n, "one per tenant");
+    expect("tenant_demand", s.tenant_demand.size(), n, "one per tenant");
     expect("tenant_gpus", s.tenant_gpus.size(), n * k, "tenants x GPU types");
   }
 }
@@ -92,6 +106,73 @@ double ltgf_rho(const JobRecord& job) {
   return job.attained_gpu_seconds / job.fair_gpu_seconds;
 }
 
+double job_slowdown(const JobRecord& job) {
+  if (std::isnan(job.finish) || !(job.attained_gpu_seconds > 0) || job.workers <= 0) return kUnset;
+  return job_jct(job) / (job.attained_gpu_seconds / job.workers);
+}
+
+std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
+  check_sim_result(r);
+  if (!(window_s > 0) || !std::isfinite(window_s))
+    throw std::invalid_argument(
+        fmt::format("fairness window of {} s, expected a finite length > 0", window_s));
+  const std::size_t n = r.tenants.size();
+  const std::size_t k = r.num_types();
+  std::vector<TenantWindow> out;
+  if (r.rounds.empty() || n == 0) return out;
+
+  // Eq. 6 over all tenants of the workload, active or not: a tenant's quota
+  // does not grow because another tenant is idle (that is what the min with
+  // the demand, eq. 8, is for).
+  double weight_sum = 0.0;
+  for (const auto& t : r.tenants) weight_sum += t.weight;
+  std::vector<double> quota(n);
+  for (std::size_t t = 0; t < n; ++t) quota[t] = r.total_gpus() * r.tenants[t].weight / weight_sum;
+
+  const double origin = std::min(r.start, r.rounds.front().start);
+  const double span_end = std::max(r.end, r.rounds.back().end);
+  std::vector<double> alloc(n, 0.0), fair(n, 0.0);
+  std::size_t current = 0;
+  // Window boundaries are origin + i x w, never accumulated, so the same
+  // boundary comes out the same in every round that touches it.
+  auto window_start = [&](std::size_t i) { return origin + static_cast<double>(i) * window_s; };
+  auto flush = [&] {
+    const double a = window_start(current);
+    const double b = std::min(window_start(current + 1), span_end);
+    for (std::size_t t = 0; t < n; ++t) {
+      if (alloc[t] > 0 || fair[t] > 0)
+        out.push_back({a, b, t, alloc[t], fair[t], fair[t] > 0 ? alloc[t] / fair[t] : kUnset});
+      alloc[t] = fair[t] = 0.0;
+    }
+  };
+  std::vector<double> held(n), fair_rate(n);
+  for (const RoundSample& round : r.rounds) {
+    if (!(round.end > round.start)) continue;
+    for (std::size_t t = 0; t < n; ++t) {
+      held[t] = 0.0;
+      for (std::size_t j = 0; j < k; ++j) held[t] += round.tenant_gpus[t * k + j];
+      fair_rate[t] = std::min(static_cast<double>(round.tenant_demand[t]), quota[t]);
+    }
+    auto i = static_cast<std::size_t>(std::max(0.0, std::floor((round.start - origin) / window_s)));
+    while (i > 0 && window_start(i) > round.start) --i;  // round-off in the division
+    for (; window_start(i) < round.end; ++i) {
+      const double overlap =
+          std::min(round.end, window_start(i + 1)) - std::max(round.start, window_start(i));
+      if (!(overlap > 0)) continue;
+      if (i != current) {
+        flush();
+        current = i;
+      }
+      for (std::size_t t = 0; t < n; ++t) {
+        alloc[t] += held[t] * overlap;
+        fair[t] += fair_rate[t] * overlap;
+      }
+    }
+  }
+  flush();
+  return out;
+}
+
 double percentile_nearest_rank(std::vector<double> values, int percent) {
   if (percent < 1 || percent > 100)
     throw std::invalid_argument(fmt::format("percentile {} is not in [1, 100]", percent));
@@ -104,12 +185,13 @@ double percentile_nearest_rank(std::vector<double> values, int percent) {
   return *nth;
 }
 
-SimSummary summarise(const SimResult& r) {
+SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   check_sim_result(r);
   SimSummary s;
 
   // ---- jobs ----
-  std::vector<double> jcts, delays, ftf, ltgf;
+  std::vector<double> jcts, delays, ftf, ltgf, slowdowns;
+  double finished_jct_sum = 0.0;
   double first_arrival = std::numeric_limits<double>::infinity();
   double last_finish = -std::numeric_limits<double>::infinity();
   std::size_t unfair = 0, sharing_loss = 0;
@@ -122,6 +204,9 @@ SimSummary summarise(const SimResult& r) {
       ++s.finished_jobs;
       last_finish = std::max(last_finish, job.finish);
       jcts.push_back(job_jct(job));
+      finished_jct_sum += job_jct(job);
+      s.restart_overhead_s += job.overhead_seconds;
+      if (double x = job_slowdown(job); !std::isnan(x)) slowdowns.push_back(x);
       if (double rho = ftf_rho(job); !std::isnan(rho)) {
         ftf.push_back(rho);
         if (rho > kUnfairFtfRho) ++unfair;
@@ -158,6 +243,9 @@ SimSummary summarise(const SimResult& r) {
   s.p99_jct_s = percentile_nearest_rank(jcts, 99);
   s.max_jct_s = max_of(jcts);
   s.avg_queueing_delay_s = mean(delays);
+  s.avg_slowdown = mean(slowdowns);
+  s.p95_slowdown = percentile_nearest_rank(slowdowns, 95);
+  if (finished_jct_sum > 0) s.restart_overhead_share = s.restart_overhead_s / finished_jct_sum;
 
   s.ftf_jobs = static_cast<int>(ftf.size());
   s.avg_ftf_rho = mean(ftf);
@@ -168,6 +256,23 @@ SimSummary summarise(const SimResult& r) {
   s.avg_ltgf_rho = mean(ltgf);
   s.min_ltgf_rho = min_of(ltgf);
   s.sharing_loss_fraction = fraction(sharing_loss, ltgf.size());
+
+  // ---- tenants over windows ----
+  // The GPU integrals are sums of round pieces, so a tenant that held exactly
+  // its fair share can come out at 1 - 1e-15; such round-off is not a loss.
+  constexpr double kRoundOff = 1e-9;
+  s.fairness_window_s = options.fairness_window_s;
+  std::vector<double> tenant_rho;
+  std::size_t tenant_unfair = 0;
+  for (const TenantWindow& w : tenant_windows(r, options.fairness_window_s)) {
+    if (std::isnan(w.rho)) continue;
+    tenant_rho.push_back(w.rho);
+    if (w.rho < kTenantUnfairRho * (1 - kRoundOff)) ++tenant_unfair;
+  }
+  s.tenant_windows_rated = static_cast<int>(tenant_rho.size());
+  s.tenant_unfairness_ratio = fraction(tenant_unfair, tenant_rho.size());
+  s.min_tenant_rho = min_of(tenant_rho);
+  s.p5_tenant_rho = percentile_nearest_rank(tenant_rho, 5);
 
   // ---- rounds ----
   // A round's throughput values are time averages over the round, so value x

@@ -1,7 +1,8 @@
 // Output files of a simulation run (DESIGN §5): per-job, per-tenant and
 // per-round CSVs, the summary JSON, and text tables for a person; the metrics
 // are those of DESIGN §6 computed in sim_metrics.cc (FTF after Themis /
-// Shockwave eq. 9, LTGF after Astraea eq. 5, normalised throughput after OEF
+// Shockwave eq. 9, LTGF after Astraea eq. 5 and eq. 6-12 per tenant and
+// window, slowdown after Astraea §3.2, normalised throughput after OEF
 // §6.1.4). Formats are documented in fairgpu/sim_report.h.
 #include <fmt/format.h>
 
@@ -85,9 +86,9 @@ std::string trimmed_line(std::string s) {
 
 // ---- comparison ------------------------------------------------------------
 
-// One column of compare_table / compare_csv: the SimSummary field (its
-// summary_json name), a two-line header in table units, and the scale from SI
-// to those units.
+// One column of compare_csv and, when in_table, of compare_table: the
+// SimSummary field (its summary_json name), a two-line header in table units,
+// and the scale from SI to those units.
 struct CompareColumn {
   const char* key;
   const char* top;
@@ -95,12 +96,18 @@ struct CompareColumn {
   double scale;
   int precision;
   double (*get)(const SimSummary&);
+  bool in_table = true;
 };
 
 const std::vector<CompareColumn>& compare_columns() {
   static const std::vector<CompareColumn> columns = {
       {"avg_jct_s", "avg JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.avg_jct_s; }},
-      {"p95_jct_s", "p95 JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.p95_jct_s; }},
+      // The table holds 12 columns of 8 characters beside a 24-character name
+      // in 120; p95 JCT, worst rho_FTF and the restart-overhead share (the
+      // least looked-at next to avg JCT, the FTF unfair fraction and restarts)
+      // make room for the tenant unfairness ratio and the slowdown.
+      {"p95_jct_s", "p95 JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.p95_jct_s; },
+       false},
       {"makespan_s", "make-", "span h", 1 / 3600.0, 2,
        [](const SimSummary& s) { return s.makespan_s; }},
       {"utilisation", "util", "%", 100, 1, [](const SimSummary& s) { return s.utilisation; }},
@@ -108,15 +115,20 @@ const std::vector<CompareColumn>& compare_columns() {
        [](const SimSummary& s) { return s.actual_throughput; }},
       {"estimated_throughput", "tput", "est.", 1, 2,
        [](const SimSummary& s) { return s.estimated_throughput; }},
-      {"unfair_fraction", "unfair", "frac", 1, 3,
+      {"unfair_fraction", "FTF", "unfair", 1, 3,
        [](const SimSummary& s) { return s.unfair_fraction; }},
       {"worst_ftf_rho", "worst", "rho_FTF", 1, 2,
-       [](const SimSummary& s) { return s.worst_ftf_rho; }},
+       [](const SimSummary& s) { return s.worst_ftf_rho; }, false},
+      {"tenant_unfairness_ratio", "tenant", "unfair", 1, 3,
+       [](const SimSummary& s) { return s.tenant_unfairness_ratio; }},
       {"sharing_loss_fraction", "sharing", "loss", 1, 3,
        [](const SimSummary& s) { return s.sharing_loss_fraction; }},
+      {"avg_slowdown", "slow-", "down", 1, 2, [](const SimSummary& s) { return s.avg_slowdown; }},
       {"jain_index", "Jain", "index", 1, 3, [](const SimSummary& s) { return s.jain_index; }},
       {"restarts", "re-", "starts", 1, 0,
        [](const SimSummary& s) { return static_cast<double>(s.restarts); }},
+      {"restart_overhead_share", "restart", "ovh.", 1, 3,
+       [](const SimSummary& s) { return s.restart_overhead_share; }, false},
       {"compute_p50_s", "compute", "p50 ms", 1000, 1,
        [](const SimSummary& s) { return s.compute_p50_s; }},
   };
@@ -183,6 +195,16 @@ std::string utilisation_csv(const SimResult& result) {
   return out;
 }
 
+std::string tenant_windows_csv(const SimResult& result, const SummaryOptions& options) {
+  std::string out;
+  add_row(out,
+          {"window_start", "window_end", "tenant", "alloc_gpu_seconds", "fair_gpu_seconds", "rho"});
+  for (const TenantWindow& w : tenant_windows(result, options.fairness_window_s))
+    add_row(out, {num(w.start), num(w.end), field(result.tenants[w.tenant].name),
+                  num(w.alloc_gpu_seconds), num(w.fair_gpu_seconds), num(w.rho)});
+  return out;
+}
+
 std::string summary_json(const SimResult& result, const SimSummary& s) {
   check_sim_result(result);
   Json out;
@@ -216,6 +238,8 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("p99_jct_s", s.p99_jct_s);
   real("max_jct_s", s.max_jct_s);
   real("avg_queueing_delay_s", s.avg_queueing_delay_s);
+  real("avg_slowdown", s.avg_slowdown);
+  real("p95_slowdown", s.p95_slowdown);
   out["ftf_jobs"] = s.ftf_jobs;
   real("avg_ftf_rho", s.avg_ftf_rho);
   real("worst_ftf_rho", s.worst_ftf_rho);
@@ -225,6 +249,11 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("avg_ltgf_rho", s.avg_ltgf_rho);
   real("min_ltgf_rho", s.min_ltgf_rho);
   real("sharing_loss_fraction", s.sharing_loss_fraction);
+  real("fairness_window_s", s.fairness_window_s);
+  out["tenant_windows_rated"] = s.tenant_windows_rated;
+  real("tenant_unfairness_ratio", s.tenant_unfairness_ratio);
+  real("min_tenant_rho", s.min_tenant_rho);
+  real("p5_tenant_rho", s.p5_tenant_rho);
   out["active_tenants"] = s.active_tenants;
   real("jain_index", s.jain_index);
   real("actual_throughput", s.actual_throughput);
@@ -232,6 +261,8 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   out["restarts"] = s.restarts;
   out["preemptions"] = s.preemptions;
   out["cross_type_placements"] = s.cross_type_placements;
+  real("restart_overhead_s", s.restart_overhead_s);
+  real("restart_overhead_share", s.restart_overhead_share);
   out["rounds"] = s.rounds;
   out["recomputations"] = s.recomputations;
   real("compute_p50_s", s.compute_p50_s);
@@ -273,6 +304,8 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("p99 JCT", seconds_and_hours(s.p99_jct_s));
   line("max JCT", seconds_and_hours(s.max_jct_s));
   line("average queueing delay", seconds_and_hours(s.avg_queueing_delay_s));
+  line("average slowdown", fixed(s.avg_slowdown, 3));
+  line("p95 slowdown", fixed(s.p95_slowdown, 3));
 
   section("fairness");
   line("finish-time fairness: jobs rated", count(s.ftf_jobs));
@@ -285,6 +318,12 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("min rho_job", fixed(s.min_ltgf_rho, 3));
   line(fmt::format("sharing-loss fraction (rho < {:g})", kSharingLossRho),
        percent(s.sharing_loss_fraction));
+  line("LTGF per tenant: windows rated", fmt::format("{} (tenant, window) pairs, window {:g} s",
+                                                     s.tenant_windows_rated, s.fairness_window_s));
+  line(fmt::format("tenant unfairness ratio (rho < {:g})", kTenantUnfairRho),
+       percent(s.tenant_unfairness_ratio));
+  line("min rho_tenant", fixed(s.min_tenant_rho, 3));
+  line("p5 rho_tenant", fixed(s.p5_tenant_rho, 3));
   line("Jain's index over tenants",
        fmt::format("{} ({} active tenant{})", fixed(s.jain_index, 3), s.active_tenants,
                    s.active_tenants == 1 ? "" : "s"));
@@ -295,6 +334,8 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("restarts", count(s.restarts));
   line("preemptions", count(s.preemptions));
   line("cross-type placements", count(s.cross_type_placements));
+  line("restart overhead paid", seconds_and_hours(s.restart_overhead_s));
+  line("restart overhead, share of JCT", percent(s.restart_overhead_share));
 
   section("scheduler");
   line("rounds", fmt::format("{} ({} recomputations)", s.rounds, s.recomputations));
@@ -306,7 +347,9 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
 }
 
 std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs) {
-  const auto& columns = compare_columns();
+  std::vector<CompareColumn> columns;
+  for (const auto& c : compare_columns())
+    if (c.in_table) columns.push_back(c);
   constexpr std::size_t kColumnW = 7;  // 12 columns of 1 + 7: 96 characters after the names
   std::size_t name_w = std::string_view("policy").size();
   for (const auto& run : runs) name_w = std::max(name_w, run.first.size());

@@ -76,8 +76,9 @@ Scenario load_scenario(const ScenarioOptions& o) {
     GeneratorOptions g = o.generator;
     g.seed = o.seed;
     sc.workload = generate_workload(g, profiles);
-    sc.description = fmt::format("generated workload ({} jobs, {} tenants, seed {})", g.jobs,
-                                 g.tenants, g.seed);
+    sc.description = fmt::format("generated workload ({} jobs, {} tenants, seed {}{})", g.jobs,
+                                 g.tenants, g.seed,
+                                 g.style == "gavel" ? "" : ", style " + g.style);
   } else {
     std::string format = o.trace_format.empty() ? detect_format(o.trace_path) : o.trace_format;
     if (format == "native") {

@@ -99,6 +99,7 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
   j.done = std::min(j.work, j.done + productive * j.rate);
   j.record.done = j.done;
   j.record.attained_gpu_seconds += j.workers * dt;
+  j.record.overhead_seconds += dt - productive;  // min(overhead left, dt): a stop ends it
   j.time_on_type[j.placement_type] += dt;
   j.settled_at = t;
   if (!sums_) return;

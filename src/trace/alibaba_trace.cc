@@ -6,8 +6,11 @@
 // Pods -> jobs: arrival = creation_time, duration_s = deletion_time -
 // scheduled_time (the pod's observed run time; fairgpu uses it as the isolated
 // run time on the slowest type, the trace records no GPU type per pod),
-// workers = num_gpu. Rows that are not runnable jobs are skipped as whole
-// classes and counted in Workload::notes:
+// workers = num_gpu, cpus = cpu_milli / 1000 and memory_gb = memory_mib /
+// 1024 (the pod's requests, as the node list's capacities are read; unset,
+// i.e. GPU-proportional, when the column is absent or the cell empty). Rows
+// that are not runnable jobs are skipped as whole classes and counted in
+// Workload::notes:
 // - num_gpu = 0: CPU-only pods, not GPU jobs;
 // - no scheduled_time: the pod never started (all such pods are Pending), so
 //   it has no run time to replay;
@@ -170,6 +173,8 @@ Workload read_alibaba_trace(const std::string& pod_csv, const TraceOptions& opti
     job.workers = gpus;
     job.arrival_s = created;
     job.duration_s = deleted - scheduled;
+    if (!t.cell("cpu_milli").empty()) job.cpus = t.non_negative("cpu_milli") / 1000.0;
+    if (!t.cell("memory_mib").empty()) job.memory_gb = t.non_negative("memory_mib") / 1024.0;
     auto pick =
         static_cast<std::size_t>(text_input::unit_uniform(rng()) * static_cast<double>(n_types));
     job.job_type = options.job_types[std::min(pick, n_types - 1)];

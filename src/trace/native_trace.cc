@@ -1,6 +1,7 @@
 // fairgpu's native trace CSV (fairgpu/workload.h): reader and writer.
 //
 //   job_id,tenant,job_type,num_workers,arrival_s,iterations,duration_s,weight[,priority_weight]
+//     [,cpus,memory_gb]
 //
 // Columns are found by their header name, in any order; job_id, tenant,
 // job_type, num_workers, arrival_s and one of iterations / duration_s are
@@ -10,7 +11,13 @@
 // `priority_weight` (an addition to the format, Gavel's name for it)
 // is the job's own priority weight, JobSpec::weight; the writer emits it only
 // when some job's differs from 1, so Gavel traces round-trip through this
-// format. Cells may be double-quoted as in RFC 4180.
+// format. `cpus` and `memory_gb` (optional columns, optional cells) are the
+// whole job's CPU cores and memory in GB, all workers together (JobSpec); an
+// empty cell or no column leaves them unset (GPU-proportional at run time),
+// and a value must be finite and >= 0 (0 is a real demand: none). The writer
+// emits both columns only when some job sets either, so traces without them
+// (and the generator's output) are written as before. Cells may be
+// double-quoted as in RFC 4180.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -35,7 +42,8 @@ std::string number_cell(double v) { return std::isnan(v) ? std::string() : fmt::
 Workload read_native_trace(const std::string& path) {
   text_input::HeaderTable t(path, ',',
                             {"job_id", "tenant", "job_type", "num_workers", "arrival_s",
-                             "iterations", "duration_s", "weight", "priority_weight"},
+                             "iterations", "duration_s", "weight", "priority_weight", "cpus",
+                             "memory_gb"},
                             {"job_id", "tenant", "job_type", "num_workers", "arrival_s"});
   if (!t.has("iterations") && !t.has("duration_s"))
     t.fail("iterations", "missing column: give iterations or duration_s (the header has: " +
@@ -70,6 +78,8 @@ Workload read_native_trace(const std::string& path) {
     else
       job.duration_s = t.positive("duration_s");
     if (!t.cell("priority_weight").empty()) job.weight = t.positive("priority_weight");
+    if (!t.cell("cpus").empty()) job.cpus = t.non_negative("cpus");
+    if (!t.cell("memory_gb").empty()) job.memory_gb = t.non_negative("memory_gb");
     if (!t.cell("weight").empty()) {
       double w = t.positive("weight");
       auto [it, fresh] = given_weight.emplace(job.tenant, Weight{w, t.table().line()});
@@ -90,10 +100,15 @@ std::string write_native_trace(const Workload& workload) {
   std::map<std::string, double> weight;
   for (const TenantSpec& t : workload.tenants) weight.emplace(t.name, t.weight);
   bool priorities = false;
-  for (const JobSpec& j : workload.jobs) priorities = priorities || j.weight != 1.0;
+  bool resources = false;
+  for (const JobSpec& j : workload.jobs) {
+    priorities = priorities || j.weight != 1.0;
+    resources = resources || !std::isnan(j.cpus) || !std::isnan(j.memory_gb);
+  }
 
   std::string out = "job_id,tenant,job_type,num_workers,arrival_s,iterations,duration_s,weight";
-  out += priorities ? ",priority_weight\n" : "\n";
+  if (priorities) out += ",priority_weight";
+  out += resources ? ",cpus,memory_gb\n" : "\n";
   for (const JobSpec& j : workload.jobs) {
     auto w = weight.find(j.tenant);
     out += fmt::format("{},{},{},{},{},{},{},{}", text_input::csv_cell(j.id),
@@ -101,6 +116,7 @@ std::string write_native_trace(const Workload& workload) {
                        j.arrival_s, number_cell(j.iterations), number_cell(j.duration_s),
                        w == weight.end() ? 1.0 : w->second);
     if (priorities) out += fmt::format(",{}", j.weight);
+    if (resources) out += fmt::format(",{},{}", number_cell(j.cpus), number_cell(j.memory_gb));
     out += '\n';
   }
   return out;
