@@ -334,9 +334,9 @@ INSTANTIATE_TEST_SUITE_P(
 // The time-sharing policies (job level only): also no starvation (every job
 // finishes) and the gang rule (validate_plan throws on a partial gang).
 INSTANTIATE_TEST_SUITE_P(TimeSharingPolicies, Conservation,
-                         ::testing::Combine(::testing::Values("astraea", "themis", "tiresias",
-                                                              "fifo", "fifo-backfill", "yarn-cs",
-                                                              "hived"),
+                         ::testing::Combine(::testing::Values("astraea", "themis", "ftf", "tiresias",
+                                                              "allox", "fifo", "fifo-backfill",
+                                                              "yarn-cs", "hived", "drf"),
                                             ::testing::Values("job")),
                          param_name);
 

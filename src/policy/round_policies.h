@@ -16,15 +16,12 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
 // Time-sharing policies: job level, gang scheduled, one file each.
 std::unique_ptr<RoundPolicy> NewAstraeaPolicy(const RoundPolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewThemisPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewFtfPolicy(const RoundPolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewTiresiasPolicy(const RoundPolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewAlloxPolicy(const RoundPolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewFifoPolicy(const RoundPolicyOptions& options, bool backfill);
 std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const RoundPolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewHivedPolicy(const RoundPolicyOptions& options);
-// (helpers add: allox, ftf, drf)
-// Dominant Resource Fairness over GPUs, CPUs and memory across tenants (drf.cc).
 std::unique_ptr<RoundPolicy> NewDrfPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewAlloxPolicy(const RoundPolicyOptions& options);
-// Gavel's finish-time fairness LP at job level, Gavel's priority rounds (ftf.cc).
-std::unique_ptr<RoundPolicy> NewFtfPolicy(const RoundPolicyOptions& options);
 
 }  // namespace fairgpu::policy

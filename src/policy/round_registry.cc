@@ -27,7 +27,11 @@ const std::vector<TimeSharingPolicy>& time_sharing_policies() {
        NewAstraeaPolicy},
       {"themis", "Themis: finish-time fairness filter, then efficiency among the worst off",
        NewThemisPolicy},
+      {"ftf", "Gavel finish-time fairness: min max rho (LP search on rho), Gavel's rounds",
+       NewFtfPolicy},
       {"tiresias", "Tiresias-L: discretised 2D least-attained-service", NewTiresiasPolicy},
+      {"allox", "AlloX: min-cost matching of jobs to GPU queue positions, alpha fairness",
+       NewAlloxPolicy},
       {"fifo", "first in, first out; no backfilling",
        [](const RoundPolicyOptions& o) { return NewFifoPolicy(o, false); }},
       {"fifo-backfill", "first in, first out; later jobs fill GPUs the head cannot use",
@@ -35,13 +39,8 @@ const std::vector<TimeSharingPolicy>& time_sharing_policies() {
       {"yarn-cs", "YARN capacity scheduler: static per-tenant quota, FIFO inside a tenant",
        NewYarnCsPolicy},
       {"hived", "HiveD: quota, plus preemptible borrowing of idle quota", NewHivedPolicy},
-      // (helpers add: allox, ftf, drf)
-      {"ftf", "Gavel finish-time fairness: min max rho (LP search on rho), Gavel's rounds",
-       NewFtfPolicy},
       {"drf", "DRF: dominant-resource fairness over GPUs, CPUs and memory across tenants",
        NewDrfPolicy},
-      {"allox", "AlloX: min-cost matching of jobs to GPU queue positions, alpha fairness",
-       NewAlloxPolicy},
   };
   return all;
 }
