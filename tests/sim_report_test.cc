@@ -31,8 +31,8 @@ JobRecord job(std::string id, std::string tenant, double arrival, double first_s
   return j;
 }
 
-// One GPU type: tenant_gpus has one entry per tenant; every job has one
-// worker (tenant_demand = tenant_active_jobs).
+// One GPU type: tenant_gpus has one entry per tenant. A tenant's demand
+// (for ρ_tenant) comes from SimResult::jobs, not from the rounds.
 RoundSample sample(double start, double end, std::vector<double> throughput,
                    std::vector<int> active, double busy_gpu_seconds) {
   RoundSample r;
@@ -42,7 +42,6 @@ RoundSample sample(double start, double end, std::vector<double> throughput,
   r.tenant_gpus = throughput;  // speedup 1: one GPU per unit of throughput
   r.tenant_throughput = std::move(throughput);
   r.tenant_active_jobs = std::move(active);
-  r.tenant_demand = r.tenant_active_jobs;
   for (int a : r.tenant_active_jobs) r.active_jobs += a;
   return r;
 }
@@ -65,6 +64,8 @@ SimResult cluster(std::vector<TenantSpec> tenants) {
 // utilisation 1000 / (4 x 300) = 5/6; actual throughput (2x100 + 4x200) / 300.
 // FTF: j1 100 / (50 x 1) = 2 (unfair), j2 250 / (200 x 1.25) = 1 (fair: not > 1).
 // LTGF: j1 200 / 200 = 1, j2 800 / 1000 = 0.8 (< 0.95: sharing loss).
+// ρ_tenant (one tenant, quota 4): demand 2 over [0, 50), 2 + 4 = 6 over
+// [50, 100), 4 over [100, 300); fair 2x50 + 4x50 + 4x200 = 1100, alloc 1000.
 SimResult two_jobs() {
   SimResult r = cluster({{"a", 1.0}});
   JobRecord j1 = job("j1", "a", 0, 0, 100);
@@ -154,6 +155,21 @@ TEST(SimReport, LtgfExcludesJobsWithoutFairShare) {
   EXPECT_EQ(s.ltgf_excluded_jobs, 1);
   EXPECT_NEAR(s.sharing_loss_fraction, 0.0, kEps);  // only j1 (ρ 1) is rated
   EXPECT_TRUE(std::isnan(ltgf_rho(r.jobs[1])));
+}
+
+// The one window (1 h, cut at 300) of two_jobs(): ρ 1000 / 1100 < 1, so the
+// only rated case is unfair. j2 waits over [50, 100) with demand: the fair
+// share counts it from its arrival, not from the round that starts it.
+TEST(SimReport, TenantWindowOfTwoJobs) {
+  auto w = tenant_windows(two_jobs(), 3600);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].end, 300.0);
+  EXPECT_EQ(w[0].alloc_gpu_seconds, 1000.0);
+  EXPECT_EQ(w[0].fair_gpu_seconds, 1100.0);
+  EXPECT_NEAR(w[0].rho, 1000.0 / 1100.0, kEps);
+  SimSummary s = summarise(two_jobs());
+  EXPECT_EQ(s.tenant_windows_rated, 1);
+  EXPECT_EQ(s.tenant_unfairness_ratio, 1.0);
 }
 
 TEST(SimReport, DisruptionAndSchedulerCost) {

@@ -128,14 +128,21 @@ SimSummary summarise(const SimResult& result, const SummaryOptions& options = {}
 //   fair  = ∫ min(Demand_j(t), Quota_j) dt                  (eq. 7-9)
 //   Quota_j = M · W_j / Σ_k W_k over all tenants             (eq. 6)
 //   rho   = alloc / fair; NaN (not rated) when fair is 0     (eq. 12)
-// Integrated round by round: GPUs held are the round's time average,
-// Demand_j is tenant_demand at the round's start held for the whole round (a
-// job arriving mid-round counts from the next round, one finishing mid-round
-// until its round ends, which overstates the fair share and so lowers ρ more
-// for long rounds: 300-360 s share policies against 10 s time-sharing ones);
-// a round straddling a window boundary is split in proportion to time. Only (tenant, window) pairs with alloc or fair > 0 are
-// returned (a tenant absent from a window has nothing to rate), ordered by
-// window, then tenant index.
+// fair is exact: Demand_j(t) is the workers of j's jobs (SimResult::jobs)
+// with arrival <= t < finish, an unfinished job counting to the run's end, so
+// a job arriving or finishing mid-round changes it at that instant (a job
+// waiting for the next scheduling point has demand and no GPUs: eq. 8 counts
+// that wait against ρ). alloc
+// is integrated from the rounds: tenant_gpus is each round's time average,
+// exact over whole rounds; a round straddling a window boundary is split in
+// proportion to time, which is exact only if the tenant's holdings did not
+// change inside the round (a job finishing mid-round moves GPU-seconds
+// between the two windows). Only (tenant, window) pairs with alloc or
+// fair > 0 are returned (a tenant absent from a window has nothing to rate),
+// ordered by window, then tenant index. Nothing is returned without rounds.
+// Throws std::invalid_argument, besides the cases above, for a job whose
+// tenant is not one of SimResult::tenants, whose arrival is not finite, or
+// whose finish comes before its arrival, or with workers < 0.
 struct TenantWindow {
   double start = 0.0, end = 0.0;
   std::size_t tenant = 0;  // index into SimResult::tenants

@@ -54,9 +54,8 @@ struct RoundSample {
   // Per tenant: its jobs arrived and unfinished at start (the report's Jain's
   // index averages a tenant's throughput over the rounds in which this is > 0).
   std::vector<int> tenant_active_jobs;
-  // Per tenant: the workers of those jobs, at start (Astraea eq. 7's
-  // Demand_j(t), taken as constant over the round).
-  std::vector<int> tenant_demand;
+  // (Astraea eq. 7's Demand_j(t) is not sampled here: the report integrates
+  // it exactly from the jobs' arrival and finish.)
   // Share policies: sum_l W_l . x_l of the fractional allocation in force
   // (OEF §6.1.4's "estimated" throughput); NaN for other policies.
   double estimated_throughput = kUnset;

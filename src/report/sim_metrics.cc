@@ -8,8 +8,9 @@
 //     time / fair GPU service time; a sharing loss when ρ_job < 0.95.
 //   - LTGF per tenant (Astraea eq. 6-12) over fixed windows, default 1 h
 //     (§6.1.4); the tenant unfairness ratio is the share of rated (tenant,
-//     window) cases with ρ_tenant < 1 (§6.3). Demand is sampled at each
-//     round's start (the simulator records no finer), see tenant_windows().
+//     window) cases with ρ_tenant < 1 (§6.3). The fair share integrates
+//     Demand_j exactly from the job records (arrival to finish); GPUs held
+//     come from the rounds' time averages, see tenant_windows().
 //   - Slowdown (Astraea §3.2): (pending + running) / running = JCT / running
 //     time; running = GPU-holding time, so every wait after a preemption is
 //     pending and restart overhead is running.
@@ -27,6 +28,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,6 +56,73 @@ double min_of(const std::vector<double>& v) {
 
 double fraction(std::size_t part, std::size_t whole) {
   return whole == 0 ? kUnset : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// Astraea eq. 8's integrand for one tenant, min(Demand_j(t), Quota_j), as a
+// step function: pieces [start, end) of constant rate > 0, in time order and
+// disjoint. Demand_j (eq. 7) changes only at the arrivals and finishes of j's
+// jobs, so the pieces come exactly from the job records.
+struct FairPiece {
+  double start, end, rate;
+};
+
+std::vector<std::vector<FairPiece>> fair_pieces(const SimResult& r,
+                                                const std::vector<double>& quota, double origin,
+                                                double span_end) {
+  const std::size_t n = r.tenants.size();
+  std::map<std::string, std::size_t> index;
+  for (std::size_t t = n; t-- > 0;) index[r.tenants[t].name] = t;  // a repeated name: the first
+  struct Step {
+    std::size_t tenant;
+    double time;
+    long long delta;  // workers joining (+) or leaving (-) the demand
+  };
+  std::vector<Step> steps;
+  steps.reserve(2 * r.jobs.size());
+  for (const JobRecord& job : r.jobs) {
+    auto it = index.find(job.tenant);
+    if (it == index.end())
+      throw std::invalid_argument(
+          fmt::format("SimResult: job {} has tenant '{}', not one of the run's tenants", job.id,
+                      job.tenant));
+    if (!std::isfinite(job.arrival) || job.workers < 0 ||
+        (!std::isnan(job.finish) && !(job.finish >= job.arrival)))
+      throw std::invalid_argument(fmt::format(
+          "SimResult: job {} has arrival {}, finish {}, {} workers; expected a finite arrival, "
+          "no finish or one at or after it, workers >= 0",
+          job.id, job.arrival, job.finish, job.workers));
+    // Active over [arrival, finish); unfinished jobs until the span's end.
+    // Outside [origin, span_end] there are no windows.
+    const double from = std::max(job.arrival, origin);
+    const double to = std::isnan(job.finish) ? span_end : std::min(job.finish, span_end);
+    if (!(to > from) || job.workers == 0) continue;
+    steps.push_back({it->second, from, job.workers});
+    steps.push_back({it->second, to, -static_cast<long long>(job.workers)});
+  }
+  // By tenant, then time; steps at one instant are all applied before the
+  // next piece starts, so their order among themselves does not matter.
+  std::sort(steps.begin(), steps.end(), [](const Step& x, const Step& y) {
+    return x.tenant != y.tenant ? x.tenant < y.tenant : x.time < y.time;
+  });
+  std::vector<std::vector<FairPiece>> out(n);
+  long long demand = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    if (s > 0 && steps[s - 1].tenant == step.tenant && demand > 0 &&
+        step.time > steps[s - 1].time) {
+      const double start = steps[s - 1].time;
+      const double rate = std::min(static_cast<double>(demand), quota[step.tenant]);
+      auto& pieces = out[step.tenant];
+      // Demand changing above the quota leaves the rate as it was: one piece,
+      // so a constant rate over a window is one product, not a sum.
+      if (!pieces.empty() && pieces.back().end == start && pieces.back().rate == rate)
+        pieces.back().end = step.time;
+      else
+        pieces.push_back({start, step.time, rate});
+    }
+    demand += step.delta;  // back to 0 after a tenant's last step
+  }
+  return out;
 }
 
 }  // namespace
@@ -88,7 +157,6 @@ void check_sim_result(const SimResult& r) {
                        r.rounds[i - 1].end));
     expect("tenant_throughput", s.tenant_throughput.size(), n, "one per tenant");
     expect("tenant_active_jobs", s.tenant_active_jobs.size(), n, "one per tenant");
-    expect("tenant_demand", s.tenant_demand.size(), n, "one per tenant");
     expect("tenant_gpus", s.tenant_gpus.size(), n * k, "tenants x GPU types");
   }
 }
@@ -131,45 +199,65 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
 
   const double origin = std::min(r.start, r.rounds.front().start);
   const double span_end = std::max(r.end, r.rounds.back().end);
-  std::vector<double> alloc(n, 0.0), fair(n, 0.0);
-  std::size_t current = 0;
+  const std::vector<std::vector<FairPiece>> pieces = fair_pieces(r, quota, origin, span_end);
+
   // Window boundaries are origin + i x w, never accumulated, so the same
-  // boundary comes out the same in every round that touches it.
+  // boundary comes out the same for every round and piece that touches it.
   auto window_start = [&](std::size_t i) { return origin + static_cast<double>(i) * window_s; };
-  auto flush = [&] {
-    const double a = window_start(current);
-    const double b = std::min(window_start(current + 1), span_end);
-    for (std::size_t t = 0; t < n; ++t) {
-      if (alloc[t] > 0 || fair[t] > 0)
-        out.push_back({a, b, t, alloc[t], fair[t], fair[t] > 0 ? alloc[t] / fair[t] : kUnset});
-      alloc[t] = fair[t] = 0.0;
-    }
+  auto window_of = [&](double x) {  // i with window_start(i) <= x < window_start(i + 1)
+    auto i = static_cast<std::size_t>(std::max(0.0, std::floor((x - origin) / window_s)));
+    while (i > 0 && window_start(i) > x) --i;  // round-off in the division
+    while (window_start(i + 1) <= x) ++i;
+    return i;
   };
-  std::vector<double> held(n), fair_rate(n);
-  for (const RoundSample& round : r.rounds) {
-    if (!(round.end > round.start)) continue;
-    for (std::size_t t = 0; t < n; ++t) {
-      held[t] = 0.0;
-      for (std::size_t j = 0; j < k; ++j) held[t] += round.tenant_gpus[t * k + j];
-      fair_rate[t] = std::min(static_cast<double>(round.tenant_demand[t]), quota[t]);
-    }
-    auto i = static_cast<std::size_t>(std::max(0.0, std::floor((round.start - origin) / window_s)));
-    while (i > 0 && window_start(i) > round.start) --i;  // round-off in the division
-    for (; window_start(i) < round.end; ++i) {
-      const double overlap =
-          std::min(round.end, window_start(i + 1)) - std::max(round.start, window_start(i));
+
+  // Windows in order, skipping those no round and no demand touches. Rounds
+  // (in order, disjoint: check_sim_result) and each tenant's pieces are
+  // walked with cursors to the first one ending after the previous window,
+  // so the work is O(rounds + pieces + windows visited x tenants).
+  const std::size_t num_rounds = r.rounds.size();
+  std::size_t round_at = 0;
+  std::vector<std::size_t> piece_at(n, 0);
+  std::vector<double> alloc(n), fair(n);
+  std::size_t lowest = 0;  // the first window not yet emitted
+  for (;;) {
+    while (round_at < num_rounds && !(r.rounds[round_at].end > r.rounds[round_at].start))
+      ++round_at;
+    double next = std::numeric_limits<double>::infinity();
+    if (round_at < num_rounds) next = r.rounds[round_at].start;
+    for (std::size_t t = 0; t < n; ++t)
+      if (piece_at[t] < pieces[t].size()) next = std::min(next, pieces[t][piece_at[t]].start);
+    if (next == std::numeric_limits<double>::infinity()) break;
+    const std::size_t i = std::max(lowest, window_of(next));
+    const double a = window_start(i), b = window_start(i + 1);
+    std::fill(alloc.begin(), alloc.end(), 0.0);
+    std::fill(fair.begin(), fair.end(), 0.0);
+    // Allocation: a round's tenant_gpus are time averages over the round, so
+    // a round straddling a boundary is split in proportion to time.
+    for (std::size_t q = round_at; q < num_rounds && r.rounds[q].start < b; ++q) {
+      const RoundSample& round = r.rounds[q];
+      const double overlap = std::min(round.end, b) - std::max(round.start, a);
       if (!(overlap > 0)) continue;
-      if (i != current) {
-        flush();
-        current = i;
-      }
       for (std::size_t t = 0; t < n; ++t) {
-        alloc[t] += held[t] * overlap;
-        fair[t] += fair_rate[t] * overlap;
+        double held = 0.0;
+        for (std::size_t j = 0; j < k; ++j) held += round.tenant_gpus[t * k + j];
+        alloc[t] += held * overlap;
       }
     }
+    while (round_at < num_rounds && r.rounds[round_at].end <= b) ++round_at;
+    // Fair share: exact, the pieces are constant.
+    for (std::size_t t = 0; t < n; ++t) {
+      const std::vector<FairPiece>& p = pieces[t];
+      for (std::size_t q = piece_at[t]; q < p.size() && p[q].start < b; ++q)
+        fair[t] += p[q].rate * (std::min(p[q].end, b) - std::max(p[q].start, a));
+      while (piece_at[t] < p.size() && p[piece_at[t]].end <= b) ++piece_at[t];
+    }
+    const double end = std::min(b, span_end);
+    for (std::size_t t = 0; t < n; ++t)
+      if (alloc[t] > 0 || fair[t] > 0)
+        out.push_back({a, end, t, alloc[t], fair[t], fair[t] > 0 ? alloc[t] / fair[t] : kUnset});
+    lowest = i + 1;
   }
-  flush();
   return out;
 }
 

@@ -94,13 +94,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
       sample.tenant_active_jobs.assign(n_tenants, 0);
-      // Demand (Astraea eq. 7) at the round's start only: the report holds it
-      // for the round, so arrivals count from the next round.
-      sample.tenant_demand.assign(n_tenants, 0);
-      for (std::size_t i : state.active) {
-        ++sample.tenant_active_jobs[state.jobs[i].tenant];
-        sample.tenant_demand[state.jobs[i].tenant] += state.jobs[i].workers;
-      }
+      for (std::size_t i : state.active) ++sample.tenant_active_jobs[state.jobs[i].tenant];
     }
     idle_points = state.running.empty() ? idle_points + 1 : 0;
     if (idle_points > 100000)
