@@ -488,6 +488,16 @@ TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
       {cmp({"--policies", "oef-coop,gavel,oef-coop", "--trace", kTrace}),
        {"policies", "'oef-coop' is given twice"}},
       {cmp({"--policies", ","}), {"policies", "no policy given"}},
+      // The time-sharing policies' knobs.
+      {sim({"--policy", "astraea", "--lease", "-5"}), {"lease", "> 0"}},
+      {sim({"--policy", "themis", "--themis-filter", "1.5"}), {"themis-filter", "(0, 1]"}},
+      {sim({"--policy", "allox", "--allox-alpha", "0"}), {"allox-alpha", "(0, 1]"}},
+      {sim({"--policy", "tiresias", "--tiresias-thresholds", "3600,100"}),
+       {"tiresias-thresholds", "ascending"}},
+      {sim({"--policy", "tiresias", "--tiresias-promote", "0"}), {"tiresias-promote", "> 0"}},
+      {sim({"--policy", "astraea", "--astraea-fair-share", "bogus"}),
+       {"astraea-fair-share", "'bogus'"}},
+      {sim({"--policy", "astraea", "--level", "tenant"}), {"level", "astraea", "--level job"}},
       {cmp({"--policies", "oef-coop,gavel", "--trace", data("sim-unknown-job-type.csv")}),
        {data("sim-unknown-job-type.csv"), "'NoSuchModel'"}},
   };
