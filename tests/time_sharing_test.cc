@@ -178,5 +178,24 @@ TEST(Tiresias, ShortJobOvertakesLongOnes) {
   EXPECT_NEAR(rec(f, "S").finish, 36010.0 + 10.0 + 600.0, 1e-6);
 }
 
+TEST(GangRound, SpreadGangMovesOntoOneNodeWhenOneFrees) {
+  // Two nodes of 4 GPUs. a and b (3 GPUs each) start at 0, one per node
+  // (best fit); c (2 GPUs) arrives at 5 and at 10 finds one free GPU on each
+  // node: it runs spread at 0.8 x 2 = 1.6 it/s from 20 (after the 10 s
+  // start). a finishes at 110. At c's lease end (310) its node-mate is gone:
+  // c moves onto a's node (a restart) and runs at 2 it/s from 320:
+  // 4000 - 1.6 x 290 = 3536 iterations left, done at 320 + 1768 = 2088.
+  Workload w = workload({job("a", "t", "lin", 3, 0, 300), job("b", "t", "lin", 3, 0, 3e6),
+                         job("c", "t", "lin", 2, 5, 4000)});
+  RoundPolicyOptions o;
+  o.lease_s = 300;
+  SimResult r = run(slow_cluster({4, 4}), w, "fifo", o, INFINITY, 10.0);
+  EXPECT_NEAR(rec(r, "a").finish, 110.0, 1e-6);
+  EXPECT_EQ(rec(r, "c").cross_node_placements, 1);
+  EXPECT_EQ(rec(r, "c").restarts, 1);
+  EXPECT_EQ(rec(r, "c").preemptions, 0);  // moved, not preempted
+  EXPECT_NEAR(rec(r, "c").finish, 2088.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace fairgpu
