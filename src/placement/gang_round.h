@@ -4,9 +4,11 @@
 //
 // Selection runs on free-GPU counts per type, as Astraea §5.1.2 does: every
 // decidable job counts as pending and every decidable device as free. plan()
-// then places: renewed jobs keep their devices (no restart), started jobs are
-// picked best-fit from what is left on the type they were granted. Because
-// the counts per type match, every grant is placeable.
+// then places: renewed jobs keep their devices (no restart), except a gang
+// spread over nodes that now fits on one node of its type, which moves there;
+// started jobs are picked best-fit from what is left on the type they were
+// granted, more workers first. Because the counts per type match, every grant
+// is placeable.
 #pragma once
 
 #include <cstddef>
