@@ -512,6 +512,61 @@ TEST(FairnessMetrics, RoundRobinOverheadShare) {
   EXPECT_NEAR(s.avg_slowdown, 1.75, 1e-9);
 }
 
+// ---- job fairness inside the tenant (Astraea eq. 13-15) ---------------------
+
+TEST(FairnessMetrics, JobRhoInsideTheTenant) {
+  // 4 GPUs, tenants A and B of weight 1: quota 2 each (eq. 6).
+  // A: a1 (1 GPU) [0, 100), a2 (1 GPU) [0, 200), a3 (2 GPUs, weight 2) [100, 300).
+  //   [0, 100): demand 2 = quota: share 2, weights 2: a1, a2 get min(1, 1) = 1.
+  //   [100, 200): demand 3, share 2, weights a2 1 + a3 2 = 3: a2 min(1, 2/3),
+  //     a3 min(2, 4/3) = 4/3.
+  //   [200, 300): a3 alone: min(2, 2) = 2.
+  //   Fair GPU-s: a1 100, a2 100 + 66.67 = 166.67, a3 133.33 + 200 = 333.33.
+  // B: b1 (1 GPU) [0, 300), demand 1 < quota: fair = its workers, 300 GPU-s;
+  //   unfinished b2 (1 GPU) from 250 to the end of the run (300): demand 2,
+  //   share 2, each min(1, 1): b1 300, b2 50.
+  SimResult r = cluster(4, {{"A", 1}, {"B", 1}});
+  r.start = 0;
+  r.end = 300;
+  add_job(r, "A", 1, 0, 100);
+  add_job(r, "A", 1, 0, 200);
+  add_job(r, "A", 2, 100, 300);
+  r.jobs.back().weight = 2;
+  add_job(r, "B", 1, 0, 300);
+  add_job(r, "B", 1, 250, kUnset);
+  const std::vector<double> attained = {100, 100, 400, 300, 25};
+  for (std::size_t i = 0; i < attained.size(); ++i) r.jobs[i].attained_gpu_seconds = attained[i];
+  r.rounds.push_back(round_sample(0, 300, {2, 1}));
+  const std::vector<double> rho = ltgf_tenant_rhos(r);
+  ASSERT_EQ(rho.size(), 5u);
+  EXPECT_NEAR(rho[0], 1.0, kEps);
+  EXPECT_NEAR(rho[1], 100 / (100 + 200.0 / 3), kEps);  // 0.6: a sharing loss
+  EXPECT_NEAR(rho[2], 400 / (400.0 / 3 + 200), kEps);  // 1.2
+  EXPECT_NEAR(rho[3], 1.0, kEps);
+  EXPECT_NEAR(rho[4], 0.5, kEps);  // unfinished: its service so far
+  SimSummary s = summarise(r);
+  EXPECT_EQ(s.ltgf_tenant_jobs, 4);  // finished jobs only
+  EXPECT_NEAR(s.tenant_sharing_loss_fraction, 0.25, kEps);
+  EXPECT_NEAR(s.min_ltgf_tenant_rho, 0.6, kEps);
+}
+
+TEST(FairnessMetrics, JobRhoInsideOneSaturatedTenantIsEq5) {
+  // One tenant whose demand always exceeds the cluster: eq. 8 gives it all M
+  // GPUs and eq. 13 splits them as eq. 3 does, so eq. 15 = eq. 5 (the
+  // simulator's fair_gpu_seconds) job by job.
+  Cluster c = toy::toy_cluster({{"slow", 2}});
+  c.gpu_types = {"slow"};
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(toy::job("j" + std::to_string(i), "t", "b", 1, 0, 600.0 + 100 * i));
+  Workload w = toy::workload(jobs);
+  ClusterModel model = bind_model(c, toy::toy_profiles(), w, 10.0);
+  auto p = make_round_policy("fifo-backfill", {});
+  SimResult r = simulate(model, w, *p);
+  const std::vector<double> rho = ltgf_tenant_rhos(r);
+  for (std::size_t i = 0; i < r.jobs.size(); ++i)
+    EXPECT_NEAR(rho[i], ltgf_rho(r.jobs[i]), 1e-9 * rho[i]) << r.jobs[i].id;
+}
+
 // ---- compare table ----------------------------------------------------------
 
 TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
@@ -519,7 +574,8 @@ TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
   o.fairness_window_s = 1000;
   SimSummary base = summarise(split_rounds(), o);
   base.avg_jct_s = 3600;
-  base.sharing_loss_fraction = 0.25;
+  base.sharing_loss_fraction = 0.125;  // eq. 5: compare.csv only
+  base.tenant_sharing_loss_fraction = 0.25;
   base.avg_slowdown = 1.5;
   SimSummary other = base;
   other.tenant_unfairness_ratio = 0.2;  // half the base's 0.4
@@ -531,7 +587,7 @@ TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
   // slowdown and avg JCT are there, p95 JCT and worst ρ_FTF are not.
   EXPECT_NE(rows[0].find("avg JCT"), std::string::npos) << rows[0];
   EXPECT_NE(rows[0].find(" tenant sharing   slow-"), std::string::npos) << rows[0];
-  EXPECT_NE(rows[1].find(" unfair    loss    down"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[1].find(" unfair  loss15    down"), std::string::npos) << rows[1];
   EXPECT_EQ(rows[0].find("p95"), std::string::npos) << rows[0];
   EXPECT_EQ(rows[0].find("worst"), std::string::npos) << rows[0];
   EXPECT_NE(rows[2].find("  0.400   0.250    1.50 "), std::string::npos) << rows[2];
@@ -543,12 +599,13 @@ TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
   auto csv = lines(compare_csv(runs));
   ASSERT_EQ(csv.size(), 3u);
   EXPECT_NE(csv[0].find(",unfair_fraction,worst_ftf_rho,tenant_unfairness_ratio,"
-                        "sharing_loss_fraction,avg_slowdown,jain_index,restarts,"
+                        "sharing_loss_fraction,tenant_sharing_loss_fraction,avg_slowdown,"
+                        "jain_index,restarts,"
                         "restart_overhead_share,compute_p50_s,"),
             std::string::npos)
       << csv[0];
-  EXPECT_NE(csv[2].find(",0.2,0.25,3,"), std::string::npos) << csv[2];
-  EXPECT_NE(csv[2].find(",0.5,1,2,"), std::string::npos) << csv[2];  // the ratios
+  EXPECT_NE(csv[2].find(",0.2,0.125,0.25,3,"), std::string::npos) << csv[2];
+  EXPECT_NE(csv[2].find(",0.5,1,1,2,"), std::string::npos) << csv[2];  // the ratios
 }
 
 TEST(FairnessMetrics, SummaryTableShowsTheNewMetrics) {

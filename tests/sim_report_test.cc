@@ -365,10 +365,11 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "active_tenants jain_index actual_throughput restarts preemptions cross_type_placements "
       "rounds recomputations compute_p50_s compute_max_s compute_total_s wall_seconds "
       "avg_slowdown p95_slowdown fairness_window_s tenant_windows_rated tenant_unfairness_ratio "
-      "min_tenant_rho p5_tenant_rho restart_overhead_s restart_overhead_share");
+      "min_tenant_rho p5_tenant_rho restart_overhead_s restart_overhead_share ltgf_tenant_jobs "
+      "avg_ltgf_tenant_rho min_ltgf_tenant_rho tenant_sharing_loss_fraction");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
-  // 7 setup fields + the 44 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 7u + 44u);
+  // 7 setup fields + the 48 of SimSummary: a new field must be added here too.
+  EXPECT_EQ(j.size(), 7u + 48u);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.
@@ -451,7 +452,7 @@ TEST(SimReport, CompareCsvHasMetricsAndRatios) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,makespan_s,utilisation,", 0), 0u) << rows[0];
   EXPECT_NE(rows[0].find(",compute_p50_s,avg_jct_s_ratio,"), std::string::npos) << rows[0];
-  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 30);  // 1 + 15 + 15 columns
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 32);  // 1 + 16 + 16 columns
   EXPECT_EQ(rows[2].rfind("synergy-greedy-long-name,350,", 0), 0u) << rows[2];
   // Ratio block: avg JCT 2, then p95 JCT 1, ...; estimated (undefined) is empty.
   EXPECT_NE(rows[2].find(",0.01,2,1,1,1,1,,0,"), std::string::npos) << rows[2];

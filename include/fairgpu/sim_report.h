@@ -74,6 +74,12 @@ struct SimSummary {
   double avg_ltgf_rho = kUnset;
   double min_ltgf_rho = kUnset;
   double sharing_loss_fraction = kUnset;  // share of ltgf_jobs with ρ_job < kSharingLossRho
+  // The same with Astraea's multi-tenant job fairness (eq. 15, the tenant's
+  // fair share split among its active jobs): over finished jobs with a ρ.
+  int ltgf_tenant_jobs = 0;
+  double avg_ltgf_tenant_rho = kUnset;
+  double min_ltgf_tenant_rho = kUnset;
+  double tenant_sharing_loss_fraction = kUnset;
 
   // LTGF ρ_tenant (Astraea eq. 6-12) over fixed windows of fairness_window_s
   // (see tenant_windows()): tenant_windows_rated (tenant, window) pairs have a
@@ -161,6 +167,13 @@ double ftf_rho(const JobRecord& job);
 double ltgf_rho(const JobRecord& job);
 // JCT / (attained GPU-seconds / workers); NaN if unfinished or it never held GPUs.
 double job_slowdown(const JobRecord& job);
+
+// Astraea's job fairness inside the tenant (eq. 13-15), one value per job of
+// result.jobs: attained / ∫ min(workers, FairShare_tenant(t) · w / Σ active w
+// of its tenant) dt over [arrival, finish or end], with FairShare_tenant =
+// min(Demand, Quota) (eq. 6-8) from the jobs' exact arrivals and finishes.
+// NaN where that fair share is not > 0.
+std::vector<double> ltgf_tenant_rhos(const SimResult& result);
 
 // Nearest-rank percentile: the value of rank ceil(percent/100 x n) in
 // ascending order (rank 1 is the smallest), so the result is always one of

@@ -179,6 +179,81 @@ double job_slowdown(const JobRecord& job) {
   return job_jct(job) / (job.attained_gpu_seconds / job.workers);
 }
 
+std::vector<double> ltgf_tenant_rhos(const SimResult& r) {
+  check_sim_result(r);
+  const std::size_t n = r.tenants.size();
+  std::vector<double> out(r.jobs.size(), kUnset);
+  if (n == 0 || r.jobs.empty()) return out;
+  double weight_sum = 0.0;
+  for (const auto& t : r.tenants) weight_sum += t.weight;
+  std::vector<std::size_t> tenant_of(r.jobs.size());
+  std::vector<std::vector<std::size_t>> by_tenant(n);
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    const JobRecord& j = r.jobs[i];
+    std::size_t t = 0;
+    while (t < n && r.tenants[t].name != j.tenant) ++t;
+    if (t == n) throw std::invalid_argument(fmt::format("job {}: unknown tenant '{}'", j.id, j.tenant));
+    by_tenant[t].push_back(i);
+  }
+  for (std::size_t t = 0; t < n; ++t) {
+    if (by_tenant[t].empty()) continue;
+    const double quota = r.total_gpus() * r.tenants[t].weight / weight_sum;  // eq. 6
+    // Jobs of one (workers, weight) class have the same share at every
+    // instant: one integral per class, a job's fair GPU-seconds is its
+    // difference between arrival and finish.
+    struct Class {
+      int workers;
+      double weight, integral = 0.0;
+      int active = 0;
+    };
+    std::vector<Class> classes;
+    std::vector<std::size_t> class_of(r.jobs.size());
+    struct Event {
+      double time;
+      bool arrive;
+      std::size_t job;
+    };
+    std::vector<Event> events;
+    for (std::size_t i : by_tenant[t]) {
+      const JobRecord& j = r.jobs[i];
+      std::size_t c = 0;
+      while (c < classes.size() && (classes[c].workers != j.workers || classes[c].weight != j.weight)) ++c;
+      if (c == classes.size()) classes.push_back({j.workers, j.weight});
+      class_of[i] = c;
+      const double end = std::isnan(j.finish) ? std::max(r.end, j.arrival) : j.finish;
+      events.push_back({j.arrival, true, i});
+      events.push_back({end, false, i});
+    }
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Event& a, const Event& b) { return a.time < b.time; });
+    std::vector<double> mark(r.jobs.size(), 0.0);
+    double demand = 0.0, weights = 0.0, now = events.front().time;
+    for (const Event& e : events) {
+      if (e.time > now && weights > 0.0) {
+        const double share = std::min(demand, quota);  // eq. 8
+        for (Class& c : classes)
+          if (c.active > 0) c.integral += std::min<double>(c.workers, share * c.weight / weights) * (e.time - now);
+      }
+      now = std::max(now, e.time);
+      const JobRecord& j = r.jobs[e.job];
+      Class& c = classes[class_of[e.job]];
+      if (e.arrive) {
+        mark[e.job] = c.integral;
+        ++c.active;
+        demand += j.workers;
+        weights += j.weight;
+      } else {
+        const double fair = c.integral - mark[e.job];  // eq. 14
+        if (fair > 0.0) out[e.job] = j.attained_gpu_seconds / fair;  // eq. 15
+        --c.active;
+        demand -= j.workers;
+        weights -= j.weight;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
   check_sim_result(r);
   if (!(window_s > 0) || !std::isfinite(window_s))
@@ -344,6 +419,21 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   s.avg_ltgf_rho = mean(ltgf);
   s.min_ltgf_rho = min_of(ltgf);
   s.sharing_loss_fraction = fraction(sharing_loss, ltgf.size());
+
+  {
+    std::vector<double> rhos;
+    std::size_t loss = 0;
+    const std::vector<double> all = ltgf_tenant_rhos(r);
+    for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+      if (std::isnan(r.jobs[i].finish) || std::isnan(all[i])) continue;
+      rhos.push_back(all[i]);
+      if (all[i] < kSharingLossRho) ++loss;
+    }
+    s.ltgf_tenant_jobs = static_cast<int>(rhos.size());
+    s.avg_ltgf_tenant_rho = mean(rhos);
+    s.min_ltgf_tenant_rho = min_of(rhos);
+    s.tenant_sharing_loss_fraction = fraction(loss, rhos.size());
+  }
 
   // ---- tenants over windows ----
   // The GPU integrals are sums of round pieces, so a tenant that held exactly

@@ -121,8 +121,12 @@ const std::vector<CompareColumn>& compare_columns() {
        [](const SimSummary& s) { return s.worst_ftf_rho; }, false},
       {"tenant_unfairness_ratio", "tenant", "unfair", 1, 3,
        [](const SimSummary& s) { return s.tenant_unfairness_ratio; }},
+      // Astraea §6.3's sharing loss in a multi-tenant cluster (eq. 15); the
+      // cluster-wide eq. 5 fraction stays in compare.csv.
       {"sharing_loss_fraction", "sharing", "loss", 1, 3,
-       [](const SimSummary& s) { return s.sharing_loss_fraction; }},
+       [](const SimSummary& s) { return s.sharing_loss_fraction; }, false},
+      {"tenant_sharing_loss_fraction", "sharing", "loss15", 1, 3,
+       [](const SimSummary& s) { return s.tenant_sharing_loss_fraction; }},
       {"avg_slowdown", "slow-", "down", 1, 2, [](const SimSummary& s) { return s.avg_slowdown; }},
       {"jain_index", "Jain", "index", 1, 3, [](const SimSummary& s) { return s.jain_index; }},
       {"restarts", "re-", "starts", 1, 0,
@@ -249,6 +253,10 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("avg_ltgf_rho", s.avg_ltgf_rho);
   real("min_ltgf_rho", s.min_ltgf_rho);
   real("sharing_loss_fraction", s.sharing_loss_fraction);
+  out["ltgf_tenant_jobs"] = s.ltgf_tenant_jobs;
+  real("avg_ltgf_tenant_rho", s.avg_ltgf_tenant_rho);
+  real("min_ltgf_tenant_rho", s.min_ltgf_tenant_rho);
+  real("tenant_sharing_loss_fraction", s.tenant_sharing_loss_fraction);
   real("fairness_window_s", s.fairness_window_s);
   out["tenant_windows_rated"] = s.tenant_windows_rated;
   real("tenant_unfairness_ratio", s.tenant_unfairness_ratio);
@@ -318,6 +326,9 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("min rho_job", fixed(s.min_ltgf_rho, 3));
   line(fmt::format("sharing-loss fraction (rho < {:g})", kSharingLossRho),
        percent(s.sharing_loss_fraction));
+  line("average rho_job, eq. 15", fixed(s.avg_ltgf_tenant_rho, 3));
+  line(fmt::format("sharing loss, eq. 15 (rho < {:g})", kSharingLossRho),
+       percent(s.tenant_sharing_loss_fraction));
   line("LTGF per tenant: windows rated", fmt::format("{} (tenant, window) pairs, window {:g} s",
                                                      s.tenant_windows_rated, s.fairness_window_s));
   line(fmt::format("tenant unfairness ratio (rho < {:g})", kTenantUnfairRho),
