@@ -551,13 +551,15 @@ TEST(FairnessMetrics, JobRhoInsideTheTenant) {
 }
 
 TEST(FairnessMetrics, JobRhoInsideOneSaturatedTenantIsEq5) {
-  // One tenant whose demand always exceeds the cluster: eq. 8 gives it all M
-  // GPUs and eq. 13 splits them as eq. 3 does, so eq. 15 = eq. 5 (the
-  // simulator's fair_gpu_seconds) job by job.
+  // One tenant whose demand exceeds the cluster (6 one-GPU jobs on 2 GPUs)
+  // until the last job runs alone: eq. 8 gives it all M GPUs and eq. 13
+  // splits them as eq. 3 does, and the last job gets its 1 worker under both,
+  // so eq. 15 = eq. 5 (the simulator's fair_gpu_seconds) job by job.
   Cluster c = toy::toy_cluster({{"slow", 2}});
   c.gpu_types = {"slow"};
   std::vector<JobSpec> jobs;
-  for (int i = 0; i < 6; ++i) jobs.push_back(toy::job("j" + std::to_string(i), "t", "b", 1, 0, 600.0 + 100 * i));
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back(toy::job("j" + std::to_string(i), "t", "b", 1, 0, 600.0 + 100 * i));
   Workload w = toy::workload(jobs);
   ClusterModel model = bind_model(c, toy::toy_profiles(), w, 10.0);
   auto p = make_round_policy("fifo-backfill", {});

@@ -300,16 +300,26 @@ TEST(SimReport, JobsCsvHasHeaderOneRowPerJobAndEmptyCellsForNan) {
   SimResult r = two_jobs();
   JobRecord j3 = job("j3", "x,\"y\"", 200, kUnset, kUnset);  // needs quoting
   r.jobs.push_back(j3);
+  r.tenants.push_back({"x,\"y\"", 1.0});
+  r.rounds.clear();  // shaped for one tenant; jobs.csv reads only the jobs
   r.end = 400;
   auto rows = lines(jobs_csv(r));
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0],
             "job_id,tenant,job_type,workers,arrival,first_start,finish,jct,queueing_delay,"
-            "attained_gpu_seconds,restarts,preemptions,cross_type_placements,ftf_rho,ltgf_rho");
-  EXPECT_EQ(rows[1], "j1,a,resnet,2,0,0,100,100,0,200,1,2,0,2,1");
-  EXPECT_EQ(rows[2], "j2,a,resnet,4,50,100,300,250,50,800,2,0,3,1,0.8");
-  // Never started, unfinished, no fair share: every derived cell is empty.
-  EXPECT_EQ(rows[3], "j3,\"x,\"\"y\"\"\",resnet,1,200,,,,,0,0,0,0,,");
+            "attained_gpu_seconds,restarts,preemptions,cross_type_placements,ftf_rho,ltgf_rho,"
+            "ltgf_tenant_rho");
+  // ltgf_tenant_rho (eq. 15): 4 GPUs, two tenants of weight 1, quota 2 each.
+  //   a, [0, 50): j1 alone, min(demand 2, 2) = 2 -> 100 GPU-s.
+  //   a, [50, 100): demand 6, share 2 split by weight: j1 and j2 1 each -> 50.
+  //   a, [100, 300): j2 alone, min(4, 2) = 2 -> 400.
+  //   j1: 200 / 150; j2: 800 / 450.
+  //   x,"y": j3 alone from 200 to the end (400), demand 1 -> 200; attained 0.
+  EXPECT_EQ(rows[1], "j1,a,resnet,2,0,0,100,100,0,200,1,2,0,2,1,1.333333333");
+  EXPECT_EQ(rows[2], "j2,a,resnet,4,50,100,300,250,50,800,2,0,3,1,0.8,1.777777778");
+  // Never started, unfinished, no eq. 5 fair share: every derived cell is
+  // empty but eq. 15's: it had 200 GPU-s of fair share and got none.
+  EXPECT_EQ(rows[3], "j3,\"x,\"\"y\"\"\",resnet,1,200,,,,,0,0,0,0,,,0");
 }
 
 TEST(SimReport, TenantsCsvHasOneRowPerRoundPerTenant) {

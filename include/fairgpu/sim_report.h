@@ -172,7 +172,8 @@ double job_slowdown(const JobRecord& job);
 // result.jobs: attained / ∫ min(workers, FairShare_tenant(t) · w / Σ active w
 // of its tenant) dt over [arrival, finish or end], with FairShare_tenant =
 // min(Demand, Quota) (eq. 6-8) from the jobs' exact arrivals and finishes.
-// NaN where that fair share is not > 0.
+// NaN where that fair share is not > 0. Throws std::invalid_argument for the
+// bad jobs tenant_windows() rejects.
 std::vector<double> ltgf_tenant_rhos(const SimResult& result);
 
 // Nearest-rank percentile: the value of rank ceil(percent/100 x n) in
@@ -188,7 +189,10 @@ double percentile_nearest_rank(std::vector<double> values, int percent);
 
 // One row per job in workload order:
 //   job_id,tenant,job_type,workers,arrival,first_start,finish,jct,queueing_delay,
-//   attained_gpu_seconds,restarts,preemptions,cross_type_placements,ftf_rho,ltgf_rho
+//   attained_gpu_seconds,restarts,preemptions,cross_type_placements,ftf_rho,ltgf_rho,
+//   ltgf_tenant_rho
+// ltgf_rho is eq. 5 (JobRecord::fair_gpu_seconds), ltgf_tenant_rho eq. 15
+// (ltgf_tenant_rhos()); both also for unfinished jobs, their service so far.
 std::string jobs_csv(const SimResult& result);
 
 // One row per round per tenant:

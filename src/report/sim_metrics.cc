@@ -6,6 +6,9 @@
 //     ρ_FTF = JCT / (isolated run time x N_avg); unfair when ρ_FTF > 1.
 //   - Long-term GPU-time fairness (Astraea eq. 5): ρ_job = attained GPU service
 //     time / fair GPU service time; a sharing loss when ρ_job < 0.95.
+//   - The same inside the tenant (Astraea eq. 13-15): the job's fair share is
+//     its weight's part of the tenant's min(Demand_j, Quota_j), capped at its
+//     workers; exact from the job records, see ltgf_tenant_rhos().
 //   - LTGF per tenant (Astraea eq. 6-12) over fixed windows, default 1 h
 //     (§6.1.4); the tenant unfairness ratio is the share of rated (tenant,
 //     window) cases with ρ_tenant < 1 (§6.3). The fair share integrates
@@ -31,6 +34,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fairgpu/sim_report.h"
@@ -58,27 +62,25 @@ double fraction(std::size_t part, std::size_t whole) {
   return whole == 0 ? kUnset : static_cast<double>(part) / static_cast<double>(whole);
 }
 
-// Astraea eq. 8's integrand for one tenant, min(Demand_j(t), Quota_j), as a
-// step function: pieces [start, end) of constant rate > 0, in time order and
-// disjoint. Demand_j (eq. 7) changes only at the arrivals and finishes of j's
-// jobs, so the pieces come exactly from the job records.
-struct FairPiece {
-  double start, end, rate;
-};
+// Eq. 6 over all tenants of the workload, active or not: a tenant's quota
+// does not grow because another tenant is idle (that is what the min with
+// the demand, eq. 8, is for).
+std::vector<double> tenant_quotas(const SimResult& r) {
+  double weight_sum = 0.0;
+  for (const auto& t : r.tenants) weight_sum += t.weight;
+  std::vector<double> quota(r.tenants.size());
+  for (std::size_t t = 0; t < quota.size(); ++t)
+    quota[t] = r.total_gpus() * r.tenants[t].weight / weight_sum;
+  return quota;
+}
 
-std::vector<std::vector<FairPiece>> fair_pieces(const SimResult& r,
-                                                const std::vector<double>& quota, double origin,
-                                                double span_end) {
-  const std::size_t n = r.tenants.size();
+// Each job's index into r.tenants (a repeated name: the first), after checking
+// the fields Demand_j (eq. 7) is built from.
+std::vector<std::size_t> job_tenants(const SimResult& r) {
   std::map<std::string, std::size_t> index;
-  for (std::size_t t = n; t-- > 0;) index[r.tenants[t].name] = t;  // a repeated name: the first
-  struct Step {
-    std::size_t tenant;
-    double time;
-    long long delta;  // workers joining (+) or leaving (-) the demand
-  };
-  std::vector<Step> steps;
-  steps.reserve(2 * r.jobs.size());
+  for (std::size_t t = r.tenants.size(); t-- > 0;) index[r.tenants[t].name] = t;
+  std::vector<std::size_t> out;
+  out.reserve(r.jobs.size());
   for (const JobRecord& job : r.jobs) {
     auto it = index.find(job.tenant);
     if (it == index.end())
@@ -91,13 +93,40 @@ std::vector<std::vector<FairPiece>> fair_pieces(const SimResult& r,
           "SimResult: job {} has arrival {}, finish {}, {} workers; expected a finite arrival, "
           "no finish or one at or after it, workers >= 0",
           job.id, job.arrival, job.finish, job.workers));
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+// Astraea eq. 8's integrand for one tenant, min(Demand_j(t), Quota_j), as a
+// step function: pieces [start, end) of constant rate > 0, in time order and
+// disjoint. Demand_j (eq. 7) changes only at the arrivals and finishes of j's
+// jobs, so the pieces come exactly from the job records.
+struct FairPiece {
+  double start, end, rate;
+};
+
+std::vector<std::vector<FairPiece>> fair_pieces(const SimResult& r,
+                                                const std::vector<double>& quota, double origin,
+                                                double span_end) {
+  const std::size_t n = r.tenants.size();
+  const std::vector<std::size_t> tenant_of = job_tenants(r);
+  struct Step {
+    std::size_t tenant;
+    double time;
+    long long delta;  // workers joining (+) or leaving (-) the demand
+  };
+  std::vector<Step> steps;
+  steps.reserve(2 * r.jobs.size());
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    const JobRecord& job = r.jobs[i];
     // Active over [arrival, finish); unfinished jobs until the span's end.
     // Outside [origin, span_end] there are no windows.
     const double from = std::max(job.arrival, origin);
     const double to = std::isnan(job.finish) ? span_end : std::min(job.finish, span_end);
     if (!(to > from) || job.workers == 0) continue;
-    steps.push_back({it->second, from, job.workers});
-    steps.push_back({it->second, to, -static_cast<long long>(job.workers)});
+    steps.push_back({tenant_of[i], from, job.workers});
+    steps.push_back({tenant_of[i], to, -static_cast<long long>(job.workers)});
   }
   // By tenant, then time; steps at one instant are all applied before the
   // next piece starts, so their order among themselves does not matter.
@@ -181,74 +210,92 @@ double job_slowdown(const JobRecord& job) {
 
 std::vector<double> ltgf_tenant_rhos(const SimResult& r) {
   check_sim_result(r);
-  const std::size_t n = r.tenants.size();
   std::vector<double> out(r.jobs.size(), kUnset);
-  if (n == 0 || r.jobs.empty()) return out;
-  double weight_sum = 0.0;
-  for (const auto& t : r.tenants) weight_sum += t.weight;
-  std::vector<std::size_t> tenant_of(r.jobs.size());
-  std::vector<std::vector<std::size_t>> by_tenant(n);
+  const std::vector<std::size_t> tenant_of = job_tenants(r);
+  const std::vector<double> quota = tenant_quotas(r);
+  // One sweep over every tenant's arrivals and finishes, by tenant then time:
+  // FairShare_j (eq. 8) and Σ W_ij (eq. 13) change only there. At one instant
+  // arrivals come first (a job finishing as it arrives gets a fair share of
+  // 0), then job order, so the sums are added in the same order every run.
+  struct Event {
+    std::size_t tenant;
+    double time;
+    bool arrive;
+    std::size_t job;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * r.jobs.size());
   for (std::size_t i = 0; i < r.jobs.size(); ++i) {
     const JobRecord& j = r.jobs[i];
-    std::size_t t = 0;
-    while (t < n && r.tenants[t].name != j.tenant) ++t;
-    if (t == n) throw std::invalid_argument(fmt::format("job {}: unknown tenant '{}'", j.id, j.tenant));
-    by_tenant[t].push_back(i);
+    // Unfinished jobs are active to the end of the run (eq. 14's upper bound).
+    const double end = std::isnan(j.finish) ? std::max(r.end, j.arrival) : j.finish;
+    events.push_back({tenant_of[i], j.arrival, true, i});
+    events.push_back({tenant_of[i], end, false, i});
   }
-  for (std::size_t t = 0; t < n; ++t) {
-    if (by_tenant[t].empty()) continue;
-    const double quota = r.total_gpus() * r.tenants[t].weight / weight_sum;  // eq. 6
-    // Jobs of one (workers, weight) class have the same share at every
-    // instant: one integral per class, a job's fair GPU-seconds is its
-    // difference between arrival and finish.
-    struct Class {
-      int workers;
-      double weight, integral = 0.0;
-      int active = 0;
-    };
-    std::vector<Class> classes;
-    std::vector<std::size_t> class_of(r.jobs.size());
-    struct Event {
-      double time;
-      bool arrive;
-      std::size_t job;
-    };
-    std::vector<Event> events;
-    for (std::size_t i : by_tenant[t]) {
-      const JobRecord& j = r.jobs[i];
-      std::size_t c = 0;
-      while (c < classes.size() && (classes[c].workers != j.workers || classes[c].weight != j.weight)) ++c;
-      if (c == classes.size()) classes.push_back({j.workers, j.weight});
-      class_of[i] = c;
-      const double end = std::isnan(j.finish) ? std::max(r.end, j.arrival) : j.finish;
-      events.push_back({j.arrival, true, i});
-      events.push_back({end, false, i});
+  std::sort(events.begin(), events.end(), [](const Event& x, const Event& y) {
+    if (x.tenant != y.tenant) return x.tenant < y.tenant;
+    if (x.time != y.time) return x.time < y.time;
+    if (x.arrive != y.arrive) return x.arrive;
+    return x.job < y.job;
+  });
+
+  // Jobs of one tenant with the same (workers, weight) have the same rate
+  // min(workers, FairShare_j · W_ij / Σ W) at every instant: one running
+  // integral per class, and a job's fair GPU-seconds (eq. 14) is the class
+  // integral at its finish minus that at its arrival. Each step between
+  // events touches the tenant's classes: O(jobs log jobs + events x classes),
+  // classes being the few distinct (workers, weight) pairs of a tenant.
+  struct Class {
+    int workers;
+    double weight;
+    double integral = 0.0;
+    int active = 0;
+  };
+  std::vector<Class> classes;
+  std::map<std::pair<int, double>, std::size_t> class_index;
+  std::vector<std::size_t> class_of(r.jobs.size());
+  std::vector<double> at_arrival(r.jobs.size(), 0.0);
+  std::size_t tenant = r.tenants.size();
+  double now = 0.0, weights = 0.0;
+  long long demand = 0;
+  int active = 0;
+  for (const Event& e : events) {
+    if (e.tenant != tenant) {  // a new tenant: nothing active
+      tenant = e.tenant;
+      classes.clear();
+      class_index.clear();
+      now = e.time;
     }
-    std::stable_sort(events.begin(), events.end(),
-                     [](const Event& a, const Event& b) { return a.time < b.time; });
-    std::vector<double> mark(r.jobs.size(), 0.0);
-    double demand = 0.0, weights = 0.0, now = events.front().time;
-    for (const Event& e : events) {
-      if (e.time > now && weights > 0.0) {
-        const double share = std::min(demand, quota);  // eq. 8
+    if (e.time > now) {
+      if (active > 0 && weights > 0) {
+        const double share = std::min(static_cast<double>(demand), quota[tenant]);  // eq. 8
         for (Class& c : classes)
-          if (c.active > 0) c.integral += std::min<double>(c.workers, share * c.weight / weights) * (e.time - now);
+          if (c.active > 0)  // eq. 13, capped at the job's workers as in eq. 14
+            c.integral +=
+                std::min(static_cast<double>(c.workers), share * c.weight / weights) *
+                (e.time - now);
       }
-      now = std::max(now, e.time);
-      const JobRecord& j = r.jobs[e.job];
+      now = e.time;
+    }
+    const JobRecord& j = r.jobs[e.job];
+    if (e.arrive) {
+      auto [it, added] = class_index.try_emplace({j.workers, j.weight}, classes.size());
+      if (added) classes.push_back({j.workers, j.weight});
+      class_of[e.job] = it->second;
+      Class& c = classes[it->second];
+      at_arrival[e.job] = c.integral;
+      ++c.active;
+      ++active;
+      demand += j.workers;
+      weights += j.weight;
+    } else {
       Class& c = classes[class_of[e.job]];
-      if (e.arrive) {
-        mark[e.job] = c.integral;
-        ++c.active;
-        demand += j.workers;
-        weights += j.weight;
-      } else {
-        const double fair = c.integral - mark[e.job];  // eq. 14
-        if (fair > 0.0) out[e.job] = j.attained_gpu_seconds / fair;  // eq. 15
-        --c.active;
-        demand -= j.workers;
-        weights -= j.weight;
-      }
+      const double fair = c.integral - at_arrival[e.job];  // eq. 14
+      if (fair > 0) out[e.job] = j.attained_gpu_seconds / fair;  // eq. 15
+      --c.active;
+      demand -= j.workers;
+      // Idle: start the weight sum afresh rather than carry round-off.
+      weights = --active > 0 ? weights - j.weight : 0.0;
     }
   }
   return out;
@@ -264,14 +311,7 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
   std::vector<TenantWindow> out;
   if (r.rounds.empty() || n == 0) return out;
 
-  // Eq. 6 over all tenants of the workload, active or not: a tenant's quota
-  // does not grow because another tenant is idle (that is what the min with
-  // the demand, eq. 8, is for).
-  double weight_sum = 0.0;
-  for (const auto& t : r.tenants) weight_sum += t.weight;
-  std::vector<double> quota(n);
-  for (std::size_t t = 0; t < n; ++t) quota[t] = r.total_gpus() * r.tenants[t].weight / weight_sum;
-
+  const std::vector<double> quota = tenant_quotas(r);
   const double origin = std::min(r.start, r.rounds.front().start);
   const double span_end = std::max(r.end, r.rounds.back().end);
   const std::vector<std::vector<FairPiece>> pieces = fair_pieces(r, quota, origin, span_end);

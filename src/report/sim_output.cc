@@ -1,9 +1,9 @@
 // Output files of a simulation run (DESIGN §5): per-job, per-tenant and
 // per-round CSVs, the summary JSON, and text tables for a person; the metrics
 // are those of DESIGN §6 computed in sim_metrics.cc (FTF after Themis /
-// Shockwave eq. 9, LTGF after Astraea eq. 5 and eq. 6-12 per tenant and
-// window, slowdown after Astraea §3.2, normalised throughput after OEF
-// §6.1.4). Formats are documented in fairgpu/sim_report.h.
+// Shockwave eq. 9, LTGF after Astraea eq. 5, eq. 13-15 inside the tenant and
+// eq. 6-12 per tenant and window, slowdown after Astraea §3.2, normalised
+// throughput after OEF §6.1.4). Formats are documented in fairgpu/sim_report.h.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -152,13 +152,17 @@ std::string jobs_csv(const SimResult& result) {
   std::string out;
   add_row(out, {"job_id", "tenant", "job_type", "workers", "arrival", "first_start", "finish",
                 "jct", "queueing_delay", "attained_gpu_seconds", "restarts", "preemptions",
-                "cross_type_placements", "ftf_rho", "ltgf_rho"});
-  for (const JobRecord& j : result.jobs)
+                "cross_type_placements", "ftf_rho", "ltgf_rho", "ltgf_tenant_rho"});
+  const std::vector<double> tenant_rho = ltgf_tenant_rhos(result);
+  for (std::size_t i = 0; i < result.jobs.size(); ++i) {
+    const JobRecord& j = result.jobs[i];
     add_row(out, {field(j.id), field(j.tenant), field(j.job_type), std::to_string(j.workers),
                   num(j.arrival), num(j.first_start), num(j.finish), num(job_jct(j)),
                   num(j.first_start - j.arrival), num(j.attained_gpu_seconds),
                   std::to_string(j.restarts), std::to_string(j.preemptions),
-                  std::to_string(j.cross_type_placements), num(ftf_rho(j)), num(ltgf_rho(j))});
+                  std::to_string(j.cross_type_placements), num(ftf_rho(j)), num(ltgf_rho(j)),
+                  num(tenant_rho[i])});
+  }
   return out;
 }
 
