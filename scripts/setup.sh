@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev       # JSON, command line
   libfmt-dev                            # formatting of tables
   liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
+  libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -133,9 +134,14 @@ struct Job {
   double normalised_rate() const { return rate / ref_rate * workers; }
 };
 
+// device_owner of a device held outside the policy's jobs: the live manager's
+// profiling runs (src/live/manager.cc). Never free to a plan.
+inline constexpr std::int64_t kDeviceReserved = -2;
+
 struct SchedulerState {
   const ClusterModel* model = nullptr;
   std::vector<TenantSpec> tenants;
+  std::map<std::string, std::size_t, std::less<>> tenant_index;  // name -> tenants index
   std::vector<Job> jobs;
   std::vector<std::size_t> active;            // arrived and unfinished, by arrival
   std::vector<std::size_t> running;           // holding devices (kept by the executor)
@@ -153,6 +159,7 @@ struct SchedulerState {
   std::vector<FairClass> fair_classes;
   double contention_integral = 0.0;  // of max(1, active_workers / M) dt
   std::vector<std::int64_t> device_owner;     // flat device -> job index, -1 when free
+  std::vector<int> reserved;                  // per type: devices at kDeviceReserved
   double now = 0.0;
   // Something a policy's allocation depends on changed since the last plan:
   // an arrival, a completion or a throughput change.
@@ -180,6 +187,11 @@ struct RoundPlan {
 // Jobs in workload order, all kFuture, with their rates and work resolved
 // (duration_s -> iterations at the type-0 one-node rate); devices all free.
 SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& workload);
+
+// Appends one job (kFuture) to the state, its rates and work resolved as
+// make_scheduler_state does; its job type must be in the model's profiles.
+// The live manager adds submissions this way. Returns its index.
+std::size_t add_job(SchedulerState& state, const JobSpec& spec);
 
 // Moves the fair-service and contention integrals forward over
 // [state.now, state.now + dt] with no arrival or completion inside. Does not

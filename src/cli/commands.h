@@ -15,4 +15,12 @@ using Command = std::function<std::string()>;
 // simulate | compare | generate (src/cli/sim_commands.cc).
 void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 
+// The live manager (DESIGN §7, docs/live-protocol.md): `serve`
+// (src/cli/serve_command.cc), `agent` (src/cli/agent_command.cc), and the
+// client commands submit | jobs | cancel | cluster | tenants | profiles
+// (src/cli/client_commands.cc).
+void add_serve_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+
 }  // namespace fairgpu::cli

@@ -13,13 +13,8 @@
 
 namespace fairgpu {
 
-SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& workload) {
-  SchedulerState s;
-  s.model = &model;
-  s.tenants = workload.tenants;
-  std::map<std::string, std::size_t> tenant_index;
-  for (std::size_t i = 0; i < s.tenants.size(); ++i) tenant_index[s.tenants[i].name] = i;
-
+std::size_t add_job(SchedulerState& s, const JobSpec& spec) {
+  const ClusterModel& model = *s.model;
   const std::size_t k = model.cluster.num_types();
   const double total = model.total_gpus;
   // GPU-proportional CPU and memory for jobs that give none: the aggregate of
@@ -30,69 +25,75 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
     cluster_cpus += n.cpus;
     cluster_memory_gb += n.memory_gb;
   }
-  auto demand = [](double given, double proportional, const JobSpec& spec, const char* what) {
+  auto demand = [&spec](double given, double proportional, const char* what) {
     if (std::isnan(given)) return proportional;
     if (!(given >= 0.0) || !std::isfinite(given))  // readers reject these; a caller bug
       throw std::invalid_argument(fmt::format("job {}: {} must be finite and >= 0, got {}",
                                               spec.id, what, given));
     return given;
   };
-  s.jobs.reserve(workload.jobs.size());
+  Job j;
+  j.index = s.jobs.size();
+  auto it = s.tenant_index.find(spec.tenant);
+  if (it == s.tenant_index.end()) {  // a reader that forgot the tenant list
+    it = s.tenant_index.emplace(spec.tenant, s.tenants.size()).first;
+    s.tenants.push_back({spec.tenant, 1.0});
+  }
+  j.tenant = it->second;
+  j.job_type = *model.profiles.index(spec.job_type);
+  j.workers = spec.workers;
+  j.weight = spec.weight;
+  j.arrival = spec.arrival_s;
+  j.cpus = demand(spec.cpus, spec.workers * cluster_cpus / total, "cpus");
+  j.memory_gb = demand(spec.memory_gb, spec.workers * cluster_memory_gb / total, "memory_gb");
+  const JobTypeProfile& p = model.profiles.job_types[j.job_type];
+  j.rate_one_node.resize(k);
+  j.rate_spread.resize(k);
+  j.rate_best.resize(k);
+  double mean_rate = 0.0;
+  for (std::size_t t = 0; t < k; ++t) {
+    const std::string& type = model.cluster.gpu_types[t];
+    j.rate_one_node[t] = p.rate(type, j.workers, false);
+    j.rate_spread[t] = p.rate(type, j.workers, true);
+    j.rate_best[t] = j.workers <= model.largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
+    mean_rate += model.capacity[t] / total * j.rate_best[t];
+  }
+  for (std::size_t t = 0; t < k && j.ref_rate == 0.0; ++t) j.ref_rate = j.rate_best[t];
+  j.work = std::isnan(spec.iterations) ? spec.duration_s * j.ref_rate : spec.iterations;
+  j.restart_overhead_s = p.restart_overhead_s.value_or(model.restart_overhead_s);
+  j.time_on_type.assign(k, 0.0);
+  j.last_stop = j.arrival;
+
+  JobRecord& r = j.record;
+  r.id = spec.id;
+  r.tenant = spec.tenant;
+  r.job_type = spec.job_type;
+  r.workers = spec.workers;
+  r.weight = spec.weight;
+  r.arrival = spec.arrival_s;
+  r.work = j.work;
+  r.exclusive_s = j.work / mean_rate;
+  j.fair_class = s.fair_classes.size();
+  for (std::size_t c = 0; c < s.fair_classes.size(); ++c)
+    if (s.fair_classes[c].workers == j.workers && s.fair_classes[c].weight == j.weight)
+      j.fair_class = c;
+  if (j.fair_class == s.fair_classes.size()) s.fair_classes.push_back({j.workers, j.weight, 0.0});
+  s.jobs.push_back(std::move(j));
+  return s.jobs.size() - 1;
+}
+
+SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& workload) {
+  SchedulerState s;
+  s.model = &model;
+  s.tenants = workload.tenants;
+  for (std::size_t t = s.tenants.size(); t-- > 0;) s.tenant_index[s.tenants[t].name] = t;
   for (std::size_t i = 1; i < workload.jobs.size(); ++i)
     if (workload.jobs[i].arrival_s < workload.jobs[i - 1].arrival_s)
       throw std::invalid_argument("workload jobs must be sorted by arrival (readers sort them)");
-  for (const JobSpec& spec : workload.jobs) {
-    Job j;
-    j.index = s.jobs.size();
-    auto it = tenant_index.find(spec.tenant);
-    if (it == tenant_index.end()) {  // a reader that forgot the tenant list
-      tenant_index[spec.tenant] = s.tenants.size();
-      s.tenants.push_back({spec.tenant, 1.0});
-      it = tenant_index.find(spec.tenant);
-    }
-    j.tenant = it->second;
-    j.job_type = *model.profiles.index(spec.job_type);
-    j.workers = spec.workers;
-    j.weight = spec.weight;
-    j.arrival = spec.arrival_s;
-    j.cpus = demand(spec.cpus, spec.workers * cluster_cpus / total, spec, "cpus");
-    j.memory_gb =
-        demand(spec.memory_gb, spec.workers * cluster_memory_gb / total, spec, "memory_gb");
-    const JobTypeProfile& p = model.profiles.job_types[j.job_type];
-    j.rate_one_node.resize(k);
-    j.rate_spread.resize(k);
-    j.rate_best.resize(k);
-    double mean_rate = 0.0;
-    for (std::size_t t = 0; t < k; ++t) {
-      const std::string& type = model.cluster.gpu_types[t];
-      j.rate_one_node[t] = p.rate(type, j.workers, false);
-      j.rate_spread[t] = p.rate(type, j.workers, true);
-      j.rate_best[t] = j.workers <= model.largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
-      mean_rate += model.capacity[t] / total * j.rate_best[t];
-    }
-    for (std::size_t t = 0; t < k && j.ref_rate == 0.0; ++t) j.ref_rate = j.rate_best[t];
-    j.work = std::isnan(spec.iterations) ? spec.duration_s * j.ref_rate : spec.iterations;
-    j.restart_overhead_s = p.restart_overhead_s.value_or(model.restart_overhead_s);
-    j.time_on_type.assign(k, 0.0);
-    j.last_stop = j.arrival;
-
-    JobRecord& r = j.record;
-    r.id = spec.id;
-    r.tenant = spec.tenant;
-    r.job_type = spec.job_type;
-    r.workers = spec.workers;
-    r.weight = spec.weight;
-    r.arrival = spec.arrival_s;
-    r.work = j.work;
-    r.exclusive_s = j.work / mean_rate;
-    j.fair_class = s.fair_classes.size();
-    for (std::size_t c = 0; c < s.fair_classes.size(); ++c)
-      if (s.fair_classes[c].workers == j.workers && s.fair_classes[c].weight == j.weight)
-        j.fair_class = c;
-    if (j.fair_class == s.fair_classes.size()) s.fair_classes.push_back({j.workers, j.weight, 0.0});
-    s.jobs.push_back(std::move(j));
-  }
+  s.jobs.reserve(workload.jobs.size());
+  for (const JobSpec& spec : workload.jobs) add_job(s, spec);
   s.device_owner.assign(static_cast<std::size_t>(model.total_gpus), -1);
+  s.reserved.assign(model.cluster.num_types(), 0);
   return s;
 }
 
@@ -137,6 +138,8 @@ void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
     fail(*twice < s.jobs.size() ? fmt::format("job {} named twice", s.jobs[*twice].record.id)
                                 : fmt::format("unknown job {}", *twice));
   std::vector<std::int64_t> booked(s.device_owner.size(), -1);
+  for (std::size_t d = 0; d < booked.size(); ++d)
+    if (s.device_owner[d] == kDeviceReserved) booked[d] = kDeviceReserved;
   // Devices of jobs whose lease still runs stay theirs.
   for (std::size_t i : s.running) {
     const Job& j = s.jobs[i];
@@ -164,6 +167,8 @@ void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
           d.gpu >= static_cast<std::uint32_t>(s.model->cluster.nodes[d.node].gpus))
         fail(fmt::format("job {} given a device that does not exist", j.record.id));
       std::int64_t& b = booked[s.flat(d)];
+      if (b == kDeviceReserved)
+        fail(fmt::format("job {} given reserved device {}:{}", j.record.id, d.node, d.gpu));
       if (b >= 0)
         fail(fmt::format("device {}:{} given to job {} and job {}", d.node, d.gpu,
                          s.jobs[static_cast<std::size_t>(b)].record.id, j.record.id));

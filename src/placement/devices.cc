@@ -17,7 +17,7 @@ FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
   for (std::uint32_t n = 0; n < nodes.size(); ++n) {
     for (int g = nodes[n].gpus - 1; g >= 0; --g) {
       std::int64_t owner = s.device_owner[s.model->node_first_device[n] + static_cast<std::size_t>(g)];
-      if (owner < 0 || s.lease_ended(s.jobs[static_cast<std::size_t>(owner)]))
+      if (owner == -1 || (owner >= 0 && s.lease_ended(s.jobs[static_cast<std::size_t>(owner)])))
         free_gpus_[n].push_back(static_cast<std::uint32_t>(g));
     }
     auto& bucket = buckets_[nodes[n].type][free_gpus_[n].size()];

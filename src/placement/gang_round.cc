@@ -9,6 +9,7 @@ namespace fairgpu::placement {
 
 GangRound::GangRound(const SchedulerState& s) : s_(s) {
   free_ = s.model->capacity;
+  for (std::size_t t = 0; t < s.reserved.size(); ++t) free_[t] -= s.reserved[t];
   // O(active): the free count is capacity minus what unexpired leases hold.
   for (std::size_t i : s.running) {
     const Job& j = s.jobs[i];
