@@ -1,0 +1,131 @@
+// Reading `fairgpu serve`'s JSON configuration (see config.h).
+#include "live/config.h"
+
+#include <set>
+
+#include "trace/text_input.h"
+
+namespace fairgpu::live {
+
+using text_input::child;
+using text_input::element;
+
+ServeConfig parse_serve_config(std::string_view json_text, const std::string& source) {
+  const auto doc = text_input::parse_json(json_text, source);
+  text_input::JsonReader r(source);
+  r.expect_object(doc, "");
+  r.only_keys(doc, "",
+              {"listen", "data_dir", "checkpoint_dir", "policy", "policy_options", "round_s",
+               "heartbeat_s", "heartbeat_timeout_s", "grace_s", "kill_after_s", "max_retries",
+               "profile_iterations", "profile_timeout_s", "profiles", "restart_overhead_s",
+               "admin_token", "agent_token", "tenants"});
+  ServeConfig c;
+  c.source = source;
+  auto token = [&](const char* key) {
+    std::string t = r.name(r.required(doc, "", key), key);
+    if (t.size() < 8) r.fail(key, "must be at least 8 characters");
+    return t;
+  };
+  if (auto* v = r.optional(doc, "listen")) {
+    std::string s = r.name(*v, "listen");
+    auto colon = s.rfind(':');
+    if (colon == std::string::npos || colon == 0) r.fail("listen", "expected HOST:PORT, got " + s);
+    c.host = s.substr(0, colon);
+    try {
+      std::size_t used = 0;
+      c.port = std::stoi(s.substr(colon + 1), &used);
+      if (used != s.size() - colon - 1) throw std::invalid_argument("junk");
+    } catch (const std::exception&) {
+      r.fail("listen", "bad port in " + s);
+    }
+    if (c.port < 0 || c.port > 65535) r.fail("listen", "port must be 0..65535");
+  }
+  if (auto* v = r.optional(doc, "data_dir")) c.data_dir = r.name(*v, "data_dir");
+  c.checkpoint_dir = c.data_dir + "/checkpoints";
+  if (auto* v = r.optional(doc, "checkpoint_dir")) c.checkpoint_dir = r.name(*v, "checkpoint_dir");
+  if (auto* v = r.optional(doc, "policy")) c.policy = r.name(*v, "policy");
+  if (auto* v = r.optional(doc, "round_s")) c.policy_options.round_s = r.positive(*v, "round_s");
+  if (auto* v = r.optional(doc, "policy_options")) {
+    const std::string p = "policy_options";
+    r.expect_object(*v, p);
+    r.only_keys(*v, p,
+                {"level", "lease_s", "tenant_demands", "themis_filter", "allox_alpha",
+                 "tiresias_thresholds", "tiresias_promote", "astraea_fair_share"});
+    RoundPolicyOptions& o = c.policy_options;
+    if (auto* x = r.optional(*v, "level")) o.level = r.name(*x, child(p, "level"));
+    if (auto* x = r.optional(*v, "lease_s")) o.lease_s = r.positive(*x, child(p, "lease_s"));
+    if (auto* x = r.optional(*v, "tenant_demands")) {
+      if (!x->is_boolean()) r.fail(child(p, "tenant_demands"), "expected true or false");
+      o.tenant_demands = x->get<bool>();
+    }
+    if (auto* x = r.optional(*v, "themis_filter")) {
+      o.themis_filter = r.positive(*x, child(p, "themis_filter"));
+      if (o.themis_filter > 1) r.fail(child(p, "themis_filter"), "must be in (0, 1]");
+    }
+    if (auto* x = r.optional(*v, "allox_alpha")) {
+      o.allox_alpha = r.positive(*x, child(p, "allox_alpha"));
+      if (o.allox_alpha > 1) r.fail(child(p, "allox_alpha"), "must be in (0, 1]");
+    }
+    if (auto* x = r.optional(*v, "tiresias_thresholds")) {
+      const std::string f = child(p, "tiresias_thresholds");
+      r.expect_array(*x, f, "ascending GPU-second thresholds");
+      o.tiresias_thresholds.clear();
+      for (std::size_t i = 0; i < x->size(); ++i) {
+        double t = r.positive((*x)[i], element(f, i));
+        if (!o.tiresias_thresholds.empty() && t <= o.tiresias_thresholds.back())
+          r.fail(element(f, i), "thresholds must ascend");
+        o.tiresias_thresholds.push_back(t);
+      }
+    }
+    if (auto* x = r.optional(*v, "tiresias_promote"))
+      o.tiresias_promote = r.positive(*x, child(p, "tiresias_promote"));
+    if (auto* x = r.optional(*v, "astraea_fair_share")) {
+      o.astraea_fair_share = r.name(*x, child(p, "astraea_fair_share"));
+      if (o.astraea_fair_share != "quota" && o.astraea_fair_share != "demand")
+        r.fail(child(p, "astraea_fair_share"), "expected \"quota\" or \"demand\"");
+    }
+  }
+  for (auto [key, out] : {std::pair{"heartbeat_s", &c.heartbeat_s},
+                          std::pair{"heartbeat_timeout_s", &c.heartbeat_timeout_s},
+                          std::pair{"grace_s", &c.grace_s}, std::pair{"kill_after_s", &c.kill_after_s},
+                          std::pair{"profile_iterations", &c.profile_iterations},
+                          std::pair{"profile_timeout_s", &c.profile_timeout_s}})
+    if (auto* v = r.optional(doc, key)) *out = r.positive(*v, key);
+  if (auto* v = r.optional(doc, "restart_overhead_s"))
+    c.restart_overhead_s = r.non_negative(*v, "restart_overhead_s");
+  if (c.heartbeat_timeout_s < 2 * c.heartbeat_s)
+    r.fail("heartbeat_timeout_s", "must be at least twice heartbeat_s");
+  if (auto* v = r.optional(doc, "max_retries")) {
+    if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > 1000)
+      r.fail("max_retries", "expected an integer in 0..1000");
+    c.max_retries = v->get<int>();
+  }
+  if (auto* v = r.optional(doc, "profiles")) c.profiles_file = r.name(*v, "profiles");
+  c.admin_token = token("admin_token");
+  c.agent_token = token("agent_token");
+  std::set<std::string> names, tokens = {c.admin_token, c.agent_token};
+  if (c.admin_token == c.agent_token) r.fail("agent_token", "must differ from admin_token");
+  const auto& tenants = r.required(doc, "", "tenants");
+  r.expect_array(tenants, "tenants", "tenants");
+  if (tenants.empty()) r.fail("tenants", "must name at least one tenant");
+  for (std::size_t i = 0; i < tenants.size(); ++i) {
+    const std::string p = element("tenants", i);
+    r.expect_object(tenants[i], p);
+    r.only_keys(tenants[i], p, {"name", "weight", "token"});
+    TenantConfig t;
+    t.name = r.name(r.required(tenants[i], p, "name"), child(p, "name"));
+    if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.positive(*w, child(p, "weight"));
+    t.token = r.name(r.required(tenants[i], p, "token"), child(p, "token"));
+    if (t.token.size() < 8) r.fail(child(p, "token"), "must be at least 8 characters");
+    if (!names.insert(t.name).second) r.fail(child(p, "name"), "repeats tenant '" + t.name + "'");
+    if (!tokens.insert(t.token).second) r.fail(child(p, "token"), "repeats another token");
+    c.tenants.push_back(std::move(t));
+  }
+  return c;
+}
+
+ServeConfig read_serve_config(const std::string& path) {
+  return parse_serve_config(text_input::read_text_file(path), path);
+}
+
+}  // namespace fairgpu::live

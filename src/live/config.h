@@ -1,0 +1,48 @@
+// `fairgpu serve`'s configuration (DESIGN §7, docs/live-protocol.md): where it
+// listens and keeps its data, the policy and its options, the lease and
+// heartbeat timings, profiling, tenants with their API tokens, and the admin
+// and agent tokens. JSON, strictly read: an unknown or ill-typed field is an
+// InputError naming the file and field.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+
+namespace fairgpu::live {
+
+struct TenantConfig {
+  std::string name;
+  double weight = 1.0;
+  std::string token;
+};
+
+struct ServeConfig {
+  std::string source = "built-in";
+  std::string host = "127.0.0.1";
+  int port = 8470;
+  std::string data_dir = "fairgpu-data";
+  std::string checkpoint_dir;  // shared by every agent; default <data_dir>/checkpoints
+  std::string policy = "oef-coop";
+  RoundPolicyOptions policy_options;  // round_s: the scheduling interval (policy default if 0)
+  double heartbeat_s = 1.0;
+  double heartbeat_timeout_s = 15.0;
+  double grace_s = 30.0;
+  double kill_after_s = 5.0;
+  int max_retries = 2;  // a failing job is run at most 1 + max_retries times
+  // A job type without a profile on some GPU type first runs this many
+  // iterations there (a profiling lease), at most profile_timeout_s.
+  double profile_iterations = 50.0;
+  double profile_timeout_s = 300.0;
+  std::string profiles_file;  // optional: Gavel-format profiles known from the start
+  double restart_overhead_s = 10.0;  // what policies assume a restart costs
+  std::string admin_token, agent_token;
+  std::vector<TenantConfig> tenants;
+};
+
+ServeConfig parse_serve_config(std::string_view json_text, const std::string& source);
+ServeConfig read_serve_config(const std::string& path);
+
+}  // namespace fairgpu::live

@@ -1,0 +1,188 @@
+// The live cluster manager (DESIGN §7; OEF §5 and Astraea §5.1 for leases,
+// Shockwave §7 for checkpoint-on-revoke, Gavel/Synergy for profiling): the
+// same scheduling core and round policies as the simulator, on the wall
+// clock, with agents as the executor.
+//
+//   submissions ──► Manager ──► SchedulerState ──► RoundPolicy::plan()
+//                      │                               │
+//                      ▼                               ▼
+//                   Store (SQLite, group commit)   leases: pending → active
+//                      ▲                               → revoking → ended
+//                      └──── agents' heartbeats ◄──────┘ (launch/renew/revoke)
+//
+// A lease is the right to run one job on devices of one node until its end.
+// At each scheduling point the policy renews it (same devices), moves it or
+// leaves it out (revoke: the agent signals the job to checkpoint and exit).
+// A new lease stays pending until the job's previous run and every previous
+// run on its devices have stopped, so no job ever runs twice and no device is
+// shared. Every decision is committed before any agent hears of it; a
+// restarted manager reloads the store and carries on.
+//
+// Where the papers are silent:
+//   - A job whose gang the policy places over several nodes is not started in
+//     that round (the agents run one process per job); it is counted in
+//     fairgpu_spread_skipped_total. Jobs larger than every node wait.
+//   - Profiling: a job type with no throughput on some GPU type in the
+//     cluster first runs profile_iterations on that type (one job at a time
+//     per (job type, GPU type), on free devices or devices whose lease
+//     ended), timed from its first progress report so start-up and
+//     checkpoint loading are not counted. A gang of g workers measured at r
+//     it/s is stored as r for g workers and r/g for one (linear scaling) when
+//     g > 1.
+//   - A lost node's jobs are relaunched only grace + kill_after + one
+//     heartbeat after the node's heartbeat timeout, when its agent has fenced
+//     them (docs/live-protocol.md).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+#include "live/config.h"
+#include "live/store.h"
+
+namespace fairgpu::live {
+
+// An error answered to the caller: HTTP status and one line naming the field.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+struct Caller {
+  enum class Role { kNone, kTenant, kAdmin, kAgent };
+  Role role = Role::kNone;
+  std::string tenant;  // kTenant
+};
+
+class Manager {
+ public:
+  // Opens the store in config.data_dir and reloads what it holds. `clock`
+  // gives wall time in seconds (tests pass their own).
+  explicit Manager(ServeConfig config, std::function<double()> clock = {});
+  ~Manager();
+
+  Caller authenticate(std::string_view authorization_header) const;
+
+  // The HTTP API (docs/live-protocol.md); each throws ApiError.
+  nlohmann::json submit(const Caller& c, const nlohmann::json& body);
+  nlohmann::json jobs(const Caller& c, const std::string& state_filter) const;
+  nlohmann::json job(const Caller& c, const std::string& id) const;
+  nlohmann::json cancel(const Caller& c, const std::string& id);
+  nlohmann::json tenants(const Caller& c) const;
+  nlohmann::json cluster(const Caller& c) const;
+  nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained);
+  nlohmann::json profiles(const Caller& c) const;
+  nlohmann::json register_agent(const Caller& c, const nlohmann::json& body);
+  nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
+  std::string metrics() const;
+
+  // One scheduling point at the clock's now: profiling leases, the policy's
+  // plan, its leases committed. Returns the seconds the decision took.
+  double schedule();
+  // Declares nodes lost whose heartbeat is overdue and relaunchable the jobs
+  // whose fence time passed.
+  void tick();
+  // Scheduling points every policy interval and ticks every heartbeat_s
+  // until stop() (blocking; the server runs it on a thread).
+  void run();
+  void stop();
+
+  double interval() const;
+  const ServeConfig& config() const { return config_; }
+
+ private:
+  struct JobEntry {
+    StoredJob s;
+    nlohmann::json command;
+    std::map<std::string, std::string> env;
+    std::int64_t lease = 0;        // current lease (pending or active), 0 = none
+    std::size_t sched = kNone;     // index in state_.jobs
+    double not_before = 0.0;       // relaunchable from (a lost node's fence time)
+  };
+  struct NodeEntry {
+    StoredNode s;
+    double last_heard = 0.0;
+    std::size_t model_index = kNone;  // index in model_->cluster.nodes when in the model
+  };
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+  double now() const { return clock_(); }
+  JobEntry& job_by_id(const std::string& id);
+  const JobEntry* find_job(const std::string& id) const;
+  void check_owner(const Caller& c, const JobEntry& e) const;
+  nlohmann::json job_json(const JobEntry& e) const;
+  std::uint64_t persist(const JobEntry& e);
+  std::uint64_t persist(const StoredLease& l);
+  std::uint64_t persist(const NodeEntry& n);
+
+  // Profiles: the file's and the measured ones, merged.
+  void rebuild_catalogue();
+  bool fully_profiled(const std::string& job_type) const;
+  std::set<std::string> ready_gpu_types() const;
+  bool schedulable(const JobEntry& e) const;
+
+  // The scheduling core.
+  void rebuild();
+  void admit(JobEntry& e);
+  void state_release(std::size_t sched_index);
+  void state_finish(JobEntry& e);
+  void apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets);
+  void start_profiling(std::vector<std::uint64_t>& tickets);
+  std::uint64_t end_lease(StoredLease& l);
+  void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
+  void run_ended(StoredLease& l, const nlohmann::json& report, std::vector<std::uint64_t>& tickets);
+  void activate_pending(std::vector<std::uint64_t>& tickets);
+  bool device_busy(const std::string& node, int device, std::int64_t except) const;
+  void settle(JobEntry& e, double t);
+
+  ServeConfig config_;
+  std::function<double()> clock_;
+  std::unique_ptr<Store> store_;
+  ProfileCatalogue file_profiles_;
+
+  mutable std::mutex mu_;
+  std::vector<JobEntry> jobs_;                 // by seq - 1
+  std::map<std::string, std::size_t> job_index_;
+  std::map<std::string, NodeEntry> nodes_;
+  std::map<std::int64_t, StoredLease> leases_;  // not yet ended
+  std::map<std::string, std::size_t> tenant_index_;
+  std::vector<StoredProfile> measured_;
+  ProfileCatalogue catalogue_;
+  std::int64_t next_lease_ = 1;
+  double last_submitted_ = 0.0;
+
+  std::unique_ptr<ClusterModel> model_;
+  SchedulerState state_;
+  std::unique_ptr<RoundPolicy> policy_;
+  std::vector<std::size_t> sched_to_job_;
+  std::vector<std::pair<std::string, int>> flat_device_;  // model flat index -> (node, device id)
+  std::map<std::pair<std::string, int>, DeviceRef> device_ref_;
+  std::vector<std::size_t> held_;  // jobs_ indices waiting for not_before
+  bool rebuild_needed_ = true;
+
+  // Counters for /metrics.
+  std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_skipped_ = 0;
+  double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
+
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace fairgpu::live

@@ -1,0 +1,121 @@
+// HTTP routes of the live manager (see server.h).
+#include "live/server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <stdexcept>
+
+namespace fairgpu::live {
+namespace {
+
+using nlohmann::json;
+
+void answer(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump() + "\n", "application/json");
+}
+
+// Runs one API call: parses the body when asked, maps errors to statuses.
+template <typename F>
+void handle(httplib::Response& res, F&& call) {
+  try {
+    answer(res, 200, call());
+  } catch (const ApiError& e) {
+    answer(res, e.status(), {{"error", e.what()}});
+  } catch (const json::exception& e) {
+    answer(res, 400, {{"error", fmt::format("(body): {}", e.what())}});
+  } catch (const std::exception& e) {
+    answer(res, 500, {{"error", e.what()}});
+  }
+}
+
+json parse_body(const httplib::Request& req) {
+  if (req.body.empty()) throw ApiError(400, "(body): expected a JSON object");
+  try {
+    return json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, fmt::format("(body): not JSON: {}", e.what()));
+  }
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_unique<httplib::Server>()) {
+  httplib::Server& s = *http_;
+  // Enough workers that slow group commits overlap (the store batches them).
+  s.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  s.set_keep_alive_max_count(1000000);
+  s.set_payload_max_length(8 << 20);
+  auto who = [this](const httplib::Request& req) {
+    return manager_.authenticate(req.get_header_value("Authorization"));
+  };
+  s.Post("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] {
+      auto caller = who(req);
+      if (caller.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
+      json j = manager_.submit(caller, parse_body(req));
+      res.status = 201;
+      return j;
+    });
+    if (res.status == 200) res.status = 201;
+  });
+  s.Get("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.jobs(who(req), req.get_param_value("state")); });
+  });
+  s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.job(who(req), req.matches[1]); });
+  });
+  s.Post(R"(/v1/jobs/([^/]+)/cancel)", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
+  });
+  s.Delete(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
+  });
+  s.Get("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.tenants(who(req)); });
+  });
+  s.Get("/v1/cluster", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.cluster(who(req)); });
+  });
+  s.Get("/v1/profiles", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.profiles(who(req)); });
+  });
+  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain"); });
+  });
+  s.Post("/v1/agents/register", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.register_agent(who(req), parse_body(req)); });
+  });
+  s.Post("/v1/agents/heartbeat", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.heartbeat(who(req), parse_body(req)); });
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(manager_.metrics(), "text/plain; version=0.0.4");
+  });
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (rounds_.joinable()) rounds_.join();
+}
+
+int HttpServer::bind(const std::string& host, int port) {
+  int bound = port == 0 ? http_->bind_to_any_port(host.c_str()) : (http_->bind_to_port(host.c_str(), port) ? port : -1);
+  if (bound < 0) throw std::runtime_error(fmt::format("cannot listen on {}:{}", host, port));
+  return bound;
+}
+
+void HttpServer::serve() {
+  rounds_ = std::thread([this] { manager_.run(); });
+  http_->listen_after_bind();
+  manager_.stop();
+  rounds_.join();
+}
+
+void HttpServer::stop() {
+  manager_.stop();
+  http_->stop();
+}
+
+}  // namespace fairgpu::live

@@ -1,0 +1,36 @@
+// `fairgpu serve`'s HTTP front (docs/live-protocol.md): cpp-httplib routes
+// onto the Manager, JSON in and out, ApiError -> status + {"error": ...}.
+// The manager's scheduling loop runs on a thread of its own.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "live/manager.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace fairgpu::live {
+
+class HttpServer {
+ public:
+  explicit HttpServer(Manager& manager);
+  ~HttpServer();
+
+  // Binds host:port (port 0: any free port); returns the port, or throws
+  // std::runtime_error naming the address.
+  int bind(const std::string& host, int port);
+  // Serves and schedules until stop(); blocking.
+  void serve();
+  void stop();
+
+ private:
+  Manager& manager_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread rounds_;
+};
+
+}  // namespace fairgpu::live

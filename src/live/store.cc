@@ -1,0 +1,302 @@
+// SQLite store of the live manager with group commit (see store.h).
+#include "live/store.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace fairgpu::live {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  seq INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, name TEXT, tenant TEXT NOT NULL,
+  job_type TEXT NOT NULL, workers INTEGER NOT NULL, weight REAL NOT NULL, command TEXT NOT NULL,
+  env TEXT NOT NULL, iterations REAL NOT NULL, done REAL NOT NULL, attained REAL NOT NULL,
+  state TEXT NOT NULL, submitted_at REAL, started_at REAL, finished_at REAL, restarts INTEGER,
+  preemptions INTEGER, failures INTEGER, exit_code INTEGER, log_tail TEXT);
+CREATE TABLE IF NOT EXISTS nodes (
+  name TEXT PRIMARY KEY, gpu_type TEXT NOT NULL, devices TEXT NOT NULL, cpus REAL,
+  memory_gb REAL, epoch INTEGER NOT NULL, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (
+  id INTEGER PRIMARY KEY, job TEXT NOT NULL, node TEXT NOT NULL, devices TEXT NOT NULL,
+  start REAL, end REAL, status TEXT NOT NULL, profiling INTEGER, profile_from REAL,
+  profile_from_t REAL);
+CREATE TABLE IF NOT EXISTS profiles (
+  job_type TEXT NOT NULL, gpu_type TEXT NOT NULL, workers INTEGER NOT NULL, rate REAL NOT NULL,
+  source TEXT NOT NULL, PRIMARY KEY (job_type, gpu_type, workers));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+)sql";
+
+std::string devices_json(const std::vector<int>& d) { return nlohmann::json(d).dump(); }
+std::vector<int> parse_devices(const char* text) {
+  return nlohmann::json::parse(text ? text : "[]").get<std::vector<int>>();
+}
+const char* col_text(sqlite3_stmt* st, int i) {
+  return reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+}
+std::string col_string(sqlite3_stmt* st, int i) {
+  const char* t = col_text(st, i);
+  return t ? t : "";
+}
+
+}  // namespace
+
+Store::Store(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  path_ = (std::filesystem::path(dir) / "fairgpu.db").string();
+  auto fail = [&](const std::string& what) {
+    std::string msg = fmt::format("{}: {}: {}", path_, what, db_ ? sqlite3_errmsg(db_) : "");
+    if (db_) sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error(msg);
+  };
+  if (sqlite3_open_v2(path_.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
+    fail("cannot open");
+  // WAL + FULL: a commit is fsync'd to the log before it returns, so it
+  // survives a crash of the process and of the machine.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA busy_timeout=5000", "PRAGMA foreign_keys=OFF"})
+    if (sqlite3_exec(db_, pragma, nullptr, nullptr, nullptr) != SQLITE_OK) fail(pragma);
+  if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) fail("schema");
+  const std::map<std::string, const char*> sql = {
+      {"job",
+       "INSERT OR REPLACE INTO jobs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
+       "?16,?17,?18,?19,?20,?21)"},
+      {"node", "INSERT OR REPLACE INTO nodes VALUES (?1,?2,?3,?4,?5,?6,?7)"},
+      {"lease", "INSERT OR REPLACE INTO leases VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"},
+      {"profile", "INSERT OR REPLACE INTO profiles VALUES (?1,?2,?3,?4,?5)"},
+      {"meta", "INSERT OR REPLACE INTO meta VALUES (?1,?2)"},
+      {"begin", "BEGIN IMMEDIATE"},
+      {"commit", "COMMIT"},
+  };
+  for (const auto& [name, text] : sql) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, text, -1, &st, nullptr) != SQLITE_OK) fail("prepare " + name);
+    stmts_[name] = st;
+  }
+  committer_ = std::thread([this] { run(); });
+}
+
+Store::~Store() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  queued_cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+  for (auto& [name, st] : stmts_) sqlite3_finalize(st);
+  if (db_) sqlite3_close(db_);
+}
+
+StoreSnapshot Store::load() const {
+  StoreSnapshot out;
+  auto each = [&](const char* sql, auto&& row) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK)
+      throw std::runtime_error(fmt::format("{}: {}", path_, sqlite3_errmsg(db_)));
+    while (sqlite3_step(st) == SQLITE_ROW) row(st);
+    sqlite3_finalize(st);
+  };
+  each("SELECT * FROM jobs ORDER BY seq", [&](sqlite3_stmt* st) {
+    StoredJob j;
+    j.seq = sqlite3_column_int64(st, 0);
+    j.id = col_string(st, 1);
+    j.name = col_string(st, 2);
+    j.tenant = col_string(st, 3);
+    j.job_type = col_string(st, 4);
+    j.workers = sqlite3_column_int(st, 5);
+    j.weight = sqlite3_column_double(st, 6);
+    j.command_json = col_string(st, 7);
+    j.env_json = col_string(st, 8);
+    j.iterations = sqlite3_column_double(st, 9);
+    j.done = sqlite3_column_double(st, 10);
+    j.attained = sqlite3_column_double(st, 11);
+    j.state = col_string(st, 12);
+    j.submitted_at = sqlite3_column_double(st, 13);
+    j.started_at = sqlite3_column_double(st, 14);
+    j.finished_at = sqlite3_column_double(st, 15);
+    j.restarts = sqlite3_column_int(st, 16);
+    j.preemptions = sqlite3_column_int(st, 17);
+    j.failures = sqlite3_column_int(st, 18);
+    j.exit_code = sqlite3_column_int(st, 19);
+    j.log_tail = col_string(st, 20);
+    out.jobs.push_back(std::move(j));
+  });
+  each("SELECT * FROM nodes ORDER BY name", [&](sqlite3_stmt* st) {
+    StoredNode n;
+    n.name = col_string(st, 0);
+    n.gpu_type = col_string(st, 1);
+    n.devices = parse_devices(col_text(st, 2));
+    n.cpus = sqlite3_column_double(st, 3);
+    n.memory_gb = sqlite3_column_double(st, 4);
+    n.epoch = sqlite3_column_int64(st, 5);
+    n.state = col_string(st, 6);
+    out.nodes.push_back(std::move(n));
+  });
+  each("SELECT * FROM leases ORDER BY id", [&](sqlite3_stmt* st) {
+    StoredLease l;
+    l.id = sqlite3_column_int64(st, 0);
+    l.job = col_string(st, 1);
+    l.node = col_string(st, 2);
+    l.devices = parse_devices(col_text(st, 3));
+    l.start = sqlite3_column_double(st, 4);
+    l.end = sqlite3_column_double(st, 5);
+    l.status = col_string(st, 6);
+    l.profiling = sqlite3_column_int(st, 7) != 0;
+    l.profile_from = sqlite3_column_double(st, 8);
+    l.profile_from_t = sqlite3_column_double(st, 9);
+    out.leases.push_back(std::move(l));
+  });
+  each("SELECT * FROM profiles", [&](sqlite3_stmt* st) {
+    out.profiles.push_back({col_string(st, 0), col_string(st, 1), sqlite3_column_int(st, 2),
+                            sqlite3_column_double(st, 3), col_string(st, 4)});
+  });
+  each("SELECT key, value FROM meta",
+       [&](sqlite3_stmt* st) { out.meta[col_string(st, 0)] = col_string(st, 1); });
+  return out;
+}
+
+std::uint64_t Store::put(StoredRow row) {
+  std::uint64_t ticket;
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(row));
+    ticket = ++next_ticket_;
+  }
+  queued_cv_.notify_one();
+  return ticket;
+}
+
+void Store::wait(std::uint64_t ticket) {
+  std::unique_lock lock(mu_);
+  durable_cv_.wait(lock, [&] { return durable_ >= ticket || !error_.empty(); });
+  if (durable_ < ticket) throw std::runtime_error(error_);
+}
+
+std::uint64_t Store::transactions() const {
+  std::lock_guard lock(mu_);
+  return transactions_;
+}
+
+void Store::write(const StoredRow& row) {
+  sqlite3_stmt* st = nullptr;
+  auto text = [&](int i, const std::string& v) {
+    sqlite3_bind_text(st, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  };
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, StoredJob>) {
+          st = stmts_.at("job");
+          sqlite3_bind_int64(st, 1, r.seq);
+          text(2, r.id);
+          text(3, r.name);
+          text(4, r.tenant);
+          text(5, r.job_type);
+          sqlite3_bind_int(st, 6, r.workers);
+          sqlite3_bind_double(st, 7, r.weight);
+          text(8, r.command_json);
+          text(9, r.env_json);
+          sqlite3_bind_double(st, 10, r.iterations);
+          sqlite3_bind_double(st, 11, r.done);
+          sqlite3_bind_double(st, 12, r.attained);
+          text(13, r.state);
+          sqlite3_bind_double(st, 14, r.submitted_at);
+          sqlite3_bind_double(st, 15, r.started_at);
+          sqlite3_bind_double(st, 16, r.finished_at);
+          sqlite3_bind_int(st, 17, r.restarts);
+          sqlite3_bind_int(st, 18, r.preemptions);
+          sqlite3_bind_int(st, 19, r.failures);
+          sqlite3_bind_int(st, 20, r.exit_code);
+          text(21, r.log_tail);
+        } else if constexpr (std::is_same_v<T, StoredNode>) {
+          st = stmts_.at("node");
+          text(1, r.name);
+          text(2, r.gpu_type);
+          text(3, devices_json(r.devices));
+          sqlite3_bind_double(st, 4, r.cpus);
+          sqlite3_bind_double(st, 5, r.memory_gb);
+          sqlite3_bind_int64(st, 6, r.epoch);
+          text(7, r.state);
+        } else if constexpr (std::is_same_v<T, StoredLease>) {
+          st = stmts_.at("lease");
+          sqlite3_bind_int64(st, 1, r.id);
+          text(2, r.job);
+          text(3, r.node);
+          text(4, devices_json(r.devices));
+          sqlite3_bind_double(st, 5, r.start);
+          sqlite3_bind_double(st, 6, r.end);
+          text(7, r.status);
+          sqlite3_bind_int(st, 8, r.profiling ? 1 : 0);
+          sqlite3_bind_double(st, 9, r.profile_from);
+          sqlite3_bind_double(st, 10, r.profile_from_t);
+        } else if constexpr (std::is_same_v<T, StoredProfile>) {
+          st = stmts_.at("profile");
+          text(1, r.job_type);
+          text(2, r.gpu_type);
+          sqlite3_bind_int(st, 3, r.workers);
+          sqlite3_bind_double(st, 4, r.rate);
+          text(5, r.source);
+        } else {
+          st = stmts_.at("meta");
+          text(1, r.key);
+          text(2, r.value);
+        }
+      },
+      row);
+  const int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE) throw std::runtime_error(fmt::format("{}: write: {}", path_, sqlite3_errmsg(db_)));
+}
+
+void Store::run() {
+  std::vector<StoredRow> batch;
+  for (;;) {
+    std::uint64_t upto = 0;
+    {
+      std::unique_lock lock(mu_);
+      queued_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping with nothing left
+      batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+      queue_.clear();
+      upto = next_ticket_;
+    }
+    std::string error;
+    try {
+      auto step = [&](const char* name) {
+        sqlite3_stmt* st = stmts_.at(name);
+        const int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+          throw std::runtime_error(fmt::format("{}: {}: {}", path_, name, sqlite3_errmsg(db_)));
+      };
+      step("begin");
+      for (const StoredRow& row : batch) write(row);
+      step("commit");
+    } catch (const std::exception& e) {
+      error = e.what();
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    batch.clear();
+    {
+      std::lock_guard lock(mu_);
+      if (error.empty()) {
+        durable_ = upto;
+        ++transactions_;
+      } else {
+        error_ = error;
+      }
+    }
+    durable_cv_.notify_all();
+    if (!error.empty()) return;
+  }
+}
+
+}  // namespace fairgpu::live

@@ -1,0 +1,125 @@
+// The live manager's durable state (DESIGN §7): jobs, nodes, leases and
+// measured profiles in SQLite, WAL mode with synchronous=FULL, so a row is on
+// disk before the request that wrote it is acknowledged and a kill -9 at any
+// moment loses nothing acknowledged.
+//
+// Writes go through one committer thread that takes everything queued and
+// commits it as one transaction (group commit, as LevelDB's write batches
+// do): a thousand concurrent submissions cost a handful of fsyncs, not a
+// thousand. A writer gets a ticket and waits for it when its caller must not
+// be answered before the row is durable. Rows are whole-row upserts in queue
+// order, so the last queued version of a row wins.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+namespace fairgpu::live {
+
+struct StoredJob {
+  std::int64_t seq = 0;  // submission order (1, 2, ...); the id is "j-<seq>"
+  std::string id, name, tenant, job_type;
+  int workers = 1;
+  double weight = 1.0;
+  std::string command_json;  // argv array or shell string, as submitted
+  std::string env_json = "{}";
+  double iterations = 0.0;
+  double done = 0.0;      // iterations done, as last reported
+  double attained = 0.0;  // GPU-seconds held
+  std::string state;      // profiling | queued | running | finished | failed | cancelled
+  double submitted_at = 0.0, started_at = -1.0, finished_at = -1.0;
+  int restarts = 0, preemptions = 0, failures = 0;
+  int exit_code = -1;
+  std::string log_tail;
+};
+
+struct StoredNode {
+  std::string name, gpu_type;
+  std::vector<int> devices;
+  double cpus = 0.0, memory_gb = 0.0;
+  std::int64_t epoch = 0;
+  std::string state = "ready";  // ready | drained | lost
+};
+
+struct StoredLease {
+  std::int64_t id = 0;
+  std::string job, node;
+  std::vector<int> devices;  // device ids on the node
+  double start = 0.0, end = 0.0;  // wall clock (unix seconds)
+  // pending (waiting for the job's or the devices' previous run to stop) |
+  // active | revoking | ended
+  std::string status = "pending";
+  bool profiling = false;
+  double profile_from = -1.0;  // profiling: iterations at the first progress report
+  double profile_from_t = -1.0;
+};
+
+struct StoredProfile {
+  std::string job_type, gpu_type;
+  int workers = 1;
+  double rate = 0.0;  // iterations/s of the whole job
+  std::string source;  // file | measured
+};
+
+struct StoredMeta {
+  std::string key;
+  std::string value;
+};
+
+using StoredRow = std::variant<StoredJob, StoredNode, StoredLease, StoredProfile, StoredMeta>;
+
+struct StoreSnapshot {
+  std::vector<StoredJob> jobs;  // by seq
+  std::vector<StoredNode> nodes;
+  std::vector<StoredLease> leases;  // by id
+  std::vector<StoredProfile> profiles;
+  std::map<std::string, std::string> meta;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) `<dir>/fairgpu.db`; throws std::runtime_error
+  // naming the file when SQLite refuses.
+  explicit Store(const std::string& dir);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  StoreSnapshot load() const;  // call before the first write
+
+  // Queues a row; returns its ticket. Thread-safe.
+  std::uint64_t put(StoredRow row);
+  // Blocks until every row up to `ticket` is committed; throws
+  // std::runtime_error if the commit failed (the store is then unusable).
+  void wait(std::uint64_t ticket);
+  std::uint64_t transactions() const;  // committed so far (for benchmarks)
+
+ private:
+  void run();
+  void write(const StoredRow& row);
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::map<std::string, sqlite3_stmt*> stmts_;
+
+  mutable std::mutex mu_;
+  std::condition_variable queued_cv_, durable_cv_;
+  std::deque<StoredRow> queue_;
+  std::uint64_t next_ticket_ = 0;  // tickets handed out
+  std::uint64_t durable_ = 0;      // committed up to here
+  std::uint64_t transactions_ = 0;
+  std::string error_;
+  bool stop_ = false;
+  std::thread committer_;
+};
+
+}  // namespace fairgpu::live

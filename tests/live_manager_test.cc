@@ -1,0 +1,395 @@
+// The live manager in process, on a hand-moved clock, with agents played by
+// the test through the same calls the HTTP routes make (docs/live-protocol.md):
+// leases and their launch/renew/revoke actions, the pending rule (no job or
+// device runs twice), recovery from the store, lost nodes and their fence
+// time, profiling of unknown job types, retries, tokens and bad requests.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "live/manager.h"
+
+namespace fairgpu::live {
+namespace {
+
+using nlohmann::json;
+
+std::string temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("fairgpu-live-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+class LiveManager : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // Gavel's format: "mlp" runs 1 it/s on slow, 4 it/s on fast.
+    std::ofstream(dir_ + "/profiles.json") << R"json({"slow": {"('mlp', 1)": {"null": 1.0}},
+        "fast": {"('mlp', 1)": {"null": 4.0}}})json";
+    config_.data_dir = dir_ + "/data";
+    config_.checkpoint_dir = dir_ + "/ckpt";
+    config_.profiles_file = dir_ + "/profiles.json";
+    config_.policy = "oef-coop";
+    config_.policy_options.round_s = 60;
+    config_.heartbeat_s = 1;
+    config_.heartbeat_timeout_s = 5;
+    config_.grace_s = 2;
+    config_.kill_after_s = 1;
+    config_.max_retries = 1;
+    config_.profile_iterations = 50;
+    config_.admin_token = "admin-token";
+    config_.agent_token = "agent-token";
+    config_.tenants = {{"alice", 1.0, "alice-token"}, {"bob", 1.0, "bob-token"}};
+  }
+  void TearDown() override {
+    manager_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Manager& start() {
+    manager_.reset();
+    manager_ = std::make_unique<Manager>(config_, [this] { return now_; });
+    return *manager_;
+  }
+  Caller as(const std::string& token) { return manager_->authenticate("Bearer " + token); }
+  json submit(const std::string& token, const std::string& type = "mlp", int workers = 1,
+              double iterations = 1000) {
+    return manager_->submit(as(token), {{"job_type", type},
+                                        {"workers", workers},
+                                        {"iterations", iterations},
+                                        {"command", {"true"}}});
+  }
+  std::int64_t reg(const std::string& node, const std::string& type, int gpus) {
+    json devices = json::array();
+    for (int d = 0; d < gpus; ++d) devices.push_back(d);
+    json a = manager_->register_agent(as("agent-token"),
+                                      {{"node", node}, {"gpu_type", type}, {"devices", devices}});
+    return a["epoch"].get<std::int64_t>();
+  }
+  json beat(const std::string& node, std::int64_t epoch, json runs = json::array()) {
+    return manager_->heartbeat(as("agent-token"), {{"node", node}, {"epoch", epoch}, {"runs", runs}});
+  }
+  static json running(std::int64_t lease, double iterations) {
+    return {{"lease", lease}, {"state", "running"}, {"iterations", iterations}};
+  }
+  static json exited(std::int64_t lease, double iterations, int code, bool revoked) {
+    return {{"lease", lease}, {"state", "exited"}, {"iterations", iterations},
+            {"exit_code", code},  {"signal", 0},      {"revoked", revoked},
+            {"log_tail", code ? "boom" : ""}};
+  }
+  static std::vector<json> actions(const json& answer, const std::string& kind) {
+    std::vector<json> out;
+    for (const json& a : answer["actions"])
+      if (a["action"] == kind) out.push_back(a);
+    return out;
+  }
+  json job(const std::string& id) { return manager_->job(as("admin-token"), id); }
+
+  std::string dir_;
+  ServeConfig config_;
+  double now_ = 1000.0;
+  std::unique_ptr<Manager> manager_;
+};
+
+TEST_F(LiveManager, LeasesLaunchRenewAndFinish) {
+  start();
+  const auto e_fast = reg("f1", "fast", 2);
+  const auto e_slow = reg("s1", "slow", 2);
+  std::vector<std::string> ids;
+  for (const char* t : {"alice-token", "alice-token", "bob-token", "bob-token"})
+    ids.push_back(submit(t)["id"]);
+  EXPECT_EQ(job(ids[0])["state"], "queued");
+  manager_->schedule();
+  for (const auto& id : ids) EXPECT_EQ(job(id)["state"], "running") << id;
+
+  json a = beat("f1", e_fast);
+  auto launches = actions(a, "launch");
+  ASSERT_EQ(launches.size(), 2u);
+  const json& l = launches[0];
+  EXPECT_EQ(l["gpu_type"], "fast");
+  EXPECT_EQ(l["devices"].size(), 1u);
+  EXPECT_EQ(l["checkpoint_dir"], config_.checkpoint_dir + "/" + l["job"].get<std::string>());
+  EXPECT_EQ(l["command"], json::array({"true"}));
+  EXPECT_NEAR(l["lease_s_left"].get<double>(), 60 + config_.heartbeat_timeout_s, 1e-9);
+  EXPECT_EQ(actions(beat("s1", e_slow), "launch").size(), 2u);
+
+  // Running: renewed, progress recorded; the same lease is not launched twice.
+  const std::int64_t lease = l["lease"];
+  now_ += 10;
+  a = beat("f1", e_fast, {running(lease, 40), running(launches[1]["lease"], 40)});
+  EXPECT_TRUE(actions(a, "launch").empty());
+  ASSERT_EQ(actions(a, "renew").size(), 2u);
+  EXPECT_EQ(job(l["job"])["iterations_done"], 40.0);
+
+  // Exit 0 on its own: finished, acknowledged once it is durable.
+  now_ += 5;
+  a = beat("f1", e_fast, {exited(lease, 1000, 0, false), running(launches[1]["lease"], 60)});
+  EXPECT_EQ(a["ack"], json::array({lease}));
+  json done = job(l["job"]);
+  EXPECT_EQ(done["state"], "finished");
+  EXPECT_EQ(done["iterations_done"], 1000.0);
+  EXPECT_EQ(done["finished_at"], now_);
+}
+
+TEST_F(LiveManager, NewLeaseWaitsUntilTheDevicesPreviousRunStopped) {
+  start();
+  const auto e = reg("n1", "fast", 1);
+  submit("alice-token");
+  submit("bob-token");
+  manager_->schedule();
+  json a = beat("n1", e);
+  auto first = actions(a, "launch");
+  ASSERT_EQ(first.size(), 1u);
+  const std::int64_t old_lease = first[0]["lease"];
+  const std::string first_job = first[0]["job"];
+
+  // At the lease end OEF's rounding gives the one GPU to the other tenant:
+  // the old run is revoked, the new lease waits for it to stop.
+  now_ += 60;
+  manager_->schedule();
+  a = beat("n1", e, {running(old_lease, 200)});
+  EXPECT_EQ(actions(a, "revoke").size(), 1u);
+  EXPECT_TRUE(actions(a, "launch").empty()) << a.dump();
+  EXPECT_EQ(job(first_job)["state"], "queued");
+  EXPECT_EQ(job(first_job)["preemptions"], 1);
+
+  // Stopped after its checkpoint: acknowledged, and the new run launches.
+  now_ += 2;
+  a = beat("n1", e, {exited(old_lease, 230, 0, true)});
+  EXPECT_EQ(a["ack"], json::array({old_lease}));
+  auto second = actions(a, "launch");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(second[0]["job"], first_job);
+  EXPECT_EQ(job(first_job)["iterations_done"], 230.0);
+  EXPECT_EQ(job(first_job)["state"], "queued");
+}
+
+TEST_F(LiveManager, RestartReloadsJobsAndLeasesFromTheStore) {
+  start();
+  const auto e = reg("n1", "fast", 2);
+  auto j1 = submit("alice-token");
+  auto j2 = submit("bob-token");
+  manager_->schedule();
+  auto launches = actions(beat("n1", e), "launch");
+  ASSERT_EQ(launches.size(), 2u);
+  now_ += 5;
+  beat("n1", e, {running(launches[0]["lease"], 10), running(launches[1]["lease"], 20)});
+
+  // A new manager on the same data (as after kill -9): same jobs, same
+  // leases, the agent's epoch still valid, its runs renewed, not relaunched.
+  start();
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 2u);
+  json a = beat("n1", e, {running(launches[0]["lease"], 30), running(launches[1]["lease"], 40)});
+  EXPECT_EQ(actions(a, "renew").size(), 2u);
+  EXPECT_TRUE(actions(a, "launch").empty());
+  EXPECT_TRUE(actions(a, "revoke").empty());
+  EXPECT_EQ(job(j1["id"])["state"], "running");
+  manager_->schedule();  // the state rebuilt from the store plans without conflict
+  a = beat("n1", e, {running(launches[0]["lease"], 35), running(launches[1]["lease"], 45)});
+  EXPECT_TRUE(actions(a, "launch").empty());
+  EXPECT_EQ(job(j2["id"])["iterations_done"], 45.0);
+}
+
+TEST_F(LiveManager, SubmissionIsDurableWhenAcknowledged) {
+  start();
+  const std::string id = submit("alice-token")["id"];
+  // A second connection, as a crash would leave it: the row is there.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((config_.data_dir + "/fairgpu.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT tenant, state FROM jobs WHERE id = ?1", -1, &st, nullptr), SQLITE_OK);
+  sqlite3_bind_text(st, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "alice");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST_F(LiveManager, LostNodeJobsRelaunchOnlyAfterTheFenceTime) {
+  start();
+  const auto ea = reg("a", "fast", 1);
+  const auto eb = reg("b", "fast", 1);
+  const std::string id = submit("alice-token")["id"];
+  manager_->schedule();
+  json la = beat("a", ea), lb = beat("b", eb);
+  const bool on_a = !actions(la, "launch").empty();
+  const std::string lost = on_a ? "a" : "b", other = on_a ? "b" : "a";
+  const auto e_lost = on_a ? ea : eb, e_other = on_a ? eb : ea;
+  const std::int64_t lease = (on_a ? la : lb)["actions"][0]["lease"];
+  const double last_heard = now_;
+
+  // The other node keeps beating; the job's node goes silent.
+  for (int s = 0; s < 6; ++s) {
+    now_ += 1;
+    beat(other, e_other);
+    manager_->tick();
+  }
+  EXPECT_EQ(job(id)["state"], "queued");
+  const double fence = last_heard + config_.heartbeat_timeout_s + config_.grace_s +
+                       config_.kill_after_s + config_.heartbeat_s;
+  ASSERT_LT(now_, fence);
+  manager_->schedule();
+  EXPECT_TRUE(actions(beat(other, e_other), "launch").empty()) << "relaunched before the fence";
+  now_ = fence + 0.5;
+  manager_->schedule();
+  auto relaunch = actions(beat(other, e_other), "launch");
+  ASSERT_EQ(relaunch.size(), 1u);
+  EXPECT_EQ(relaunch[0]["job"], id);
+  EXPECT_NE(relaunch[0]["lease"], lease);
+
+  // The partitioned agent comes back: told its epoch is stale.
+  try {
+    beat(lost, e_lost, {running(lease, 10)});
+    FAIL() << "expected 409";
+  } catch (const ApiError& err) {
+    EXPECT_EQ(err.status(), 409);
+  }
+}
+
+TEST_F(LiveManager, UnknownJobTypeIsProfiledOnEachGpuTypeFirst) {
+  start();
+  const auto ef = reg("f1", "fast", 1);
+  const auto es = reg("s1", "slow", 1);
+  const std::string id = submit("alice-token", "newnet")["id"];
+  EXPECT_EQ(job(id)["state"], "profiling");
+  std::map<std::string, double> measured;
+  for (int type_round = 0; type_round < 2; ++type_round) {
+    manager_->schedule();
+    json af = beat("f1", ef), as_ = beat("s1", es);
+    auto lf = actions(af, "launch"), ls = actions(as_, "launch");
+    ASSERT_EQ(lf.size() + ls.size(), 1u) << "one profiling run at a time for one job";
+    const bool fast = !lf.empty();
+    const std::string node = fast ? "f1" : "s1";
+    const auto epoch = fast ? ef : es;
+    const std::int64_t lease = (fast ? lf : ls)[0]["lease"];
+    const double rate = fast ? 8.0 : 2.0;  // what this "GPU" does
+    const double base = type_round * 100.0;
+    now_ += 3;  // start-up, not timed
+    beat(node, epoch, {running(lease, base + 5)});
+    now_ += 60 / rate;  // 60 more iterations
+    json a = beat(node, epoch, {running(lease, base + 5 + 60)});
+    ASSERT_EQ(actions(a, "revoke").size(), 1u) << a.dump();
+    now_ += 1;
+    beat(node, epoch, {exited(lease, base + 70, 0, true)});
+    measured[fast ? "fast" : "slow"] = rate;
+  }
+  EXPECT_EQ(measured.size(), 2u);
+  EXPECT_EQ(job(id)["state"], "queued");
+  json p = manager_->profiles(as("alice-token"))["profiles"];
+  int found = 0;
+  for (const json& row : p)
+    if (row["job_type"] == "newnet") {
+      ++found;
+      EXPECT_EQ(row["source"], "measured");
+      EXPECT_NEAR(row["iterations_per_s"].get<double>(), measured[row["gpu_type"]], 1e-9);
+    }
+  EXPECT_EQ(found, 2);
+  EXPECT_EQ(job(id)["iterations_done"], 170.0);
+  manager_->schedule();  // now a normal job
+  json a = beat("f1", ef);
+  json b = beat("s1", es);
+  EXPECT_EQ(actions(a, "launch").size() + actions(b, "launch").size(), 1u);
+  EXPECT_EQ(job(id)["state"], "running");
+}
+
+TEST_F(LiveManager, FailingJobIsRetriedThenFailedWithItsLogTail) {
+  start();
+  const auto e = reg("n1", "fast", 1);
+  const std::string id = submit("alice-token")["id"];
+  for (int attempt = 0; attempt <= config_.max_retries; ++attempt) {
+    manager_->schedule();
+    auto l = actions(beat("n1", e), "launch");
+    ASSERT_EQ(l.size(), 1u) << "attempt " << attempt;
+    now_ += 1;
+    beat("n1", e, {exited(l[0]["lease"], 0, 3, false)});
+    now_ += 60;
+  }
+  json j = job(id);
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["failures"], config_.max_retries + 1);
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["log_tail"], "boom");
+  manager_->schedule();
+  EXPECT_TRUE(actions(beat("n1", e), "launch").empty());
+}
+
+TEST_F(LiveManager, TokensMalformedRequestsAndCancel) {
+  start();
+  const std::string id = submit("alice-token")["id"];
+  auto status_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const ApiError& e) {
+      return e.status();
+    }
+    return 200;
+  };
+  EXPECT_EQ(status_of([&] { manager_->job(as("nope"), id); }), 401);
+  EXPECT_EQ(status_of([&] { manager_->job(as("bob-token"), id); }), 403);
+  EXPECT_EQ(status_of([&] { manager_->cancel(as("bob-token"), id); }), 403);
+  EXPECT_EQ(status_of([&] { manager_->register_agent(as("alice-token"), json::object()); }), 403);
+  EXPECT_EQ(manager_->jobs(as("bob-token"), "")["jobs"].size(), 0u);
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
+
+  auto message = [&](json body) -> std::string {
+    try {
+      manager_->submit(as("alice-token"), body);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      return e.what();
+    }
+    return "accepted";
+  };
+  json good = {{"job_type", "mlp"}, {"workers", 1}, {"iterations", 10}, {"command", "true"}};
+  json b = good;
+  b.erase("job_type");
+  EXPECT_EQ(message(b), "job_type: missing required field");
+  b = good;
+  b["workers"] = 1.5;
+  EXPECT_NE(message(b).find("workers"), std::string::npos);
+  b = good;
+  b["iterations"] = -1;
+  EXPECT_NE(message(b).find("iterations"), std::string::npos);
+  b = good;
+  b["command"] = json::array({"a", 3});
+  EXPECT_NE(message(b).find("command[1]"), std::string::npos);
+  b = good;
+  b["env"] = {{"CUDA_VISIBLE_DEVICES", "0"}};
+  EXPECT_NE(message(b).find("env.CUDA_VISIBLE_DEVICES"), std::string::npos);
+  b = good;
+  b["colour"] = "red";
+  EXPECT_NE(message(b).find("colour"), std::string::npos);
+  EXPECT_EQ(status_of([&] { manager_->submit(as("alice-token"), {{"tenant", "bob"}, {"job_type", "mlp"}, {"workers", 1}, {"iterations", 1}, {"command", "x"}}); }), 403);
+  // Nothing half-stored: still one job, in memory and after a restart.
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
+  start();
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
+
+  json c = manager_->cancel(as("alice-token"), id);
+  EXPECT_EQ(c["state"], "cancelled");
+  EXPECT_EQ(status_of([&] { manager_->cancel(as("alice-token"), id); }), 409);
+}
+
+TEST_F(LiveManager, MetricsInPrometheusFormat) {
+  start();
+  reg("f1", "fast", 2);
+  submit("alice-token");
+  manager_->schedule();
+  const std::string m = manager_->metrics();
+  EXPECT_NE(m.find("fairgpu_jobs{state=\"running\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("fairgpu_gpus{gpu_type=\"fast\"} 2"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
+  EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds gauge"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fairgpu::live
