@@ -673,6 +673,18 @@ double Manager::schedule() {
   return last_round_compute_;
 }
 
+double Manager::time_plan_only() {
+  std::lock_guard lock(mu_);
+  if (rebuild_needed_) rebuild();
+  if (!model_) return 0.0;
+  account_interval(state_, now() - state_.now);
+  state_.now = now();
+  const auto t0 = std::chrono::steady_clock::now();
+  RoundPlan plan = policy_->plan(state_);
+  benchmark_sink_ = plan.run.size();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void Manager::tick() {
   std::vector<std::uint64_t> tickets;
   std::unique_lock lock(mu_);

@@ -95,6 +95,9 @@ class Manager {
   // One scheduling point at the clock's now: profiling leases, the policy's
   // plan, its leases committed. Returns the seconds the decision took.
   double schedule();
+  // The policy's plan() alone on the current state, not carried out: the
+  // decision as the simulator makes it (benchmarks' baseline). Seconds.
+  double time_plan_only();
   // Declares nodes lost whose heartbeat is overdue and relaunchable the jobs
   // whose fence time passed.
   void tick();
@@ -179,6 +182,7 @@ class Manager {
   // Counters for /metrics.
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_skipped_ = 0;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
+  std::size_t benchmark_sink_ = 0;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -43,9 +43,11 @@ json parse_body(const httplib::Request& req) {
 
 HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_unique<httplib::Server>()) {
   httplib::Server& s = *http_;
-  // Enough workers that slow group commits overlap (the store batches them).
-  s.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  // A keep-alive connection holds a worker: enough for many clients, whose
+  // submissions the store then commits in groups.
+  s.new_task_queue = [] { return new httplib::ThreadPool(128); };
   s.set_keep_alive_max_count(1000000);
+  s.set_tcp_nodelay(true);  // small JSON answers: no Nagle delay
   s.set_payload_max_length(8 << 20);
   auto who = [this](const httplib::Request& req) {
     return manager_.authenticate(req.get_header_value("Authorization"));

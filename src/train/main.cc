@@ -1,0 +1,290 @@
+// fairgpu-train: the demo training workload of fairgpu's live cluster manager
+// (issue 5). It trains the MLP of mlp.h by SGD with momentum for --iterations
+// steps and follows the job protocol of docs/live-protocol.md:
+//  - resumes from <checkpoint dir>/checkpoint.bin when it exists (refusing one
+//    that is corrupt or was written under another configuration);
+//  - checkpoints atomically every --checkpoint-every iterations and, on SIGUSR1
+//    or SIGTERM, at the next iteration boundary, then exits 0;
+//  - keeps the progress file (total iterations done) current;
+//  - at the end writes the final checkpoint and result.json and prints
+//    "final loss: <%.17g>".
+// With --base-rate it emulates a device of a given speed (pacing.h).
+//
+// Exit status: 0 finished or stopped by a signal after checkpointing; 2 bad
+// input (one line on stderr); 1 any other error.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "train/checkpoint.h"
+#include "train/mlp.h"
+#include "train/pacing.h"
+
+namespace fairgpu::train {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+// How often the progress file is rewritten while training (the brief asks for
+// at most 0.2 s; more often lets the agent and the tests see finer progress
+// for a cost of one small write + rename).
+constexpr std::chrono::milliseconds kProgressInterval{50};
+
+// Set by SIGUSR1/SIGTERM (only an async-signal-safe store); acted on at the
+// next iteration boundary.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+void install_signal_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+struct Options {
+  TrainConfig config;
+  std::uint64_t iterations = 0;
+  std::uint64_t checkpoint_every = 200;
+  std::string checkpoint_dir = env_or_empty("FAIRGPU_CHECKPOINT_DIR");
+  std::string progress_file = env_or_empty("FAIRGPU_PROGRESS_FILE");
+  std::string speed_map;
+  std::string gpu_type = env_or_empty("FAIRGPU_GPU_TYPE");
+  std::string scaling;
+  std::optional<double> base_rate;
+};
+
+// The emulated rate in iterations/s (0: unpaced) and a line describing it.
+std::pair<double, std::string> emulated_rate(const Options& o) {
+  if (!o.base_rate) {
+    if (!o.speed_map.empty()) throw BadInput("--speed-map needs --base-rate");
+    if (!o.scaling.empty()) throw BadInput("--scaling needs --base-rate");
+    return {0.0, "unpaced"};
+  }
+  if (!std::isfinite(*o.base_rate) || *o.base_rate <= 0)
+    throw BadInput(fmt::format("--base-rate: must be positive, got {}", *o.base_rate));
+  double speed = 1;
+  if (!o.speed_map.empty()) {
+    const auto map = parse_speed_map(o.speed_map, "--speed-map");
+    if (o.gpu_type.empty())
+      throw BadInput("--speed-map needs a GPU type: --gpu-type or FAIRGPU_GPU_TYPE");
+    auto it = map.find(o.gpu_type);
+    if (it == map.end())
+      throw BadInput(
+          fmt::format("--speed-map: no speed for GPU type '{}' in '{}'", o.gpu_type, o.speed_map));
+    speed = it->second;
+  }
+  std::uint32_t workers = 1;
+  if (const std::string text = env_or_empty("FAIRGPU_NUM_WORKERS"); !text.empty()) {
+    const char* end = text.data() + text.size();
+    if (std::from_chars(text.data(), end, workers).ptr != end || workers == 0)
+      throw BadInput(
+          fmt::format("FAIRGPU_NUM_WORKERS: expected a positive integer, got '{}'", text));
+  }
+  // Default: perfectly linear data-parallel scaling.
+  double scaling = workers;
+  if (!o.scaling.empty()) {
+    const auto map = parse_scaling_map(o.scaling, "--scaling");
+    auto it = map.find(workers);
+    if (it == map.end())
+      throw BadInput(fmt::format(
+          "--scaling: no factor for {} workers (FAIRGPU_NUM_WORKERS) in '{}'", workers, o.scaling));
+    scaling = it->second;
+  }
+  const double rate = *o.base_rate * speed * scaling;
+  return {rate, fmt::format("emulating {} iterations/s (base {} x speed {} of '{}' x scaling {} "
+                            "for {} worker{})",
+                            rate, *o.base_rate, speed, o.gpu_type, scaling, workers,
+                            workers == 1 ? "" : "s")};
+}
+
+void validate(const Options& o) {
+  const TrainConfig& c = o.config;
+  if (c.batch == 0) throw BadInput("--batch: must be at least 1");
+  if (c.hidden == 0) throw BadInput("--hidden: must be at least 1");
+  if (!std::isfinite(c.learning_rate) || c.learning_rate <= 0)
+    throw BadInput(fmt::format("--lr: must be positive, got {}", c.learning_rate));
+  if (!std::isfinite(c.momentum) || c.momentum < 0 || c.momentum >= 1)
+    throw BadInput(fmt::format("--momentum: must be in [0, 1), got {}", c.momentum));
+}
+
+class ProgressFile {
+ public:
+  explicit ProgressFile(std::string path) : path_(std::move(path)) {}
+
+  // Rewrites the file now (atomically; not fsync'd: the checkpoint, not this
+  // file, is what a restart trusts).
+  void write(std::uint64_t iterations) {
+    last_ = std::chrono::steady_clock::now();
+    if (!path_.empty()) write_file_atomically(path_, fmt::format("{}\n", iterations), false);
+  }
+
+  void write_if_due(std::uint64_t iterations) {
+    if (std::chrono::steady_clock::now() - last_ >= kProgressInterval) write(iterations);
+  }
+
+ private:
+  std::string path_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+void say(const std::string& line) {
+  std::fputs((line + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+int train(const Options& o) {
+  validate(o);
+  const auto [rate, rate_text] = emulated_rate(o);
+  const TrainConfig& config = o.config;
+  const Dataset data = make_dataset(config);
+
+  std::filesystem::path checkpoint;
+  if (!o.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(o.checkpoint_dir);
+    checkpoint = std::filesystem::path(o.checkpoint_dir) / "checkpoint.bin";
+  }
+  TrainState state;
+  if (!checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+    state = read_checkpoint(checkpoint, config);
+    if (state.iteration > o.iterations)
+      throw BadInput(fmt::format("{}: checkpoint is at iteration {}, beyond --iterations {}",
+                                 checkpoint.string(), state.iteration, o.iterations));
+    say(fmt::format("fairgpu-train: resumed from {} at iteration {} of {}", checkpoint.string(),
+                    state.iteration, o.iterations));
+  } else {
+    state = initial_state(config, data);
+    say(fmt::format("fairgpu-train: starting at iteration 0 of {}, initial loss {:.17g}",
+                    o.iterations, state.initial_loss));
+  }
+  if (rate > 0) say("fairgpu-train: " + rate_text);
+
+  ProgressFile progress(o.progress_file);
+  progress.write(state.iteration);
+  const Pacer pacer(rate);
+  const std::uint64_t first = state.iteration;
+  while (state.iteration < o.iterations) {
+    if (g_stop_signal) {
+      if (checkpoint.empty()) {
+        progress.write(state.iteration);
+        say(
+            fmt::format("fairgpu-train: stopped at iteration {} without a checkpoint (no "
+                        "checkpoint directory)",
+                        state.iteration));
+        return kExitOk;
+      }
+      write_checkpoint(checkpoint, config, state);
+      progress.write(state.iteration);
+      say(fmt::format("fairgpu-train: checkpointed at iteration {}", state.iteration));
+      return kExitOk;
+    }
+    sgd_step(config, data, state);
+    if (!checkpoint.empty() && o.checkpoint_every > 0 &&
+        state.iteration % o.checkpoint_every == 0 && state.iteration < o.iterations) {
+      write_checkpoint(checkpoint, config, state);
+      progress.write(state.iteration);
+    } else {
+      progress.write_if_due(state.iteration);
+    }
+    pacer.wait(state.iteration - first, g_stop_signal);
+  }
+
+  const double final_loss = dataset_loss(config, data, state.params);
+  const std::string checksum = fmt::format("{:016x}", weights_checksum(state.params));
+  if (!checkpoint.empty()) {
+    write_checkpoint(checkpoint, config, state);
+    const nlohmann::json result = {{"iterations", state.iteration},
+                                   {"seed", config.seed},
+                                   {"initial_loss", state.initial_loss},
+                                   {"final_loss", final_loss},
+                                   {"weights_checksum", checksum}};
+    write_file_atomically(std::filesystem::path(o.checkpoint_dir) / "result.json",
+                          result.dump(2) + "\n", true);
+  }
+  progress.write(state.iteration);
+  say(fmt::format("weights checksum: {}", checksum));
+  say(fmt::format("final loss: {:.17g}", final_loss));
+  return kExitOk;
+}
+
+// Single-line messages: CLI11 sometimes spreads one over several lines.
+std::string flatten(std::string text) {
+  for (char& c : text)
+    if (c == '\n') c = ' ';
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  CLI::App app{"fairgpu-train: demo training job (MLP + SGD) for fairgpu's live manager"};
+  app.add_option("--iterations", o.iterations, "total SGD iterations")->required();
+  app.add_option("--seed", o.config.seed, "seed of data, initial weights and batches")
+      ->capture_default_str();
+  app.add_option("--batch", o.config.batch, "mini-batch size")->capture_default_str();
+  app.add_option("--lr", o.config.learning_rate, "learning rate")->capture_default_str();
+  app.add_option("--momentum", o.config.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--hidden", o.config.hidden, "hidden units")->capture_default_str();
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "checkpoint every N iterations (0: only on signal and at the end)")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "checkpoint and result directory (default $FAIRGPU_CHECKPOINT_DIR; none: no "
+                 "checkpoints)");
+  app.add_option("--progress-file", o.progress_file,
+                 "file kept holding the iterations done (default $FAIRGPU_PROGRESS_FILE)");
+  app.add_option("--speed-map", o.speed_map,
+                 "emulated speed per GPU type, e.g. k80=1,p100=2.5,v100=4 (needs --base-rate)");
+  app.add_option("--gpu-type", o.gpu_type, "GPU type to emulate (default $FAIRGPU_GPU_TYPE)");
+  app.add_option("--base-rate", o.base_rate,
+                 "emulated iterations/s at speed 1 with 1 worker (default: unpaced)");
+  app.add_option("--scaling", o.scaling,
+                 "throughput factor per $FAIRGPU_NUM_WORKERS, e.g. 1=1,2=1.8,4=3.2 (default "
+                 "linear)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "fairgpu-train: %s; run 'fairgpu-train --help'\n",
+                 flatten(e.what()).c_str());
+    return kExitBadInput;
+  }
+  return train(o);
+}
+
+}  // namespace
+}  // namespace fairgpu::train
+
+int main(int argc, char** argv) {
+  // First of all, so a stop request that comes early is not fatal.
+  fairgpu::train::install_signal_handlers();
+  try {
+    return fairgpu::train::run(argc, argv);
+  } catch (const fairgpu::train::BadInput& e) {
+    std::fprintf(stderr, "fairgpu-train: %s\n", fairgpu::train::flatten(e.what()).c_str());
+    return fairgpu::train::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fairgpu-train: error: %s\n", fairgpu::train::flatten(e.what()).c_str());
+    return fairgpu::train::kExitFailure;
+  }
+}
