@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
@@ -613,13 +614,22 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
   }
 }
 
-double Manager::schedule() {
+double Manager::first_point() const {
+  std::lock_guard lock(mu_);
+  const double t = now();
+  double last_end = t;
+  for (const auto& [id, l] : leases_)
+    if (!l.profiling && (l.status == "active" || l.status == "pending")) last_end = std::max(last_end, l.end);
+  return std::min(last_end, t + interval());
+}
+
+double Manager::schedule(double at) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::uint64_t> tickets;
   {
     std::lock_guard lock(mu_);
     if (rebuild_needed_) rebuild();
-    const double t = now();
+    const double t = at >= 0 ? std::min(at, now()) : now();
     if (model_) {
       account_interval(state_, t - state_.now);
       state_.now = t;
@@ -718,14 +728,21 @@ void Manager::tick() {
 
 void Manager::run() {
   const double step = interval();
-  double next_point = now();
+  double next_point = first_point();
   double next_tick = now();
   std::unique_lock lock(run_mu_);
   while (!stopping_) {
     const double t = now();
     if (t >= next_point) {
       lock.unlock();
-      schedule();
+      try {
+        schedule(next_point);
+      } catch (const std::exception& e) {
+        // A failed round (a policy bug, a store error) is reported and the
+        // next one tried; the leases in force stay as they are.
+        ++failed_rounds_;
+        std::fprintf(stderr, "fairgpu serve: round at %.3f failed: %s\n", next_point, e.what());
+      }
       lock.lock();
       // Keep the grid; skip points missed while the decision ran long.
       while (next_point <= now()) next_point += step;
@@ -1295,6 +1312,8 @@ std::string Manager::metrics() const {
   line("fairgpu_submissions_total", "", static_cast<double>(submissions_));
   out += "# TYPE fairgpu_preemptions_total counter\n";
   line("fairgpu_preemptions_total", "", static_cast<double>(preemptions_));
+  out += "# TYPE fairgpu_failed_rounds_total counter\n";
+  line("fairgpu_failed_rounds_total", "", static_cast<double>(failed_rounds_.load()));
   out += "# TYPE fairgpu_spread_skipped_total counter\n";
   line("fairgpu_spread_skipped_total", "", static_cast<double>(spread_skipped_));
   out += "# TYPE fairgpu_store_transactions_total counter\n";

@@ -92,9 +92,16 @@ class Manager {
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
   std::string metrics() const;
 
-  // One scheduling point at the clock's now: profiling leases, the policy's
-  // plan, its leases committed. Returns the seconds the decision took.
-  double schedule();
+  // One scheduling point: profiling leases, the policy's plan, its leases
+  // committed. `at` is the point on the round grid (<= the clock's now; the
+  // clock's now when < 0): leases end on the grid, so at the next point they
+  // have ended exactly, however late the thread woke. Returns the seconds
+  // the decision took.
+  double schedule(double at = -1.0);
+  // Where the round grid resumes after a restart: the end of the leases
+  // still running (synchronous rounds end together), at most one interval
+  // ahead, and not before now.
+  double first_point() const;
   // The policy's plan() alone on the current state, not carried out: the
   // decision as the simulator makes it (benchmarks' baseline). Seconds.
   double time_plan_only();
@@ -180,6 +187,7 @@ class Manager {
   bool rebuild_needed_ = true;
 
   // Counters for /metrics.
+  std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_skipped_ = 0;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
   std::size_t benchmark_sink_ = 0;

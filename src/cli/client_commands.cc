@@ -1,0 +1,631 @@
+// The live manager's client commands (issue 5, DESIGN §7): `fairgpu submit`,
+// `jobs`, `cancel`, `cluster`, `tenants`, `profiles`, `drain` and `undrain`,
+// talking to `fairgpu serve` through live::LiveClient (docs/live-protocol.md).
+//
+// Every command takes --server (default $FAIRGPU_SERVER, else
+// http://127.0.0.1:8470), --token (default $FAIRGPU_TOKEN) and --json (the
+// server's JSON answer, pretty-printed, instead of a table). Tables follow
+// `fairgpu simulate`'s style: lower-case headers, text left- and numbers
+// right-aligned, "-" where a value does not apply. A refusal by the server
+// (4xx) or an unreachable server is one line on stderr and exit status 2.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cli/commands.h"
+#include "fairgpu/input_error.h"
+#include "live/client.h"
+
+namespace fairgpu::cli {
+namespace {
+
+using nlohmann::json;
+
+struct ServerArgs {
+  std::string url = live::kDefaultServerUrl;
+  std::string token;
+  bool json = false;
+};
+
+void add_server_options(CLI::App* c, ServerArgs& a) {
+  c->add_option("--server", a.url,
+                "server URL (default: $FAIRGPU_SERVER, else http://127.0.0.1:8470)")
+      ->envname("FAIRGPU_SERVER");
+  c->add_option("--token", a.token,
+                "API token of a tenant or the admin (default: $FAIRGPU_TOKEN, which keeps it "
+                "out of the process list)")
+      ->envname("FAIRGPU_TOKEN");
+  c->add_flag("--json", a.json, "print the server's JSON answer instead of a table");
+}
+
+live::LiveClient connect(const ServerArgs& a) { return live::LiveClient(a.url, a.token); }
+
+std::string pretty(const json& j) { return j.dump(2) + "\n"; }
+
+// ---- cells -----------------------------------------------------------------
+
+// Names come from other tenants: control characters would let them move the
+// cursor or recolour the terminal, so they are shown as '?'.
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+// The member `key`, or nullptr when absent or null (fields that do not apply
+// yet, such as a queued job's node).
+const json* member(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+// At most `precision` decimals, trailing zeros dropped: "2.5", "0.625", "3".
+std::string number(double v, int precision) {
+  std::string s = fmt::format("{:.{}f}", v, precision);
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s == "-0" ? "0" : s;
+}
+
+// Any JSON value as a cell: strings as they are, whole numbers exactly, other
+// numbers with up to `precision` decimals, arrays comma-joined, objects as k=v.
+std::string cell(const json* v, int precision = 3) {
+  if (!v || v->is_null()) return "-";
+  if (v->is_string()) {
+    const auto& s = v->get_ref<const std::string&>();
+    return s.empty() ? "-" : printable(s);
+  }
+  if (v->is_boolean()) return v->get<bool>() ? "yes" : "no";
+  if (v->is_number_integer()) return v->dump();
+  if (v->is_number()) return number(v->get<double>(), precision);
+  std::string out;
+  if (v->is_array()) {
+    for (const auto& e : *v) out += (out.empty() ? "" : ",") + cell(&e, precision);
+  } else {
+    for (const auto& [k, e] : v->items())
+      out += (out.empty() ? "" : " ") + printable(k) + "=" + cell(&e, precision);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string cell(const json& obj, const char* key, int precision = 3) {
+  return cell(member(obj, key), precision);
+}
+
+double number_or(const json& obj, const char* key, double fallback) {
+  const json* v = member(obj, key);
+  return v && v->is_number() ? v->get<double>() : fallback;
+}
+
+// "3.2 s", "4.5 min", "2.1 h".
+std::string duration(double s) {
+  double a = std::fabs(s);
+  if (a < 120) return fmt::format("{:.1f} s", s);
+  if (a < 7200) return fmt::format("{:.1f} min", s / 60);
+  return fmt::format("{:.1f} h", s / 3600);
+}
+
+// The protocol's times are seconds; values after 2001 are Unix times and are
+// shown as local wall-clock time, smaller ones (a clock started by the server)
+// as they are.
+std::string when(const json& obj, const char* key) {
+  const json* v = member(obj, key);
+  if (!v || !v->is_number()) return cell(v);
+  double t = v->get<double>();
+  if (t < 1e9) return fmt::format("{:.1f} s (server clock)", t);
+  std::time_t secs = static_cast<std::time_t>(t);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", &tm);
+  return buf;
+}
+
+// A word of an argv for display, quoted for a POSIX shell when needed.
+std::string shell_word(const std::string& w) {
+  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-_./=:,+@%") == std::string::npos)
+    return printable(w);
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return printable(q + "'");
+}
+
+std::string command_text(const json* cmd) {
+  if (!cmd) return "-";
+  if (cmd->is_string()) return "/bin/sh -c " + shell_word(cmd->get<std::string>());
+  if (!cmd->is_array()) return cell(cmd);
+  std::string out;
+  for (const auto& w : *cmd)
+    out += (out.empty() ? "" : " ") + (w.is_string() ? shell_word(w.get<std::string>()) : w.dump());
+  return out;
+}
+
+// "1200/5000 (24.0%)".
+std::string progress(const json& job) {
+  const json* total = member(job, "iterations");
+  if (!total || !total->is_number()) return "-";
+  double done = number_or(job, "iterations_done", 0.0);
+  double t = total->get<double>();
+  std::string out = number(done, 1) + "/" + number(t, 1);
+  if (t > 0) out += fmt::format(" ({:.1f}%)", 100.0 * std::min(done / t, 1.0));
+  return out;
+}
+
+// "v100/n1" while the job holds GPUs, "-" otherwise.
+std::string placement(const json& job) {
+  const json* type = member(job, "gpu_type");
+  const json* node = member(job, "node");
+  if (!type && !node) return "-";
+  return cell(type) + "/" + cell(node);
+}
+
+// The answer's `key` array (an answer without it is not the protocol's).
+const json& list(const json& answer, const char* key, const std::string& what) {
+  const json* v = member(answer, key);
+  if (!v || !v->is_array())
+    throw std::runtime_error(fmt::format("{}: the server's answer has no \"{}\" array", what, key));
+  return *v;
+}
+
+std::string plural(std::size_t n, std::string_view word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+// Counts per value of `key`, in order of first appearance: "2 running, 1 queued".
+std::string tally(const json& items, const char* key) {
+  std::vector<std::pair<std::string, std::size_t>> counts;
+  for (const auto& item : items) {
+    std::string v = cell(item, key);
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == v; });
+    if (it == counts.end())
+      counts.emplace_back(v, 1);
+    else
+      ++it->second;
+  }
+  std::string out;
+  for (const auto& [v, n] : counts) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, v);
+  return out;
+}
+
+// ---- tables ----------------------------------------------------------------
+
+// Aligned columns two spaces apart; trailing blanks trimmed.
+class Table {
+ public:
+  // A title starting with '>' is a right-aligned (number) column.
+  explicit Table(std::vector<std::string> titles) {
+    for (auto& t : titles) {
+      bool right = !t.empty() && t.front() == '>';
+      columns_.push_back({right ? t.substr(1) : t, right});
+    }
+  }
+
+  void add(std::vector<std::string> row) {
+    row.resize(columns_.size(), "");
+    rows_.push_back(std::move(row));
+  }
+
+  std::string render() const {
+    std::vector<std::size_t> width;
+    for (const auto& c : columns_) width.push_back(c.title.size());
+    for (const auto& row : rows_)
+      for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    std::string out;
+    auto line = [&](auto get) {
+      std::string s;
+      for (std::size_t i = 0; i < columns_.size(); ++i) {
+        if (i > 0) s += "  ";
+        s += columns_[i].right ? fmt::format("{:>{}}", get(i), width[i])
+                               : fmt::format("{:<{}}", get(i), width[i]);
+      }
+      s.erase(s.find_last_not_of(' ') + 1);
+      out += s + "\n";
+    };
+    line([&](std::size_t i) { return columns_[i].title; });
+    for (const auto& row : rows_) line([&](std::size_t i) { return row[i]; });
+    return out;
+  }
+
+ private:
+  struct Column {
+    std::string title;
+    bool right;
+  };
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "key   value" lines with the values aligned.
+std::string fields(const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::size_t w = 0;
+  for (const auto& r : rows) w = std::max(w, r.first.size());
+  std::string out;
+  for (const auto& [k, v] : rows) out += fmt::format("{:<{}}  {}\n", k, w, v);
+  return out;
+}
+
+// ---- submit ----------------------------------------------------------------
+
+struct SubmitArgs {
+  ServerArgs server;
+  std::string file;
+  std::string name;
+  std::string job_type;
+  long long workers = 0;
+  long long iterations = 0;
+  std::vector<std::string> env;
+  double weight = 0;
+  std::string tenant;
+  std::string shell_command;
+  std::vector<std::string> argv;
+  // Which of the optional flags were given.
+  bool has_weight = false;
+};
+
+// The request body from the flags, checked like a --file entry (errors name
+// the flag).
+json job_from_flags(const SubmitArgs& a) {
+  json job = {{"name", a.name}, {"job_type", a.job_type}};
+  if (a.name.empty()) throw InputError("options", "--name", "is required (or use --file)");
+  if (a.job_type.empty()) throw InputError("options", "--job-type", "is required (or use --file)");
+  if (a.workers < 1) throw InputError("options", "--workers", "is required and must be >= 1");
+  if (a.iterations < 1) throw InputError("options", "--iterations", "is required and must be >= 1");
+  if (a.argv.empty() == a.shell_command.empty())
+    throw InputError("options", "command",
+                     "give the job's command either after `--` (an argv) or as --command "
+                     "\"shell string\", not both");
+  job["workers"] = a.workers;
+  job["iterations"] = a.iterations;
+  if (!a.argv.empty())
+    job["command"] = a.argv;
+  else
+    job["command"] = a.shell_command;
+  if (!a.env.empty()) {
+    json env = json::object();
+    for (const auto& kv : a.env) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw InputError("options", "--env", "expected KEY=VALUE, got '" + kv + "'");
+      std::string key = kv.substr(0, eq);
+      if (env.contains(key)) throw InputError("options", "--env", "'" + key + "' is given twice");
+      env[key] = kv.substr(eq + 1);
+    }
+    job["env"] = std::move(env);
+  }
+  if (a.has_weight) job["weight"] = a.weight;
+  if (!a.tenant.empty()) job["tenant"] = a.tenant;
+  try {
+    live::check_job_spec(job, "options");
+  } catch (const InputError& e) {
+    // Name the flag rather than the JSON field ("--job-type", not "job_type").
+    std::string flag = e.field();
+    flag = flag.substr(0, flag.find_first_of(".["));
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    throw InputError("options", "--" + flag, e.problem());
+  }
+  return job;
+}
+
+std::string job_id(const json& job) {
+  const json* id = member(job, "id");
+  if (!id || !id->is_string()) throw std::runtime_error("the server's job object has no \"id\"");
+  return printable(id->get<std::string>());
+}
+
+std::string run_submit(const SubmitArgs& a) {
+  const bool from_file = !a.file.empty();
+  // Everything is checked before the first request.
+  std::vector<json> jobs =
+      from_file ? live::read_job_file(a.file) : std::vector<json>{job_from_flags(a)};
+  live::LiveClient client = connect(a.server);
+  json answers = json::array();
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    try {
+      json answer = client.submit(jobs[i]);
+      ids.push_back(job_id(answer));
+      answers.push_back(std::move(answer));
+    } catch (const InputError& e) {
+      if (!from_file) throw;
+      // Earlier entries are in the queue now: say which, so they are not
+      // submitted twice when the file is fixed and sent again.
+      std::string done = ids.empty()
+                             ? "nothing was submitted"
+                             : "submitted before it: " + fmt::format("{}", fmt::join(ids, " "));
+      throw InputError(e.source(), e.field(),
+                       fmt::format("{} ({}[{}]; {})", e.problem(), a.file, i, done));
+    }
+  }
+  if (a.server.json) return pretty(from_file ? answers : answers.at(0));
+  std::string out;
+  for (const auto& id : ids) out += id + "\n";
+  return out;
+}
+
+// ---- jobs ------------------------------------------------------------------
+
+struct JobsArgs {
+  ServerArgs server;
+  std::string state;
+  std::string id;
+};
+
+std::string jobs_table(const json& jobs) {
+  Table t({"id", "tenant", "name", "job type", ">workers", "state", ">progress", "gpu/node",
+           ">restarts", ">preemptions"});
+  for (const auto& j : jobs)
+    t.add({cell(j, "id"), cell(j, "tenant"), cell(j, "name"), cell(j, "job_type"),
+           cell(j, "workers"), cell(j, "state"), progress(j), placement(j), cell(j, "restarts"),
+           cell(j, "preemptions")});
+  return t.render();
+}
+
+std::string job_detail(const json& j) {
+  std::string state = cell(j, "state");
+  if (const json* code = member(j, "exit_code")) state += " (exit code " + cell(code) + ")";
+  std::string gpus = placement(j);
+  if (const json* lease = member(j, "lease")) gpus += ", lease " + cell(lease);
+  std::string out = fields({{"job", cell(j, "id")},
+                            {"name", cell(j, "name")},
+                            {"tenant", cell(j, "tenant")},
+                            {"job type", cell(j, "job_type")},
+                            {"workers", cell(j, "workers")},
+                            {"state", state},
+                            {"progress", progress(j)},
+                            {"command", command_text(member(j, "command"))},
+                            {"env", cell(j, "env")},
+                            {"gpu/node", gpus},
+                            {"submitted", when(j, "submitted_at")},
+                            {"started", when(j, "started_at")},
+                            {"finished", when(j, "finished_at")},
+                            {"restarts", cell(j, "restarts")},
+                            {"preemptions", cell(j, "preemptions")},
+                            {"failures", cell(j, "failures")}});
+  const json* tail = member(j, "log_tail");
+  if (state.rfind("failed", 0) == 0 && tail && tail->is_string() &&
+      !tail->get<std::string>().empty()) {
+    out += "log tail:\n";
+    std::string text = tail->get<std::string>();
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      std::size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      out += "  " + printable(text.substr(pos, end - pos)) + "\n";
+      pos = end + 1;
+    }
+  }
+  return out;
+}
+
+std::string run_jobs(const JobsArgs& a) {
+  if (!a.state.empty()) {
+    const auto& states = live::job_states();
+    if (std::find(states.begin(), states.end(), a.state) == states.end())
+      throw InputError(
+          "options", "--state",
+          fmt::format("unknown state '{}' (valid: {})", a.state, fmt::join(states, ", ")));
+  }
+  live::LiveClient client = connect(a.server);
+  if (!a.id.empty()) {
+    json job = client.job(a.id);
+    return a.server.json ? pretty(job) : job_detail(job);
+  }
+  json answer = client.jobs(a.state);
+  if (a.server.json) return pretty(answer);
+  const json& jobs = list(answer, "jobs", "GET /v1/jobs");
+  if (jobs.empty()) return a.state.empty() ? "no jobs\n" : "no " + a.state + " jobs\n";
+  return jobs_table(jobs) + "\n" + plural(jobs.size(), "job") + " (" + tally(jobs, "state") + ")\n";
+}
+
+// ---- cancel ----------------------------------------------------------------
+
+struct CancelArgs {
+  ServerArgs server;
+  std::vector<std::string> ids;
+};
+
+std::string run_cancel(const CancelArgs& a) {
+  live::LiveClient client = connect(a.server);
+  json answers = json::array();
+  std::string out;
+  for (std::size_t i = 0; i < a.ids.size(); ++i) {
+    try {
+      json job = client.cancel(a.ids[i]);
+      out += fmt::format("{}: {}\n", job_id(job), cell(job, "state"));
+      answers.push_back(std::move(job));
+    } catch (const InputError& e) {
+      if (i == 0) throw;
+      std::vector<std::string> done(a.ids.begin(), a.ids.begin() + static_cast<std::ptrdiff_t>(i));
+      throw InputError(e.source(), e.field(),
+                       fmt::format("{} (cancelling {}; cancelled before it: {})", e.problem(),
+                                   a.ids[i], fmt::join(done, " ")));
+    }
+  }
+  if (a.server.json) return pretty(answers.size() == 1 ? answers[0] : answers);
+  return out;
+}
+
+// ---- cluster, tenants, profiles, drain -------------------------------------
+
+std::string run_cluster(const ServerArgs& a) {
+  json answer = connect(a).cluster();
+  if (a.json) return pretty(answer);
+  const json& nodes = list(answer, "nodes", "GET /v1/cluster");
+  std::string out = fmt::format(
+      "round {}, policy {}, round length {}\n", cell(answer, "round"), cell(answer, "policy"),
+      member(answer, "round_s") ? duration(number_or(answer, "round_s", 0)) : "-");
+  if (nodes.empty()) return out + "no nodes registered\n";
+  Table t({"node", "gpu type", ">devices", "state", ">heartbeat", ">device", "job", "tenant",
+           ">lease", ">lease left"});
+  std::size_t devices = 0, held = 0;
+  for (const auto& n : nodes) {
+    const json* dev = member(n, "devices");
+    std::size_t count = dev && dev->is_array()             ? dev->size()
+                        : dev && dev->is_number_unsigned() ? dev->get<std::size_t>()
+                                                           : 0;
+    devices += count;
+    const json* beat = member(n, "last_heartbeat_s_ago");
+    std::vector<std::string> node_cells = {
+        cell(n, "name"), cell(n, "gpu_type"), dev ? std::to_string(count) : "-", cell(n, "state"),
+        beat && beat->is_number() ? duration(beat->get<double>()) + " ago" : "-"};
+    const json* holders = member(n, "holders");
+    if (!holders || !holders->is_array() || holders->empty()) {
+      node_cells.insert(node_cells.end(), {"-", "-", "-", "-", "-"});
+      t.add(node_cells);
+      continue;
+    }
+    bool first = true;
+    for (const auto& h : *holders) {
+      const json* d = member(h, "device");
+      held += d && d->is_array() ? d->size() : 1;
+      const json* left = member(h, "lease_end_in_s");
+      std::vector<std::string> row =
+          first ? node_cells : std::vector<std::string>{cell(n, "name"), "", "", "", ""};
+      row.insert(row.end(), {cell(d), cell(h, "job"), cell(h, "tenant"), cell(h, "lease"),
+                             left && left->is_number() ? duration(left->get<double>()) : "-"});
+      t.add(row);
+      first = false;
+    }
+  }
+  return out + t.render() +
+         fmt::format("\n{} ({}), {} devices, {} held\n", plural(nodes.size(), "node"),
+                     tally(nodes, "state"), devices, held);
+}
+
+std::string run_tenants(const ServerArgs& a) {
+  json answer = connect(a).tenants();
+  if (a.json) return pretty(answer);
+  const json& tenants = list(answer, "tenants", "GET /v1/tenants");
+  if (tenants.empty()) return "no tenants\n";
+  Table t({"tenant", ">weight", ">active jobs", ">gpus held", ">share", ">norm. throughput"});
+  for (const auto& x : tenants)
+    t.add({cell(x, "name"), cell(x, "weight"), cell(x, "jobs_active"), cell(x, "gpus_held"),
+           cell(x, "share"), cell(x, "normalised_throughput")});
+  return t.render();
+}
+
+std::string run_profiles(const ServerArgs& a) {
+  json answer = connect(a).profiles();
+  if (a.json) return pretty(answer);
+  const json& profiles = list(answer, "profiles", "GET /v1/profiles");
+  if (profiles.empty()) return "no throughput profiles\n";
+  Table t({"job type", "gpu type", ">workers", ">iterations/s", "source"});
+  for (const auto& p : profiles)
+    t.add({cell(p, "job_type"), cell(p, "gpu_type"), cell(p, "workers"),
+           cell(member(p, "iterations_per_s"), 2), cell(p, "source")});
+  return t.render();
+}
+
+struct NodeArgs {
+  ServerArgs server;
+  std::string node;
+};
+
+std::string run_drain(const NodeArgs& a, bool drain) {
+  live::LiveClient client = connect(a.server);
+  json node = drain ? client.drain(a.node) : client.undrain(a.node);
+  if (a.server.json) return pretty(node);
+  return fmt::format("node {}: {}\n", member(node, "name") ? cell(node, "name") : printable(a.node),
+                     cell(node, "state"));
+}
+
+}  // namespace
+
+void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
+  auto sub = std::make_shared<SubmitArgs>();
+  auto* submit = app.add_subcommand(
+      "submit",
+      "submit a job to `fairgpu serve`: fairgpu submit --name N --job-type T --workers W "
+      "--iterations I [--env K=V ...] -- COMMAND ARGS... (or --command \"shell string\", or "
+      "--file jobs.json); prints the new job id(s)");
+  add_server_options(submit, sub->server);
+  auto* file = submit->add_option(
+      "--file", sub->file,
+      "submit every job of a JSON array of job objects ({\"name\", \"job_type\", \"workers\", "
+      "\"iterations\", \"command\", \"env\"?, \"weight\"?, \"tenant\"?}); all are checked "
+      "before the first is sent");
+  std::vector<CLI::Option*> single = {
+      submit->add_option("--name", sub->name, "job name"),
+      submit->add_option("--job-type", sub->job_type,
+                         "job type (model and batch size; its throughput profile is measured "
+                         "first when the server has none)"),
+      submit->add_option("--workers", sub->workers, "gang size: GPUs, all or nothing"),
+      submit->add_option("--iterations", sub->iterations, "iterations of work"),
+      // One value per --env, so a `--` after it still starts the command
+      // (CLI11 lets `--` end an open-ended list and swallows it).
+      submit->add_option("--env", sub->env, "KEY=VALUE added to the job's environment (repeatable)")
+          ->expected(1)
+          ->allow_extra_args(false)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll),
+      submit->add_option("--weight", sub->weight, "job weight inside its tenant (> 0)"),
+      submit->add_option("--tenant", sub->tenant, "submit for this tenant (admin token only)"),
+      submit->add_option("--command", sub->shell_command, "the command as one /bin/sh -c string"),
+      submit->add_option("argv", sub->argv, "the command after `--`, run with execvp")};
+  for (auto* opt : single) file->excludes(opt);
+  single[5]->each([sub](const std::string&) { sub->has_weight = true; });
+  commands.push_back({submit, [sub] { return run_submit(*sub); }});
+
+  auto jobs_args = std::make_shared<JobsArgs>();
+  auto* jobs = app.add_subcommand(
+      "jobs", "list jobs (a tenant sees its own, the admin all), or show one job in detail");
+  add_server_options(jobs, jobs_args->server);
+  auto* state = jobs->add_option(
+      "--state", jobs_args->state,
+      "only jobs in this state: profiling | queued | running | finished | failed | cancelled");
+  jobs->add_option("id", jobs_args->id, "a job id: show that job in detail")->excludes(state);
+  commands.push_back({jobs, [jobs_args] { return run_jobs(*jobs_args); }});
+
+  auto cancel_args = std::make_shared<CancelArgs>();
+  auto* cancel = app.add_subcommand(
+      "cancel", "cancel jobs (a running job is revoked: it checkpoints and stops)");
+  add_server_options(cancel, cancel_args->server);
+  cancel->add_option("ids", cancel_args->ids, "job ids")->required();
+  commands.push_back({cancel, [cancel_args] { return run_cancel(*cancel_args); }});
+
+  auto cluster_args = std::make_shared<ServerArgs>();
+  auto* cluster =
+      app.add_subcommand("cluster",
+                         "nodes with their GPU type, devices, state, last heartbeat, and who holds "
+                         "which device until when");
+  add_server_options(cluster, *cluster_args);
+  commands.push_back({cluster, [cluster_args] { return run_cluster(*cluster_args); }});
+
+  auto tenants_args = std::make_shared<ServerArgs>();
+  auto* tenants = app.add_subcommand(
+      "tenants", "tenants with weight, active jobs, GPUs held, share and normalised throughput");
+  add_server_options(tenants, *tenants_args);
+  commands.push_back({tenants, [tenants_args] { return run_tenants(*tenants_args); }});
+
+  auto profiles_args = std::make_shared<ServerArgs>();
+  auto* profiles = app.add_subcommand(
+      "profiles", "throughput profiles: iterations/s per job type, GPU type and workers");
+  add_server_options(profiles, *profiles_args);
+  commands.push_back({profiles, [profiles_args] { return run_profiles(*profiles_args); }});
+
+  for (bool drain : {true, false}) {
+    auto node_args = std::make_shared<NodeArgs>();
+    auto* c = app.add_subcommand(drain ? "drain" : "undrain",
+                                 drain ? "stop placing jobs on a node (admin)"
+                                       : "place jobs on a drained node again (admin)");
+    add_server_options(c, node_args->server);
+    c->add_option("node", node_args->node, "node name")->required();
+    commands.push_back({c, [node_args, drain] { return run_drain(*node_args, drain); }});
+  }
+}
+
+}  // namespace fairgpu::cli

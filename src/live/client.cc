@@ -1,0 +1,344 @@
+// The live manager's client over cpp-httplib (issue 5; protocol in
+// docs/live-protocol.md): URL parsing, one request per call with connect,
+// read and write timeouts, the mapping of HTTP statuses to fairgpu's error
+// types, and the local check of job specifications before submission.
+#include "live/client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+#include <string_view>
+
+#include "fairgpu/input_error.h"
+#include "trace/text_input.h"
+
+namespace fairgpu::live {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kUrlForm = "expected http[s]://HOST[:PORT][/PREFIX]";
+
+// Percent-encodes a path segment or query value (RFC 3986 unreserved
+// characters pass), so a job id or node name cannot change the request path.
+std::string encode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    }
+  }
+  return out;
+}
+
+// The server's one-line reason: its {"error": "..."} when it sent one, else
+// the first line of whatever it sent, else the HTTP reason phrase.
+std::string error_line(const httplib::Response& res) {
+  json body = json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_object()) {
+    auto it = body.find("error");
+    if (it != body.end() && it->is_string()) return it->get<std::string>();
+  }
+  std::string_view text = res.body;
+  text = text.substr(0, text.find_first_of("\r\n"));
+  text = text_input::trim(text);
+  if (text.size() > 200) text = text.substr(0, 200);
+  if (!text.empty()) return std::string(text);
+  return res.reason.empty() ? "no error message" : res.reason + " (no error message)";
+}
+
+std::string describe(httplib::Error e, double timeout_s) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "connection failed (nothing listening, host unknown or unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return fmt::format("no connection within {:g} s", timeout_s);
+    case httplib::Error::Read:
+      return fmt::format("no complete answer within {:g} s", timeout_s);
+    case httplib::Error::Write:
+      return "sending the request failed";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate could not be verified";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
+// One request on a fresh connection of `c` (httplib::ClientImpl or, for
+// https, httplib::SSLClient, which take the host and port as they are, IPv6
+// literals included).
+template <class Client>
+httplib::Result send(Client& c, double timeout_s, const std::string& token,
+                     const std::string& method, const std::string& path, const json* body) {
+  auto sec = static_cast<time_t>(timeout_s);
+  auto usec = static_cast<time_t>((timeout_s - static_cast<double>(sec)) * 1e6);
+  c.set_connection_timeout(sec, usec);
+  c.set_read_timeout(sec, usec);
+  c.set_write_timeout(sec, usec);
+  if (!token.empty()) c.set_bearer_token_auth(token);
+  if (method == "GET") return c.Get(path);
+  // Requests without a body of their own (cancel, drain) send {} so a server
+  // that parses every POST body still sees valid JSON.
+  return c.Post(path, body ? body->dump() : std::string("{}"), "application/json");
+}
+
+// ---- job specifications ----------------------------------------------------
+
+class SpecChecker {
+ public:
+  SpecChecker(const std::string& source, const std::string& path) : source_(source), path_(path) {}
+
+  [[noreturn]] void fail(std::string_view key, const std::string& problem) const {
+    throw InputError(
+        source_,
+        key.empty() ? (path_.empty() ? "(top level)" : path_) : text_input::child(path_, key),
+        problem);
+  }
+
+  static std::string got(const json& v) {
+    std::string text = v.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return fmt::format("{} {}", v.type_name(), text);
+  }
+
+  void text(const json& v, std::string_view key) const {
+    if (!v.is_string()) fail(key, "expected a string, got " + got(v));
+    const auto& s = v.get_ref<const std::string&>();
+    if (text_input::trim(s).empty()) fail(key, "must not be empty");
+    for (char c : s)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        fail(key, "must not contain control characters");
+  }
+
+  // A whole number >= 1, written 4 or 4.0.
+  void whole_positive(const json& v, std::string_view key) const {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+        v.get<double>() != std::floor(v.get<double>()))
+      fail(key, "expected a whole number >= 1, got " + got(v));
+    if (v.get<double>() < 1) fail(key, "must be >= 1, got " + v.dump());
+  }
+
+  void positive(const json& v, std::string_view key) const {
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      fail(key, "expected a finite number, got " + got(v));
+    if (v.get<double>() <= 0) fail(key, "must be > 0, got " + v.dump());
+  }
+
+  void command(const json& v) const {
+    if (v.is_string()) {
+      if (text_input::trim(v.get_ref<const std::string&>()).empty())
+        fail("command", "must not be empty");
+      return;
+    }
+    if (!v.is_array())
+      fail("command", "expected an argv array of strings or a shell string, got " + got(v));
+    if (v.empty()) fail("command", "must not be an empty array");
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (!v[i].is_string())
+        fail(text_input::element("command", i), "expected a string, got " + got(v[i]));
+    if (v[0].get_ref<const std::string&>().empty())
+      fail("command[0]", "the program name must not be empty");
+  }
+
+  void env(const json& v) const {
+    if (!v.is_object()) fail("env", "expected an object of strings, got " + got(v));
+    for (const auto& [key, value] : v.items()) {
+      std::string field = text_input::child("env", key);
+      if (key.empty() || key.find('=') != std::string::npos)
+        fail(field, "a variable name must be non-empty and contain no '='");
+      // The agent sets these for every launch (docs/live-protocol.md).
+      if (key.rfind("FAIRGPU_", 0) == 0 || key == "CUDA_VISIBLE_DEVICES")
+        fail(field, "is set by the agent for every job");
+      if (!value.is_string()) fail(field, "expected a string, got " + got(value));
+    }
+  }
+
+ private:
+  const std::string& source_;
+  const std::string& path_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& job_states() {
+  static const std::vector<std::string> states = {"profiling", "queued", "running",
+                                                  "finished",  "failed", "cancelled"};
+  return states;
+}
+
+LiveClient::LiveClient(std::string url, std::string token, double timeout_s)
+    : url_(std::move(url)), token_(std::move(token)), timeout_s_(timeout_s) {
+  const std::string source = "server URL '" + url_ + "'";
+  std::string_view rest = url_;
+  if (rest.substr(0, 8) == "https://") {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    https_ = true;
+    port_ = 443;
+    rest.remove_prefix(8);
+#else
+    throw InputError(source, "",
+                     "https is not supported by this build (cpp-httplib without "
+                     "OpenSSL); use http://");
+#endif
+  } else if (rest.substr(0, 7) == "http://") {
+    rest.remove_prefix(7);
+  } else {
+    throw InputError(source, "", std::string(kUrlForm));
+  }
+  std::string_view authority = rest.substr(0, rest.find('/'));
+  std::string_view path = rest.substr(authority.size());
+  if (authority.find('@') != std::string_view::npos)
+    throw InputError(source, "", "user names in the URL are not supported; use --token");
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {  // [IPv6]
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) throw InputError(source, "", "unterminated '[' in host");
+    host_ = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') throw InputError(source, "", std::string(kUrlForm));
+    if (!after.empty()) port_text = after.substr(1);
+    if (after == ":") throw InputError(source, "", "empty port");
+  } else {
+    auto colon = authority.find(':');
+    host_ = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) throw InputError(source, "", "empty port");
+    }
+  }
+  if (host_.empty()) throw InputError(source, "", "no host; " + std::string(kUrlForm));
+  if (!port_text.empty()) {
+    long port = 0;
+    for (char c : port_text) {
+      if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535)
+        throw InputError(source, "", "port must be a number in 1..65535");
+      port = port * 10 + (c - '0');
+    }
+    if (port < 1 || port > 65535) throw InputError(source, "", "port must be a number in 1..65535");
+    port_ = static_cast<int>(port);
+  }
+  if (path.find_first_of("?#") != std::string_view::npos)
+    throw InputError(source, "", "a query or fragment is not allowed; " + std::string(kUrlForm));
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  prefix_ = std::string(path);
+  if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_))
+    throw std::invalid_argument("LiveClient: timeout must be a positive number of seconds");
+}
+
+json LiveClient::request(const std::string& method, const std::string& path, const json* body) {
+  const std::string full = prefix_ + path;
+  httplib::Result res = [&] {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    if (https_) {
+      httplib::SSLClient c(host_, port_);
+      return send(c, timeout_s_, token_, method, full, body);
+    }
+#endif
+    httplib::ClientImpl c(host_, port_);
+    return send(c, timeout_s_, token_, method, full, body);
+  }();
+  if (!res) {
+    httplib::Error e = res.error();
+    // The address is wrong, the server is down or is not who it claims to
+    // be: something the user fixes.
+    if (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout ||
+        e == httplib::Error::BindIPAddress || e == httplib::Error::SSLConnection ||
+        e == httplib::Error::SSLServerVerification)
+      throw InputError("cannot reach server " + url_, "", describe(e, timeout_s_));
+    throw std::runtime_error(
+        fmt::format("server {}: {} {}: {}", url_, method, full, describe(e, timeout_s_)));
+  }
+  const int status = res->status;
+  if (status >= 400 && status < 500) {
+    std::string why = error_line(*res);
+    if (status == 401 && token_.empty()) why += " (no token was sent)";
+    throw InputError("server " + url_, std::to_string(status), why);
+  }
+  if (status < 200 || status >= 300)
+    throw std::runtime_error(
+        fmt::format("server {}: {} {}: {}: {}", url_, method, full, status, error_line(*res)));
+  json answer = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (answer.is_discarded() || !answer.is_object())
+    throw std::runtime_error(
+        fmt::format("server {}: {} {}: the answer is not a JSON object", url_, method, full));
+  return answer;
+}
+
+json LiveClient::submit(const json& job) { return request("POST", "/v1/jobs", &job); }
+
+json LiveClient::jobs(const std::string& state) {
+  return request("GET", state.empty() ? "/v1/jobs" : "/v1/jobs?state=" + encode(state), nullptr);
+}
+
+json LiveClient::job(const std::string& id) {
+  return request("GET", "/v1/jobs/" + encode(id), nullptr);
+}
+
+json LiveClient::cancel(const std::string& id) {
+  return request("POST", "/v1/jobs/" + encode(id) + "/cancel", nullptr);
+}
+
+json LiveClient::cluster() { return request("GET", "/v1/cluster", nullptr); }
+json LiveClient::tenants() { return request("GET", "/v1/tenants", nullptr); }
+json LiveClient::profiles() { return request("GET", "/v1/profiles", nullptr); }
+
+json LiveClient::drain(const std::string& node) {
+  return request("POST", "/v1/nodes/" + encode(node) + "/drain", nullptr);
+}
+
+json LiveClient::undrain(const std::string& node) {
+  return request("POST", "/v1/nodes/" + encode(node) + "/undrain", nullptr);
+}
+
+void check_job_spec(const json& job, const std::string& source, const std::string& path) {
+  SpecChecker check(source, path);
+  if (!job.is_object()) check.fail("", "expected a job object, got " + SpecChecker::got(job));
+  static constexpr std::string_view kKeys[] = {"name",       "job_type", "workers", "command",
+                                               "iterations", "env",      "weight",  "tenant"};
+  for (const auto& [key, value] : job.items()) {
+    bool known = false;
+    for (auto k : kKeys) known = known || key == k;
+    if (!known)
+      check.fail(key,
+                 "unknown field (expected name, job_type, workers, command, iterations, env, "
+                 "weight, tenant)");
+  }
+  for (const char* key : {"name", "job_type", "workers", "iterations", "command"})
+    if (!job.contains(key)) check.fail(key, "missing required field");
+  check.text(job["name"], "name");
+  check.text(job["job_type"], "job_type");
+  check.whole_positive(job["workers"], "workers");
+  check.positive(job["iterations"], "iterations");
+  check.command(job["command"]);
+  if (job.contains("env")) check.env(job["env"]);
+  if (job.contains("weight")) check.positive(job["weight"], "weight");
+  if (job.contains("tenant")) check.text(job["tenant"], "tenant");
+}
+
+std::vector<json> read_job_file(const std::string& path) {
+  nlohmann::ordered_json doc = text_input::parse_json(text_input::read_text_file(path), path);
+  if (!doc.is_array())
+    throw InputError(path, "",
+                     std::string("expected a JSON array of job objects, got ") + doc.type_name());
+  if (doc.empty()) throw InputError(path, "", "the array holds no jobs");
+  std::vector<json> jobs;
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    json job(doc[i]);
+    check_job_spec(job, path, text_input::element("", i));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+}  // namespace fairgpu::live

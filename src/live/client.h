@@ -1,0 +1,86 @@
+// The live manager's client (issue 5, DESIGN §7): a typed wrapper over the
+// HTTP/JSON protocol of docs/live-protocol.md that `fairgpu submit`, `jobs`,
+// `cancel`, `cluster`, `tenants`, `profiles`, `drain` and `undrain` use, and
+// the local check of job specifications (`fairgpu submit --file`).
+//
+// Errors a caller can rely on:
+// - the server refused the request (HTTP 4xx): InputError whose what() is
+//   "server <url>: <status>: <the server's {"error"} line>";
+// - the server cannot be reached (refused, unknown host, connect timeout) or
+//   the URL is malformed: InputError ("cannot reach server <url>: ...");
+// - the server failed (5xx), answered something that is not the protocol's
+//   JSON, or stopped answering after the connection was made:
+//   std::runtime_error.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace fairgpu::live {
+
+// http://127.0.0.1:8470, `fairgpu serve`'s default address.
+inline constexpr const char* kDefaultServerUrl = "http://127.0.0.1:8470";
+
+// The job states of protocol v1, in lifecycle order.
+const std::vector<std::string>& job_states();
+
+class LiveClient {
+ public:
+  // `url` is http://HOST[:PORT][/PREFIX] or https://... (port 80 or 443 when
+  // absent; the server's certificate is verified against the system's CAs;
+  // a prefix is prepended to every request path, for a server behind a
+  // reverse proxy). IPv6 hosts are written in brackets.
+  // An empty token sends no Authorization header. Throws InputError for a
+  // malformed URL.
+  LiveClient(std::string url, std::string token, double timeout_s = 10.0);
+
+  const std::string& url() const { return url_; }
+
+  // POST /v1/jobs; `job` is the request body. Returns the job object.
+  nlohmann::json submit(const nlohmann::json& job);
+  // GET /v1/jobs[?state=S] ("" for every state): {"jobs": [...]}.
+  nlohmann::json jobs(const std::string& state = "");
+  // GET /v1/jobs/{id}: the job object.
+  nlohmann::json job(const std::string& id);
+  // POST /v1/jobs/{id}/cancel: the job object.
+  nlohmann::json cancel(const std::string& id);
+  // GET /v1/cluster, /v1/tenants, /v1/profiles: the server's answer.
+  nlohmann::json cluster();
+  nlohmann::json tenants();
+  nlohmann::json profiles();
+  // POST /v1/nodes/{name}/drain and /undrain (admin): the node object.
+  nlohmann::json drain(const std::string& node);
+  nlohmann::json undrain(const std::string& node);
+
+ private:
+  nlohmann::json request(const std::string& method, const std::string& path,
+                         const nlohmann::json* body);
+
+  std::string url_;
+  std::string host_;
+  bool https_ = false;
+  int port_ = 80;
+  std::string prefix_;  // "" or "/prefix"
+  std::string token_;
+  double timeout_s_;
+};
+
+// Checks one job specification as `POST /v1/jobs` takes it: name, job_type
+// (non-empty strings), workers (a whole number >= 1), iterations (> 0),
+// command (a non-empty argv array of strings or a non-empty shell string),
+// and the optional env (object of strings; not FAIRGPU_* nor
+// CUDA_VISIBLE_DEVICES, which the agent sets), weight (> 0) and tenant
+// (non-empty string); any other field is rejected, so a typo is not silently
+// dropped. What only the server knows (the caller's role, known tenants) is
+// left to it.
+// Throws InputError(source, "<path>.<field>", problem).
+void check_job_spec(const nlohmann::json& job, const std::string& source,
+                    const std::string& path = "");
+
+// Reads a JSON array of job specifications (`fairgpu submit --file`) and
+// checks every entry, so nothing is submitted when one is bad. Errors name
+// the file, the index and the field ("jobs.json: [2].workers: ...").
+std::vector<nlohmann::json> read_job_file(const std::string& path);
+
+}  // namespace fairgpu::live
