@@ -164,6 +164,9 @@ int run(int argc, char** argv) {
   auto* policies = app.add_subcommand("policies", "list the registered policies");
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
+  cli::add_agent_command(app, commands);
+  cli::add_serve_command(app, commands);
+  cli::add_client_commands(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,701 @@
+// `fairgpu agent`: the node daemon of the live cluster manager (issue 5,
+// DESIGN §7), the agent side of docs/live-protocol.md. The choices made where
+// the protocol is silent are listed in agent.h.
+//
+// One loop, one thread: every tick it reaps runs and advances their stop
+// sequences; on fences (lease ended without renewal, no heartbeat answered
+// for heartbeat_timeout_s) it starts the stop sequence; every heartbeat_s it
+// reports its runs and applies the answer (ack, launch, renew, revoke).
+#include "live/agent.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fairgpu/input_error.h"
+#include "live/process.h"
+
+namespace fairgpu::live {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kLeftoverWaitS = 2.0;
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string out;
+  for (int d : v) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+struct ServerUrl {
+  std::string host;
+  int port = 80;
+  std::string prefix;  // "" or "/prefix"
+};
+
+ServerUrl parse_server_url(const std::string& url) {
+  auto bad = [&](const std::string& why) {
+    return InputError("--server", "", "'" + url + "': " + why);
+  };
+  const std::string scheme = "http://";
+  if (url.rfind("https://", 0) == 0) throw bad("https is not supported; use http://HOST[:PORT]");
+  if (url.rfind(scheme, 0) != 0) throw bad("expected http://HOST[:PORT][/PREFIX]");
+  std::string rest = url.substr(scheme.size());
+  ServerUrl out;
+  auto slash = rest.find('/');
+  if (slash != std::string::npos) {
+    out.prefix = rest.substr(slash);
+    rest.resize(slash);
+    while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  }
+  auto colon = rest.rfind(':');
+  if (colon != std::string::npos && rest.find(']') == std::string::npos) {
+    std::string port = rest.substr(colon + 1);
+    rest.resize(colon);
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      throw bad("port '" + port + "' is not a number");
+    out.port = std::stoi(port);
+    if (out.port < 1 || out.port > 65535) throw bad("port out of range 1..65535");
+  }
+  if (rest.empty()) throw bad("no host");
+  out.host = rest;
+  return out;
+}
+
+// The server's {"error": ...} line, else the start of the body, on one line.
+std::string error_line(const std::string& body) {
+  std::string line;
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string())
+    line = j["error"].get<std::string>();
+  else
+    line = body.substr(0, 200);
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  return line;
+}
+
+// Why a request got no answer, in words (httplib's names are terse).
+std::string transport_error(httplib::Error e, double timeout_s) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "cannot connect (refused or unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return fmt::format("no connection within {} s", timeout_s);
+    case httplib::Error::Read:
+      return fmt::format("no answer within {} s", timeout_s);
+    case httplib::Error::Write:
+      return "the request could not be sent";
+    default:
+      return "request failed: " + httplib::to_string(e);
+  }
+}
+
+std::string valid_token_chars(const std::string& s) {
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return std::string(1, c);
+  return "";
+}
+
+// One run the agent holds: a lease's process, or a launch that failed.
+struct Run {
+  std::int64_t lease = 0;
+  std::string job;
+  std::vector<int> devices;
+  std::unique_ptr<Process> process;  // null when the launch never got as far
+  std::string failure;               // launch_failed: why
+  Clock::time_point lease_end{};
+  bool end_logged = false;
+
+  bool launch_failed() const { return !process || process->state() == ProcessState::kLaunchFailed; }
+  bool running() const { return process && process->state() == ProcessState::kRunning; }
+};
+
+class Agent {
+ public:
+  Agent(const AgentOptions& options, const std::atomic<bool>& stop)
+      : o_(options),
+        stop_(stop),
+        url_(parse_server_url(options.server_url)),
+        http_(url_.host, url_.port) {
+    std::string dir = o_.state_dir.empty() ? "./fairgpu-agent-" + o_.node : o_.state_dir;
+    std::error_code ec;
+    fs::create_directories(fs::path(dir) / "runs", ec);
+    if (ec) throw InputError("--state-dir", "", "cannot create '" + dir + "': " + ec.message());
+    state_dir_ = fs::absolute(dir).lexically_normal();
+    auto whole = static_cast<time_t>(o_.http_timeout_s);
+    auto usec = static_cast<time_t>((o_.http_timeout_s - static_cast<double>(whole)) * 1e6);
+    http_.set_connection_timeout(whole, usec);
+    http_.set_read_timeout(whole, usec);
+    http_.set_write_timeout(whole, usec);
+    if (!o_.token.empty()) http_.set_bearer_token_auth(o_.token);
+  }
+
+  void run() {
+    kill_leftovers();
+    while (!stop_.load()) {
+      if (!register_node()) break;  // stopped while retrying
+      session();
+      if (shutting_down_) break;
+    }
+  }
+
+ private:
+  enum class Beat { kOk, kFailed, kStale };
+
+  void log(const std::string& text) const {
+    std::string line = "agent " + o_.node + ": " + text;
+    if (o_.log)
+      o_.log(line);
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  std::string describe(const Run& r) const {
+    return fmt::format("lease {} job {}", r.lease, r.job);
+  }
+
+  // Leftovers of an earlier agent process of this node (it was kill -9'd, so
+  // its jobs' own children may still run): SIGKILL their groups.
+  void kill_leftovers() {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(state_dir_ / "runs", ec)) {
+      fs::path pid_file = entry.path() / "pid";
+      if (!fs::exists(pid_file)) continue;
+      pid_t pgid = 0;
+      std::string lease = entry.path().filename().string();
+      switch (kill_leftover_group(pid_file.string(), kLeftoverWaitS, &pgid)) {
+        case LeftoverResult::kKilled:
+          log(fmt::format("killed leftover process group {} (lease {}) of an earlier agent", pgid,
+                          lease));
+          break;
+        case LeftoverResult::kPidReused:
+          log(fmt::format("pid file of lease {} names pid {}, now another process: left alone",
+                          lease, pgid));
+          break;
+        case LeftoverResult::kUnreadable:
+          log(fmt::format("unreadable pid file {}: removed", pid_file.string()));
+          break;
+        case LeftoverResult::kGone:
+          break;
+      }
+      fs::remove(pid_file, ec);
+    }
+  }
+
+  // Registers, retrying with a backoff; false when `stop` came first.
+  bool register_node() {
+    json body = {{"node", o_.node},
+                 {"gpu_type", o_.gpu_type},
+                 {"devices", o_.devices},
+                 {"cpus", o_.cpus},
+                 {"memory_gb", o_.memory_gb}};
+    double backoff = o_.register_retry_s;
+    while (!stop_.load()) {
+      auto res = http_.Post(url_.prefix + "/v1/agents/register", body.dump(), "application/json");
+      std::string problem;
+      if (!res) {
+        problem = "cannot reach the server: " + transport_error(res.error(), o_.http_timeout_s);
+      } else if (res->status == 200 || res->status == 201) {
+        problem = accept_registration(res->body);
+        if (problem.empty()) return true;
+      } else if (res->status >= 400 && res->status < 500 && res->status != 408 &&
+                 res->status != 409 && res->status != 429) {
+        throw InputError("server " + o_.server_url, "register",
+                         fmt::format("{}: {}", res->status, error_line(res->body)));
+      } else {
+        problem = fmt::format("server answered {}: {}", res->status, error_line(res->body));
+      }
+      log(fmt::format("cannot register with {}: {}; retrying in {:.1f} s", o_.server_url, problem,
+                      backoff));
+      auto until = Clock::now() + seconds(backoff);
+      while (!stop_.load() && Clock::now() < until)
+        std::this_thread::sleep_for(std::min(seconds(o_.tick_s), until - Clock::now()));
+      backoff = std::min(backoff * 2, o_.register_retry_max_s);
+    }
+    return false;
+  }
+
+  // "" when the register answer was taken, else what is wrong with it.
+  std::string accept_registration(const std::string& body) {
+    auto j = json::parse(body, nullptr, false);
+    if (!j.is_object()) return "register answer is not a JSON object";
+    if (!j.contains("epoch") || !j["epoch"].is_number_integer())
+      return "register answer: epoch: missing or not an integer";
+    const char* durations[] = {"heartbeat_s", "grace_s", "kill_after_s", "heartbeat_timeout_s"};
+    for (const char* key : durations)
+      if (!j.contains(key) || !j[key].is_number() || j[key].get<double>() < 0)
+        return fmt::format("register answer: {}: missing or not a number >= 0", key);
+    if (j["heartbeat_s"].get<double>() <= 0) return "register answer: heartbeat_s: not > 0";
+    epoch_ = j["epoch"].get<std::int64_t>();
+    heartbeat_s_ = j["heartbeat_s"].get<double>();
+    grace_s_ = j["grace_s"].get<double>();
+    kill_after_s_ = j["kill_after_s"].get<double>();
+    heartbeat_timeout_s_ = j["heartbeat_timeout_s"].get<double>();
+    last_ok_ = Clock::now();
+    failed_beats_ = 0;
+    log(fmt::format("registered with {} (epoch {}, {} x {} on devices {}, heartbeat {} s)",
+                    o_.server_url, epoch_, o_.devices.size(), o_.gpu_type, join_ints(o_.devices),
+                    heartbeat_s_));
+    return "";
+  }
+
+  // One registration's life: until a 409 (runs stopped and forgotten) or
+  // until shutdown is complete.
+  void session() {
+    auto next_beat = Clock::now();
+    while (true) {
+      poll_runs();
+      if (stop_.load() && !shutting_down_) {
+        shutting_down_ = true;
+        log(fmt::format("stopping: {} run(s) to stop", count_running()));
+        stop_all("agent stopping");
+      }
+      if (shutting_down_ && count_running() == 0) {
+        // The last heartbeat, reporting how the runs ended; once more if its
+        // answer launched something (refused, so the server learns it now).
+        for (int i = 0; i < 3; ++i) {
+          new_runs_ = false;
+          if (heartbeat() != Beat::kOk || !new_runs_) break;
+        }
+        log("stopped");
+        return;
+      }
+      auto now = Clock::now();
+      enforce_fences(now);
+      if (now >= next_beat) {
+        if (heartbeat() == Beat::kStale) {
+          stop_all("stale epoch");
+          wait_for_runs();
+          runs_.clear();
+          return;
+        }
+        next_beat = Clock::now() + seconds(heartbeat_s_);
+      }
+      now = Clock::now();
+      if (next_beat > now)
+        std::this_thread::sleep_for(std::min(next_beat - now, seconds(o_.tick_s)));
+    }
+  }
+
+  int count_running() const {
+    int n = 0;
+    for (const auto& [lease, r] : runs_) n += r.running() ? 1 : 0;
+    return n;
+  }
+
+  void poll_runs() {
+    for (auto& [lease, r] : runs_) {
+      if (!r.running()) continue;
+      r.process->poll();
+      if (r.process->state() != ProcessState::kExited || r.end_logged) continue;
+      r.end_logged = true;
+      const Process& p = *r.process;
+      std::string how = p.signal() ? fmt::format("killed by signal {}", p.signal())
+                                   : fmt::format("exited with code {}", p.exit_code());
+      log(fmt::format("exit {}: {}{}", describe(r), how, p.stop_requested() ? " (revoked)" : ""));
+    }
+  }
+
+  void wait_for_runs() {
+    while (count_running() > 0) {
+      poll_runs();
+      if (count_running() > 0) std::this_thread::sleep_for(seconds(o_.tick_s));
+    }
+  }
+
+  void stop_run(Run& r, const std::string& verb, const std::string& why) {
+    if (!r.running() || r.process->stop_requested()) return;
+    log(fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why));
+    r.process->stop(grace_s_, kill_after_s_);
+  }
+
+  void stop_all(const std::string& why) {
+    for (auto& [lease, r] : runs_) stop_run(r, "stop", why);
+  }
+
+  void enforce_fences(Clock::time_point now) {
+    double silent = seconds_between(last_ok_, now);
+    for (auto& [lease, r] : runs_) {
+      if (!r.running() || r.process->stop_requested()) continue;
+      if (now >= r.lease_end)
+        stop_run(r, "fence", "lease ended without renewal");
+      else if (silent >= heartbeat_timeout_s_)
+        stop_run(r, "fence", fmt::format("no heartbeat answered for {:.1f} s", silent));
+    }
+  }
+
+  json report(Run& r) {
+    json j = {{"lease", r.lease}, {"job", r.job}};
+    if (r.launch_failed()) {
+      j["state"] = "launch_failed";
+      j["iterations"] = 0;
+      j["log_tail"] = r.process ? r.process->failure() : r.failure;
+      return j;
+    }
+    Process& p = *r.process;
+    j["iterations"] = p.read_progress();
+    if (p.state() == ProcessState::kRunning) {
+      j["state"] = "running";
+      return j;
+    }
+    j["state"] = "exited";
+    j["exit_code"] = p.exit_code();
+    j["signal"] = p.signal();
+    j["revoked"] = p.stop_requested();
+    j["log_tail"] = p.log_tail();
+    return j;
+  }
+
+  Beat heartbeat() {
+    json runs = json::array();
+    for (auto& [lease, r] : runs_) runs.push_back(report(r));
+    json body = {{"node", o_.node}, {"epoch", epoch_}, {"runs", runs}};
+    // A job's log may hold bytes that are not UTF-8.
+    std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+    auto res = http_.Post(url_.prefix + "/v1/agents/heartbeat", text, "application/json");
+    auto arrived = Clock::now();
+    std::string problem;
+    if (!res) {
+      problem = "cannot reach the server: " + transport_error(res.error(), o_.http_timeout_s);
+    } else if (res->status == 409) {
+      log(fmt::format("stale epoch {} (409: {}): stopping {} run(s), then registering again",
+                      epoch_, error_line(res->body), count_running()));
+      return Beat::kStale;
+    } else if (res->status != 200) {
+      problem = fmt::format("server answered {}: {}", res->status, error_line(res->body));
+    } else {
+      auto answer = json::parse(res->body, nullptr, false);
+      if (answer.is_object()) {
+        if (failed_beats_ > 0)
+          log(fmt::format("heartbeat answered again after {} failure(s)", failed_beats_));
+        failed_beats_ = 0;
+        last_ok_ = arrived;
+        apply(answer, arrived);
+        return Beat::kOk;
+      }
+      problem = "heartbeat answer is not a JSON object";
+    }
+    if (++failed_beats_ == 1)
+      log(fmt::format("heartbeat failed: {}; retrying every {} s", problem, heartbeat_s_));
+    return Beat::kFailed;
+  }
+
+  void apply(const json& answer, Clock::time_point arrived) {
+    if (answer.contains("heartbeat_s") && answer["heartbeat_s"].is_number() &&
+        answer["heartbeat_s"].get<double>() > 0)
+      heartbeat_s_ = answer["heartbeat_s"].get<double>();
+    if (answer.contains("ack") && answer["ack"].is_array()) {
+      for (const auto& lease : answer["ack"]) {
+        if (!lease.is_number_integer()) continue;
+        auto it = runs_.find(lease.get<std::int64_t>());
+        if (it != runs_.end() && !it->second.running()) runs_.erase(it);
+      }
+    }
+    if (!answer.contains("actions") || !answer["actions"].is_array()) return;
+    for (const auto& action : answer["actions"]) {
+      try {
+        std::string kind = action.at("action").get<std::string>();
+        if (kind == "launch") {
+          launch(action, arrived);
+        } else if (kind == "renew") {
+          auto it = runs_.find(action.at("lease").get<std::int64_t>());
+          if (it == runs_.end() || !it->second.running() || it->second.process->stop_requested())
+            continue;
+          it->second.lease_end = arrived + seconds(action.at("lease_s_left").get<double>());
+        } else if (kind == "revoke") {
+          auto it = runs_.find(action.at("lease").get<std::int64_t>());
+          if (it != runs_.end()) stop_run(it->second, "revoke", "");
+        } else {
+          log("ignoring unknown action '" + kind + "'");
+        }
+      } catch (const json::exception& e) {
+        log(fmt::format("ignoring malformed action {}: {}", action.dump(), e.what()));
+      }
+    }
+  }
+
+  void launch(const json& action, Clock::time_point arrived) {
+    const auto lease = action.at("lease").get<std::int64_t>();
+    if (!seen_leases_.insert(lease).second) return;  // already runs or ran: idempotent
+    new_runs_ = true;
+    Run& r = runs_[lease];
+    r.lease = lease;
+    r.job =
+        action.contains("job") && action["job"].is_string() ? action["job"].get<std::string>() : "";
+    auto fail = [&](const std::string& why) {
+      r.failure = why;
+      log(fmt::format("launch {} failed: {}", describe(r), why));
+    };
+    if (shutting_down_) return fail("agent shutting down");
+    try {
+      prepare_and_launch(r, action, arrived);
+    } catch (const json::exception& e) {
+      return fail(std::string("malformed launch action: ") + e.what());
+    }
+    if (r.launch_failed()) {
+      if (r.process) log(fmt::format("launch {} failed: {}", describe(r), r.process->failure()));
+      return;
+    }
+    log(fmt::format("launch {} on devices {} (pid {})", describe(r), join_ints(r.devices),
+                    r.process->pid()));
+  }
+
+  // Fills `r` from a launch action and starts it; leaves r.failure set (and
+  // no process) when the action cannot be run as given.
+  void prepare_and_launch(Run& r, const json& action, Clock::time_point arrived) {
+    auto fail = [&](const std::string& why) {
+      r.failure = why;
+      log(fmt::format("launch {} failed: {}", describe(r), why));
+    };
+    if (r.job.empty()) return fail("launch action: job: missing or not a string");
+    LaunchSpec spec;
+    const json& command = action.at("command");
+    if (command.is_string() && !command.get<std::string>().empty()) {
+      spec.shell_command = command.get<std::string>();
+    } else if (command.is_array() && !command.empty()) {
+      for (const auto& word : command) spec.argv.push_back(word.get<std::string>());
+    } else {
+      return fail("launch action: command: not a non-empty argv array or string");
+    }
+    r.devices = action.at("devices").get<std::vector<int>>();
+    for (int d : r.devices)
+      if (std::find(o_.devices.begin(), o_.devices.end(), d) == o_.devices.end())
+        return fail(fmt::format("launch action: devices: {} is not a device of this node ({})", d,
+                                join_ints(o_.devices)));
+    for (const auto& [lease, other] : runs_)
+      if (lease != r.lease && other.running())
+        for (int d : r.devices)
+          if (std::find(other.devices.begin(), other.devices.end(), d) != other.devices.end())
+            log(fmt::format("warning: device {} of {} is still held by {}", d, describe(r),
+                            describe(other)));
+    std::string gpu_type = action.value("gpu_type", o_.gpu_type);
+    int workers = action.value("workers", static_cast<int>(r.devices.size()));
+    double lease_s_left = action.at("lease_s_left").get<double>();
+    std::string checkpoint_dir = action.value("checkpoint_dir", std::string());
+    if (checkpoint_dir.empty()) checkpoint_dir = (state_dir_ / "checkpoints" / r.job).string();
+
+    fs::path run_dir = state_dir_ / "runs" / std::to_string(r.lease);
+    std::error_code ec;
+    fs::create_directories(run_dir, ec);
+    if (ec) return fail("cannot create " + run_dir.string() + ": " + ec.message());
+    spec.log_path = (run_dir / "log").string();
+    spec.progress_path = (run_dir / "progress").string();
+    spec.pid_path = (run_dir / "pid").string();
+    spec.checkpoint_dir = checkpoint_dir;
+    if (action.contains("env") && !action["env"].is_null())
+      for (const auto& [key, value] : action["env"].items())
+        spec.env.emplace_back(key, value.get<std::string>());
+    // Last, so that the job's env cannot override them.
+    spec.env.emplace_back("FAIRGPU_JOB_ID", r.job);
+    spec.env.emplace_back("FAIRGPU_LEASE_ID", std::to_string(r.lease));
+    spec.env.emplace_back("FAIRGPU_GPU_TYPE", gpu_type);
+    spec.env.emplace_back("FAIRGPU_NUM_WORKERS", std::to_string(workers));
+    spec.env.emplace_back("CUDA_VISIBLE_DEVICES", join_ints(r.devices));
+    spec.env.emplace_back("FAIRGPU_CHECKPOINT_DIR", checkpoint_dir);
+    spec.env.emplace_back("FAIRGPU_PROGRESS_FILE", spec.progress_path);
+    r.lease_end = arrived + seconds(lease_s_left);
+    r.process = Process::launch(spec);
+  }
+
+  const AgentOptions& o_;
+  const std::atomic<bool>& stop_;
+  ServerUrl url_;
+  httplib::Client http_;
+  fs::path state_dir_;
+  std::int64_t epoch_ = 0;
+  double heartbeat_s_ = 1.0;
+  double grace_s_ = 30.0;
+  double kill_after_s_ = 5.0;
+  double heartbeat_timeout_s_ = 15.0;
+  Clock::time_point last_ok_{};
+  int failed_beats_ = 0;
+  bool shutting_down_ = false;
+  bool new_runs_ = false;  // the last answer held a new launch
+  std::map<std::int64_t, Run> runs_;
+  std::set<std::int64_t> seen_leases_;  // lease ids are never reused by the server
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 6 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+void check_agent_options(const AgentOptions& o) {
+  parse_server_url(o.server_url);
+  if (o.node.empty()) throw InputError("--node", "", "empty node name");
+  if (auto c = valid_token_chars(o.node); !c.empty())
+    throw InputError(
+        "--node", "",
+        "'" + o.node + "': character '" + c + "' not allowed (letters, digits, '-', '_', '.')");
+  if (o.gpu_type.empty()) throw InputError("--gpus", "", "empty GPU type");
+  if (o.devices.empty()) throw InputError("--gpus", "", "no devices");
+  std::set<int> seen;
+  for (int d : o.devices) {
+    if (d < 0) throw InputError("--gpus", "", fmt::format("device {} is negative", d));
+    if (!seen.insert(d).second) throw InputError("--gpus", "", fmt::format("device {} twice", d));
+  }
+  if (o.cpus < 1) throw InputError("--cpus", "", fmt::format("{} is not >= 1", o.cpus));
+  if (!(o.memory_gb > 0)) throw InputError("--memory-gb", "", "not > 0");
+  if (!(o.http_timeout_s > 0) || !(o.tick_s > 0) || !(o.register_retry_s > 0) ||
+      o.register_retry_max_s < o.register_retry_s)
+    throw InputError("agent options", "", "timeouts must be > 0");
+}
+
+int run_agent(const AgentOptions& options, const std::atomic<bool>& stop) {
+  check_agent_options(options);
+  Agent agent(options, stop);
+  agent.run();
+  return 0;
+}
+
+GpuSet parse_gpus_flag(const std::string& text) {
+  auto colon = text.find(':');
+  if (colon == std::string::npos || colon == 0)
+    throw InputError("--gpus", "", "'" + text + "': expected TYPE:N or TYPE:ID,ID,...");
+  GpuSet out;
+  out.gpu_type = text.substr(0, colon);
+  if (auto c = valid_token_chars(out.gpu_type); !c.empty())
+    throw InputError("--gpus", "", "'" + text + "': character '" + c + "' not allowed in the type");
+  std::string spec = text.substr(colon + 1);
+  if (spec.find(',') == std::string::npos) {
+    if (!all_digits(spec) || std::stoi(spec) < 1 || std::stoi(spec) > 1024)
+      throw InputError("--gpus", "", "'" + text + "': '" + spec + "' is not a count 1..1024");
+    for (int i = 0; i < std::stoi(spec); ++i) out.devices.push_back(i);
+    return out;
+  }
+  std::set<int> seen;
+  for (const auto& item : split(spec, ',')) {
+    if (item.empty()) continue;  // the trailing comma of a one-device list
+    if (!all_digits(item))
+      throw InputError("--gpus", "", "'" + text + "': '" + item + "' is not a device id");
+    int d = std::stoi(item);
+    if (!seen.insert(d).second)
+      throw InputError("--gpus", "", "'" + text + "': device " + item + " twice");
+    out.devices.push_back(d);
+  }
+  if (out.devices.empty()) throw InputError("--gpus", "", "'" + text + "': no device ids");
+  return out;
+}
+
+std::string normalise_gpu_name(const std::string& name) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (char ch : name + " ") {
+    auto c = static_cast<unsigned char>(ch);
+    if (ch == ' ' || ch == '-' || ch == '\t') {
+      if (!cur.empty()) words.push_back(cur);
+      cur.clear();
+    } else if (std::isalnum(c)) {
+      cur += static_cast<char>(std::tolower(c));
+    }
+  }
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "nvidia" || w == "tesla" || w == "geforce" || w == "quadro") continue;
+    if ((w == "rtx" || w == "gtx" || w == "titan") && i + 1 < words.size()) {
+      kept.push_back(w + words[++i]);
+      continue;
+    }
+    kept.push_back(w);
+  }
+  for (const auto& w : kept)
+    if (std::any_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; })) return w;
+  std::string joined;
+  for (const auto& w : kept) joined += (joined.empty() ? "" : "-") + w;
+  return joined;
+}
+
+GpuSet parse_nvidia_smi(const std::string& csv) {
+  std::map<std::string, std::vector<int>> by_type;
+  for (const auto& raw : split(csv, '\n')) {
+    std::string line = trim(raw);
+    if (line.empty()) continue;
+    auto comma = line.find(',');
+    std::string index = trim(line.substr(0, comma));
+    if (comma == std::string::npos || !all_digits(index))
+      throw InputError("nvidia-smi", "", "unexpected line '" + line + "' (want INDEX, NAME)");
+    std::string type = normalise_gpu_name(trim(line.substr(comma + 1)));
+    if (type.empty()) throw InputError("nvidia-smi", "", "no GPU name in line '" + line + "'");
+    by_type[type].push_back(std::stoi(index));
+  }
+  if (by_type.empty()) throw InputError("nvidia-smi", "", "lists no GPU; pass --gpus TYPE:N");
+  if (by_type.size() > 1) {
+    std::string all;
+    for (const auto& [type, ids] : by_type)
+      all += (all.empty() ? "" : "; ") + type + " on " + join_ints(ids);
+    throw InputError("nvidia-smi", "",
+                     "GPUs of several types on this node (" + all +
+                         "); a node has one type: pass --gpus TYPE:ID,... for the ones to use");
+  }
+  return {by_type.begin()->first, by_type.begin()->second};
+}
+
+std::optional<GpuSet> discover_gpus() {
+  const char* path = std::getenv("PATH");
+  std::string found;
+  for (const auto& dir : split(path ? path : "", ':')) {
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/nvidia-smi";
+    if (access(candidate.c_str(), X_OK) == 0) {
+      found = candidate;
+      break;
+    }
+  }
+  if (found.empty()) return std::nullopt;
+  std::string cmd = "'" + found + "' --query-gpu=index,name --format=csv,noheader 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw InputError("nvidia-smi", "", "cannot run " + found);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  int status = pclose(pipe);
+  if (status != 0)
+    throw InputError("nvidia-smi", "",
+                     fmt::format("{} failed (status {}); pass --gpus TYPE:N", found, status));
+  return parse_nvidia_smi(out);
+}
+
+}  // namespace fairgpu::live

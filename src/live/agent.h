@@ -1,0 +1,110 @@
+// `fairgpu agent`, the node daemon of the live cluster manager (issue 5,
+// DESIGN §7), speaking the agent side of docs/live-protocol.md: register,
+// heartbeat with runs and ack, launch / renew / revoke, 409 stale epoch and
+// fencing. One thread drives everything (process.h's supervisor is polled).
+//
+// Choices where the protocol is silent:
+// - Start-up: leftovers of an earlier agent of the node (pid files under
+//   <state_dir>/runs/<lease>/pid) are SIGKILLed as whole process groups,
+//   unless the pid now belongs to another process (start time differs), and
+//   the agent waits (up to 2 s) for them to die before it registers.
+// - Registration: an unreachable server, a 5xx or a malformed answer is
+//   retried with a backoff doubling from register_retry_s to
+//   register_retry_max_s (one log line each time). A 4xx (bad token, bad
+//   body) is the operator's to fix: run_agent throws InputError.
+// - Deadlines are steady-clock times taken when the answer arrived
+//   (lease_s_left later). A launch whose lease_s_left is <= 0 starts and is
+//   fenced at once.
+// - Heartbeat timeout is measured from the registration or the last
+//   heartbeat answered 200. After it, every run gets the stop sequence; the
+//   agent keeps heart-beating (and re-registers only when told so by a 409).
+// - 409: every run is stopped as for revoke; the agent waits for all of them
+//   to exit, forgets them (the server ended those leases and requeued their
+//   jobs when the node was re-registered or declared lost), and registers.
+// - A launch that cannot be started (malformed action, exec failure) is
+//   reported as launch_failed with the reason as log_tail, when it names a
+//   lease. A launch that arrives while the agent shuts down is reported as
+//   launch_failed ("agent shutting down") so the server requeues it at once.
+// - Job variables override the job's env, which overrides the agent's own
+//   environment (a job cannot widen its CUDA_VISIBLE_DEVICES).
+// - renew / revoke for a lease the agent does not hold, and ack of a lease
+//   that is still running, are ignored. A renew of a run that is already
+//   being stopped does not undo the stop.
+// - Exit reports: exit_code is the exit status, or 128 + signal when a
+//   signal killed the job (signal > 0 then); revoked says whether the agent
+//   had started the stop sequence (revoke, fencing, 409, shutdown).
+// - Files: <state_dir>/runs/<lease>/{pid,log,progress}; the pid file goes
+//   when the run is reaped, the log and progress files stay for debugging.
+// - Shutdown (stop set): every run gets the stop sequence, the agent keeps
+//   heart-beating until all have exited, sends one last heartbeat reporting
+//   them, and returns.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fairgpu::live {
+
+struct AgentOptions {
+  std::string server_url;  // http://HOST[:PORT][/PREFIX]
+  std::string token;       // the server's agent token
+  std::string node;
+  std::string gpu_type;
+  std::vector<int> devices;
+  int cpus = 0;
+  double memory_gb = 0.0;
+  // pid files, logs, progress files; "" means ./fairgpu-agent-<node>.
+  std::string state_dir;
+  // Connection / read / write timeout of every request, so that a dead
+  // server does not hang the loop (it delays stop sequences by at most this).
+  double http_timeout_s = 2.0;
+  double register_retry_s = 1.0;
+  double register_retry_max_s = 30.0;
+  // How often the loop wakes to reap and advance stop sequences between
+  // heartbeats.
+  double tick_s = 0.05;
+  // One line per event; default: "<line>\n" on stderr.
+  std::function<void(const std::string&)> log;
+};
+
+// Checks the options (URL, node, GPU type, devices, cpus, memory); throws
+// InputError naming the field.
+void check_agent_options(const AgentOptions& options);
+
+// Runs the agent until `stop` is set (the caller's signal handlers set it):
+// then its runs are stopped as for revoke, awaited and reported in a last
+// heartbeat. Returns 0. Throws InputError for bad options or when the server
+// refuses the registration (4xx).
+int run_agent(const AgentOptions& options, const std::atomic<bool>& stop);
+
+// Device discovery (`fairgpu agent --gpus`, or nvidia-smi).
+struct GpuSet {
+  std::string gpu_type;
+  std::vector<int> devices;
+};
+
+// `TYPE:N` (devices 0..N-1) or `TYPE:ID,ID,...` (a single device id is
+// written with a trailing comma, `v100:5,`, since `v100:5` is a count).
+// Throws InputError("--gpus", ...).
+GpuSet parse_gpus_flag(const std::string& text);
+
+// The GPU type of an nvidia-smi name: lowercased, split at spaces and '-',
+// the words nvidia / tesla / geforce / quadro dropped, "rtx" / "gtx" / "titan"
+// joined to the word after them, and the first remaining word holding a digit
+// kept ("Tesla V100-SXM2-16GB" -> "v100", "NVIDIA A100-SXM4-40GB" -> "a100",
+// "NVIDIA GeForce RTX 3090" -> "rtx3090", "Tesla T4" -> "t4"); without such a
+// word, the remaining words joined by '-'. Only [a-z0-9] are kept in a word.
+std::string normalise_gpu_name(const std::string& name);
+
+// Parses `nvidia-smi --query-gpu=index,name --format=csv,noheader` output.
+// Throws InputError when it lists no GPU, a malformed line, or GPUs of more
+// than one type (a node has one GPU type).
+GpuSet parse_nvidia_smi(const std::string& csv);
+
+// Runs nvidia-smi when it is on PATH; nullopt when it is not.
+std::optional<GpuSet> discover_gpus();
+
+}  // namespace fairgpu::live

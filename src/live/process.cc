@@ -1,0 +1,353 @@
+// The agent's process supervisor (issue 5, DESIGN §7): fork/exec in a
+// process group of its own, the protocol's SIGUSR1 -> SIGTERM -> SIGKILL stop
+// sequence as a polled state machine, reaping, progress file and log tail.
+// See process.h for what callers may rely on.
+#include "live/process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace fairgpu::live {
+namespace {
+
+constexpr int kExecFailedStatus = 127;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+Process::Clock::duration to_duration(double s) {
+  return std::chrono::duration_cast<Process::Clock::duration>(
+      std::chrono::duration<double>(s < 0 ? 0.0 : s));
+}
+
+// The fields of /proc/<pid>/stat after the command name, which may itself hold
+// spaces and parentheses (hence the last ')'). Index 0 is field 3 (state).
+std::optional<std::vector<std::string>> stat_fields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return std::nullopt;
+  std::string line;
+  std::getline(in, line);
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  if (fields.size() < 20) return std::nullopt;
+  return fields;
+}
+
+void append_to_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app);
+  out << text;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_progress(const std::string& text) {
+  std::size_t begin = 0, end = text.size();
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (begin < end && space(text[begin])) ++begin;
+  while (end > begin && space(text[end - 1])) --end;
+  if (begin == end || end - begin > 18) return std::nullopt;  // 18 digits fit int64
+  std::int64_t value = 0;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+std::int64_t ProgressFile::read() {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) return last_;
+  std::string text(64, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (auto v = parse_progress(text); v && *v > last_) last_ = *v;
+  return last_;
+}
+
+std::string read_log_tail(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
+  std::size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string tail(size - start, '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<std::size_t>(in.gcount()));
+  if (start > 0) {
+    // Begin at a line (and so never in the middle of a UTF-8 character).
+    auto nl = tail.find('\n');
+    if (nl != std::string::npos && nl + 1 < tail.size()) tail.erase(0, nl + 1);
+  }
+  return tail;
+}
+
+std::optional<unsigned long long> process_start_time(pid_t pid) {
+  auto fields = stat_fields(pid);
+  if (!fields) return std::nullopt;
+  try {
+    return std::stoull((*fields)[19]);  // field 22
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool process_group_alive(pid_t pgid) {
+  DIR* dir = opendir("/proc");
+  if (!dir) return kill(-pgid, 0) == 0;
+  bool alive = false;
+  while (dirent* entry = readdir(dir)) {
+    const char* name = entry->d_name;
+    if (name[0] < '0' || name[0] > '9') continue;
+    auto fields = stat_fields(static_cast<pid_t>(std::atol(name)));
+    if (!fields) continue;
+    const std::string& state = (*fields)[0];
+    if (state == "Z" || state == "X") continue;
+    if ((*fields)[2] == std::to_string(pgid)) {
+      alive = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return alive;
+}
+
+LeftoverResult kill_leftover_group(const std::string& pid_file, double wait_s, pid_t* pgid_out) {
+  std::ifstream in(pid_file);
+  long long pid = 0;
+  unsigned long long start = 0;
+  if (!(in >> pid >> start) || pid <= 1) return LeftoverResult::kUnreadable;
+  const auto pgid = static_cast<pid_t>(pid);
+  if (pgid_out) *pgid_out = pgid;
+  auto now_start = process_start_time(pgid);
+  // Another process with the leader's pid: the old group is gone (Linux does
+  // not hand out a pid still used as a process group id).
+  if (now_start && *now_start != start) return LeftoverResult::kPidReused;
+  if (!process_group_alive(pgid)) return LeftoverResult::kGone;
+  kill(-pgid, SIGKILL);
+  auto deadline = Process::Clock::now() + to_duration(wait_s);
+  while (process_group_alive(pgid) && Process::Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return LeftoverResult::kKilled;
+}
+
+std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
+  std::unique_ptr<Process> p(new Process());
+  p->log_path_ = spec.log_path;
+  p->progress_ = ProgressFile(spec.progress_path);
+  auto fail = [&](std::string why) {
+    p->state_ = ProcessState::kLaunchFailed;
+    p->failure_ = std::move(why);
+    if (!spec.log_path.empty()) append_to_file(spec.log_path, p->failure_ + "\n");
+    return std::move(p);
+  };
+
+  if (spec.argv.empty() && spec.shell_command.empty()) return fail("empty command");
+  if (!spec.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(spec.checkpoint_dir, ec);
+    if (ec)
+      return fail(
+          fmt::format("cannot create checkpoint dir {}: {}", spec.checkpoint_dir, ec.message()));
+  }
+  if (!spec.progress_path.empty()) std::remove(spec.progress_path.c_str());
+
+  // Everything the child needs is built before fork: between fork and exec
+  // only async-signal-safe calls are allowed (the agent may have threads).
+  std::vector<std::string> words = spec.argv;
+  if (words.empty()) words = {"/bin/sh", "-c", spec.shell_command};
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; e && *e; ++e) env_strings.emplace_back(*e);
+  for (const auto& [key, value] : spec.env) {
+    std::string prefix = key + "=";
+    bool replaced = false;
+    for (auto& s : env_strings)
+      if (s.compare(0, prefix.size(), prefix) == 0) {
+        s = prefix + value;
+        replaced = true;
+      }
+    if (!replaced) env_strings.push_back(prefix + value);
+  }
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  const std::string log_path = spec.log_path.empty() ? "/dev/null" : spec.log_path;
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    p->state_ = ProcessState::kLaunchFailed;
+    p->failure_ = fmt::format("cannot open log {}: {}", log_path, errno_text(errno));
+    return p;
+  }
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int err_pipe[2];
+  if (null_fd < 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(log_fd);
+    if (null_fd >= 0) close(null_fd);
+    return fail(fmt::format("cannot prepare launch: {}", errno_text(e)));
+  }
+
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(log_fd);
+    close(null_fd);
+    close(err_pipe[0]);
+    close(err_pipe[1]);
+    return fail(fmt::format("fork: {}", errno_text(e)));
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(kExecFailedStatus);  // the agent died before the prctl
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);  // ignored ones survive exec
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the agent's sockets stay with the agent
+    environ = envp.data();
+    execvp(argv[0], argv.data());
+    int e = errno;
+    ssize_t ignored = write(err_pipe[1], &e, sizeof e);
+    (void)ignored;
+    _exit(kExecFailedStatus);
+  }
+
+  setpgid(pid, pid);  // also here, so the group exists as soon as we return
+  close(err_pipe[1]);
+  close(log_fd);
+  close(null_fd);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(err_pipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  close(err_pipe[0]);
+  p->pid_ = pid;
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    p->pid_ = -1;
+    return fail(fmt::format("cannot execute '{}': {}", words[0], errno_text(child_errno)));
+  }
+  p->state_ = ProcessState::kRunning;
+
+  if (!spec.pid_path.empty()) {
+    auto start = process_start_time(pid);
+    std::ofstream out(spec.pid_path, std::ios::trunc);
+    out << pid << ' ' << (start ? *start : 0ULL) << '\n';
+    out.close();
+    if (!out || !start) {
+      // Without its pid file a job could outlive a crashed agent unseen.
+      kill(-pid, SIGKILL);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      std::remove(spec.pid_path.c_str());
+      p->pid_ = -1;
+      return fail(fmt::format("cannot write pid file {}", spec.pid_path));
+    }
+    p->pid_path_ = spec.pid_path;
+  }
+  return p;
+}
+
+Process::~Process() {
+  if (state_ != ProcessState::kRunning) return;
+  kill(-pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!pid_path_.empty()) std::remove(pid_path_.c_str());
+}
+
+void Process::stop(double grace_s, double kill_after_s) {
+  poll();  // an ended job is reported as ended, not as revoked
+  if (state_ != ProcessState::kRunning || stop_requested_) return;
+  stop_requested_ = true;
+  kill(-pid_, SIGUSR1);
+  stop_phase_ = 1;
+  next_signal_at_ = Clock::now() + to_duration(grace_s);
+  kill_after_s_ = kill_after_s;
+}
+
+void Process::kill_now() {
+  if (state_ != ProcessState::kRunning) return;
+  kill(-pid_, SIGKILL);
+  stop_phase_ = 3;
+}
+
+void Process::reap() {
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    signal_ = WTERMSIG(status);
+    exit_code_ = 128 + signal_;
+  } else {
+    exit_code_ = WEXITSTATUS(status);
+  }
+  if (!pid_path_.empty()) std::remove(pid_path_.c_str());
+  read_progress();  // its last word
+  state_ = ProcessState::kExited;
+}
+
+void Process::poll() {
+  if (state_ != ProcessState::kRunning) return;
+  siginfo_t info{};
+  int rc = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  if (rc == 0 && info.si_pid == pid_) {
+    // The leader is a zombie, so its group id is still ours: clear the rest.
+    kill(-pid_, SIGKILL);
+    reap();
+    return;
+  }
+  if (rc < 0 && errno == ECHILD) {  // reaped behind our back: nothing to report but the end
+    exit_code_ = -1;
+    if (!pid_path_.empty()) std::remove(pid_path_.c_str());
+    state_ = ProcessState::kExited;
+    return;
+  }
+  if (!stop_requested_ || Clock::now() < next_signal_at_) return;
+  if (stop_phase_ == 1) {
+    kill(-pid_, SIGTERM);
+    stop_phase_ = 2;
+    next_signal_at_ = Clock::now() + to_duration(kill_after_s_);
+  } else if (stop_phase_ == 2) {
+    kill(-pid_, SIGKILL);
+    stop_phase_ = 3;
+  }
+}
+
+std::int64_t Process::read_progress() { return progress_.read(); }
+
+std::string Process::log_tail() const { return read_log_tail(log_path_); }
+
+}  // namespace fairgpu::live

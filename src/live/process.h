@@ -1,0 +1,158 @@
+// The agent's process supervisor (issue 5, DESIGN §7, docs/live-protocol.md
+// "launch" and "revoke"): starts one job command in a process group of its
+// own, stops it with the protocol's signal sequence, reaps it and reads what
+// the job leaves behind (its progress file, the tail of its log).
+//
+// Nothing here blocks for long: the stop sequence is a state machine that
+// poll() advances, so one thread supervises many runs at once.
+//
+// Guarantees a caller may rely on:
+// - the job's process group id is its pid (setpgid in both parent and child,
+//   so the group exists when launch() returns);
+// - the job gets SIGKILL when the thread that launched it dies
+//   (PR_SET_PDEATHSIG, with a getppid() check against the race where the
+//   parent died before the prctl): a kill -9'd agent takes its jobs with it.
+//   Only the group leader carries this; what it forks is cleaned up by the
+//   next agent through the pid file (see pid_path);
+// - when the leader has exited, whatever is left of its process group is
+//   SIGKILLed before the exit is reported (observed with waitid(WNOWAIT),
+//   so the group id cannot have been reused yet): a job's stray children do
+//   not keep holding the GPUs after its run is reported ended;
+// - a Process destroyed while its job runs SIGKILLs the group and reaps it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fairgpu::live {
+
+// What to run and where its files go.
+struct LaunchSpec {
+  // The command: an argv array run with execvp (searched in the job's PATH)
+  // when not empty, else `shell_command` run with /bin/sh -c.
+  std::vector<std::string> argv;
+  std::string shell_command;
+  // Added to the agent's environment in order; a later entry overrides an
+  // earlier one and the agent's own value.
+  std::vector<std::pair<std::string, std::string>> env;
+  // stdout and stderr (truncated at launch); stdin is /dev/null.
+  std::string log_path;
+  // Created (mkdir -p) before launch when not empty.
+  std::string checkpoint_dir;
+  // The job's progress file; a stale one is removed before launch.
+  std::string progress_path;
+  // When not empty: "<pid> <start time>\n" is written here before launch()
+  // returns and removed when the job is reaped, so that the next agent of the
+  // node can kill the group if this one dies (kill_leftover_group).
+  std::string pid_path;
+};
+
+// The progress file a job rewrites with its total iterations done: a decimal
+// integer, surrounding whitespace allowed. A missing, empty or malformed file
+// (e.g. read between the writer's truncate and write) keeps the last good
+// value, and so does a smaller number (a torn write): within one run the
+// count never goes down.
+class ProgressFile {
+ public:
+  explicit ProgressFile(std::string path) : path_(std::move(path)) {}
+  std::int64_t read();
+  std::int64_t last() const { return last_; }
+
+ private:
+  std::string path_;
+  std::int64_t last_ = 0;
+};
+
+enum class ProcessState { kRunning, kExited, kLaunchFailed };
+
+class Process {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Starts spec's command. A command that cannot start (empty command,
+  // checkpoint dir or log file that cannot be created, exec failure passed
+  // back through a close-on-exec pipe) gives a Process in kLaunchFailed
+  // with the reason in failure() (also written to the log).
+  static std::unique_ptr<Process> launch(const LaunchSpec& spec);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  ProcessState state() const { return state_; }
+  pid_t pid() const { return pid_; }
+  // Why the launch failed (kLaunchFailed only).
+  const std::string& failure() const { return failure_; }
+
+  // Starts the stop sequence: SIGUSR1 to the group now, SIGTERM grace_s
+  // later, SIGKILL kill_after_s after that. Idempotent (a second call keeps
+  // the first deadlines); does nothing once the job has ended.
+  void stop(double grace_s, double kill_after_s);
+  // Whether stop() was called before the job ended (the protocol's
+  // `revoked`).
+  bool stop_requested() const { return stop_requested_; }
+  // SIGKILL to the group now (no grace).
+  void kill_now();
+
+  // Reaps the job if it ended and sends the stop sequence's next signal when
+  // it is due. Call it often (every few tens of milliseconds).
+  void poll();
+
+  // kExited only: the exit status, or the signal that killed the job (then
+  // exit_code() is 128 + signal, the shell's convention, and signal() > 0).
+  int exit_code() const { return exit_code_; }
+  int signal() const { return signal_; }
+
+  // The last good value of the progress file (see ProgressFile).
+  std::int64_t read_progress();
+  // The last ~2 KB of the log (read_log_tail).
+  std::string log_tail() const;
+
+ private:
+  Process() = default;
+  void reap();
+
+  ProcessState state_ = ProcessState::kLaunchFailed;
+  pid_t pid_ = -1;
+  std::string failure_;
+  std::string log_path_;
+  std::string pid_path_;
+  ProgressFile progress_{""};
+  bool stop_requested_ = false;
+  int stop_phase_ = 0;  // signals sent so far: 1 USR1, 2 TERM, 3 KILL
+  Clock::time_point next_signal_at_{};
+  double kill_after_s_ = 0.0;
+  int exit_code_ = 0;
+  int signal_ = 0;
+};
+
+// Parses a progress file's content; nullopt unless it is digits with optional
+// whitespace around.
+std::optional<std::int64_t> parse_progress(const std::string& text);
+
+// The last `max_bytes` of a file (empty when it cannot be read). When cut, it
+// starts after the first newline of that window, so it begins at a line.
+std::string read_log_tail(const std::string& path, std::size_t max_bytes = 2048);
+
+// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), the
+// pid-reuse guard of pid files; nullopt when there is no such process.
+std::optional<unsigned long long> process_start_time(pid_t pid);
+
+// Whether some process of group `pgid` is alive (not a zombie), from /proc.
+bool process_group_alive(pid_t pgid);
+
+// What kill_leftover_group did with a pid file.
+enum class LeftoverResult { kKilled, kGone, kPidReused, kUnreadable };
+
+// Reads a pid file written for LaunchSpec::pid_path and SIGKILLs the group it
+// names unless its pid now belongs to another process (start time differs),
+// then waits up to `wait_s` for the group to die. Does not remove the file.
+LeftoverResult kill_leftover_group(const std::string& pid_file, double wait_s, pid_t* pgid_out);
+
+}  // namespace fairgpu::live

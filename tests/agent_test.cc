@@ -1,0 +1,681 @@
+// `fairgpu agent` (src/live/agent.h; issue 5, DESIGN §7) against a fake
+// server speaking the agent half of docs/live-protocol.md: registration,
+// launch with the protocol's environment, progress in heartbeats, exits
+// reported until acked, revoke, fencing (server silent, lease not renewed),
+// 409 stale epoch, leftovers of an earlier agent, registration retries, and
+// the --gpus / nvidia-smi parsing. run_agent runs in a thread with heartbeats
+// of 0.1 s and sub-second grace periods; every test checks that no job
+// process survives it.
+#include "live/agent.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fairgpu/input_error.h"
+#include "live/process.h"
+
+namespace fairgpu::live {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kToken = "agent-secret";
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool wait_for(const std::function<bool()>& condition, double timeout_s) {
+  auto start = Clock::now();
+  while (!condition()) {
+    if (since(start) > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The agent half of the protocol, with knobs: answer status, acks, renewals,
+// actions queued for the next heartbeat answer.
+class FakeServer {
+ public:
+  struct State {
+    std::vector<json> registrations;
+    std::vector<json> heartbeats;  // request bodies, in arrival order
+    std::vector<json> pending;     // actions for the next answer
+    std::set<std::int64_t> renew;  // leases renewed in every answer
+    double renew_s = 0.5;
+    bool ack_exits = true;
+    std::set<std::int64_t> acked;
+    int heartbeat_status = 200;  // 503: the server is failing
+    int register_failures = 0;   // answer 503 to that many registrations first
+    std::int64_t epoch = 0;
+  };
+
+  FakeServer() {
+    http_.Post("/v1/agents/register", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      if (req.get_header_value("Authorization") != std::string("Bearer ") + kToken)
+        return error(res, 401, "bad or missing token");
+      s_.registrations.push_back(json::parse(req.body));
+      if (s_.register_failures > 0) {
+        --s_.register_failures;
+        return error(res, 503, "starting up");
+      }
+      json answer = {{"epoch", ++s_.epoch},
+                     {"heartbeat_s", 0.1},
+                     {"grace_s", 0.3},
+                     {"kill_after_s", 0.3},
+                     {"heartbeat_timeout_s", 0.6}};
+      res.set_content(answer.dump(), "application/json");
+    });
+    http_.Post("/v1/agents/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      if (req.get_header_value("Authorization") != std::string("Bearer ") + kToken)
+        return error(res, 401, "bad or missing token");
+      json body = json::parse(req.body);
+      if (s_.heartbeat_status != 200) return error(res, s_.heartbeat_status, "failing");
+      s_.heartbeats.push_back(body);
+      if (body.at("epoch") != s_.epoch)
+        return error(res, 409, "stale epoch " + body.at("epoch").dump());
+      json ack = json::array();
+      for (const auto& run : body.at("runs"))
+        if (run.at("state") != "running" && s_.ack_exits) {
+          ack.push_back(run.at("lease"));
+          s_.acked.insert(run.at("lease").get<std::int64_t>());
+        }
+      json actions = s_.pending;
+      s_.pending.clear();
+      for (auto lease : s_.renew)
+        actions.push_back({{"action", "renew"}, {"lease", lease}, {"lease_s_left", s_.renew_s}});
+      res.set_content(json{{"heartbeat_s", 0.1}, {"ack", ack}, {"actions", actions}}.dump(),
+                      "application/json");
+    });
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    wait_for([this] { return http_.is_running(); }, 5);
+  }
+  ~FakeServer() {
+    http_.stop();
+    thread_.join();
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Runs `f` on the state under the lock.
+  template <class F>
+  auto with(F f) {
+    std::lock_guard lock(mu_);
+    return f(s_);
+  }
+  // Waits until `pred(state)` holds.
+  bool wait(const std::function<bool(State&)>& pred, double timeout_s) {
+    return wait_for([&] { return with(pred); }, timeout_s);
+  }
+  void push(const json& action) {
+    with([&](State& s) { s.pending.push_back(action); });
+  }
+
+  // The last report of `lease` in a heartbeat, or null.
+  json last_report(std::int64_t lease) {
+    return with([&](State& s) {
+      for (auto hb = s.heartbeats.rbegin(); hb != s.heartbeats.rend(); ++hb)
+        for (const auto& run : hb->at("runs"))
+          if (run.at("lease") == lease) return run;
+      return json();
+    });
+  }
+  std::size_t heartbeat_count() {
+    return with([](State& s) { return s.heartbeats.size(); });
+  }
+
+ private:
+  static void error(httplib::Response& res, int status, const std::string& why) {
+    res.status = status;
+    res.set_content(json{{"error", why}}.dump(), "application/json");
+  }
+
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  State s_;
+};
+
+// run_agent in a thread, its log lines captured.
+class AgentThread {
+ public:
+  void start(AgentOptions options) {
+    options.log = [this](const std::string& line) {
+      std::lock_guard lock(mu_);
+      lines_.push_back(line);
+    };
+    thread_ = std::thread([this, options] {
+      try {
+        run_agent(options, stop_);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu_);
+        error_ = e.what();
+      }
+      done_ = true;
+    });
+  }
+  // Sets the stop flag (as SIGTERM's handler does).
+  void request_stop() { stop_ = true; }
+  // Sets the stop flag and waits for run_agent to return.
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  ~AgentThread() { stop(); }
+
+  bool done() const { return done_; }
+  std::string error() {
+    std::lock_guard lock(mu_);
+    return error_;
+  }
+  int count_lines(const std::string& part) {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& l : lines_) n += l.find(part) != std::string::npos ? 1 : 0;
+    return n;
+  }
+  std::string lines() {
+    std::lock_guard lock(mu_);
+    std::string all;
+    for (const auto& l : lines_) all += l + "\n";
+    return all;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+  std::string error_;
+};
+
+// A job that records its environment and pid, reports 1234 iterations,
+// checkpoints on SIGUSR1 (writes `usr1`) and otherwise runs forever.
+constexpr const char* kJob =
+    "trap 'echo usr1 > \"$FAIRGPU_CHECKPOINT_DIR/usr1\"; exit 0' USR1; "
+    "echo \"$$ $FAIRGPU_JOB_ID $FAIRGPU_LEASE_ID $FAIRGPU_GPU_TYPE $FAIRGPU_NUM_WORKERS "
+    "$CUDA_VISIBLE_DEVICES $MY_VAR\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+    "echo 1234 > \"$FAIRGPU_PROGRESS_FILE\"; "
+    "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+    "while true; do sleep 0.05; done";
+
+class Agent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "fairgpu-agent-XXXXXX").string();
+    dir_ = mkdtemp(tmpl.data());
+  }
+  void TearDown() override {
+    agent_.stop();
+    for (pid_t pgid : pgids_)
+      EXPECT_TRUE(wait_for([&] { return !process_group_alive(pgid); }, 2))
+          << "job group " << pgid << " survived";
+    errno = 0;
+    EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD) << "a child process of the test survived";
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  AgentOptions options() const {
+    AgentOptions o;
+    o.server_url = server_.url();
+    o.token = kToken;
+    o.node = "n1";
+    o.gpu_type = "v100";
+    o.devices = {0, 1, 2, 3};
+    o.cpus = 8;
+    o.memory_gb = 64;
+    o.state_dir = (dir_ / "state").string();
+    o.http_timeout_s = 0.5;
+    o.register_retry_s = 0.05;
+    o.register_retry_max_s = 0.2;
+    o.tick_s = 0.02;
+    return o;
+  }
+
+  std::string ckpt(const std::string& job) const { return (dir_ / "ckpt" / job).string(); }
+
+  json launch(std::int64_t lease, const std::string& job, json command = kJob,
+              double lease_s_left = 30.0) const {
+    return {{"action", "launch"},
+            {"lease", lease},
+            {"job", job},
+            {"command", command},
+            {"env", {{"MY_VAR", "hello"}}},
+            {"devices", {2, 3}},
+            {"gpu_type", "v100"},
+            {"workers", 2},
+            {"checkpoint_dir", ckpt(job)},
+            {"lease_s_left", lease_s_left}};
+  }
+
+  // Waits for the kJob of `job` to start; returns its process group.
+  pid_t started(const std::string& job) {
+    std::string env = ckpt(job) + "/env";
+    if (!wait_for([&] { return fs::exists(env); }, 5)) return -1;
+    pid_t pgid = std::stoi(slurp(env));
+    pgids_.push_back(pgid);
+    return pgid;
+  }
+
+  bool reported(std::int64_t lease, const std::string& state, double timeout_s = 5) {
+    return wait_for(
+        [&] {
+          json r = server_.last_report(lease);
+          return !r.is_null() && r.at("state") == state;
+        },
+        timeout_s);
+  }
+
+  bool registered(std::size_t n = 1) {
+    return server_.wait([&](FakeServer::State& s) { return s.epoch >= static_cast<int>(n); }, 5);
+  }
+
+  fs::path dir_;
+  FakeServer server_;
+  AgentThread agent_;
+  std::vector<pid_t> pgids_;
+};
+
+TEST_F(Agent, RegistersAndRunsALaunchWithTheProtocolsEnvironment) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  json reg = server_.with([](FakeServer::State& s) { return s.registrations.at(0); });
+  EXPECT_EQ(reg, (json{{"node", "n1"},
+                       {"gpu_type", "v100"},
+                       {"devices", {0, 1, 2, 3}},
+                       {"cpus", 8},
+                       {"memory_gb", 64.0}}));
+
+  server_.push(launch(18, "j-000013"));
+  pid_t pgid = started("j-000013");
+  ASSERT_GT(pgid, 0) << agent_.lines();
+  std::istringstream env(slurp(ckpt("j-000013") + "/env"));
+  std::string pid, job, lease, type, workers, devices, var;
+  env >> pid >> job >> lease >> type >> workers >> devices >> var;
+  EXPECT_EQ(job, "j-000013");
+  EXPECT_EQ(lease, "18");
+  EXPECT_EQ(type, "v100");
+  EXPECT_EQ(workers, "2");
+  EXPECT_EQ(devices, "2,3");
+  EXPECT_EQ(var, "hello");
+  EXPECT_EQ(getpgid(pgid), pgid);
+
+  ASSERT_TRUE(wait_for(
+      [&] {
+        json r = server_.last_report(18);
+        return !r.is_null() && r.at("state") == "running" && r.at("iterations") == 1234;
+      },
+      5))
+      << server_.last_report(18);
+  EXPECT_EQ(server_.last_report(18).at("job"), "j-000013");
+  EXPECT_EQ(agent_.count_lines("agent n1: launch lease 18 job j-000013 on devices 2,3"), 1)
+      << agent_.lines();
+
+  // A launch of a lease it already runs is ignored.
+  server_.push(launch(18, "j-000013"));
+  std::size_t n = server_.heartbeat_count();
+  ASSERT_TRUE(server_.wait([&](FakeServer::State& s) { return s.heartbeats.size() >= n + 3; }, 5));
+  EXPECT_EQ(agent_.count_lines("launch lease 18"), 1);
+  EXPECT_EQ(std::stoi(slurp(ckpt("j-000013") + "/env")), pgid);
+
+  // Stopping the agent stops the job as for revoke and reports it once more.
+  agent_.stop();
+  EXPECT_EQ(agent_.error(), "");
+  EXPECT_FALSE(process_group_alive(pgid));
+  EXPECT_EQ(slurp(ckpt("j-000013") + "/usr1"), "usr1\n");
+  json last = server_.last_report(18);
+  EXPECT_EQ(last.at("state"), "exited");
+  EXPECT_EQ(last.at("revoked"), true);
+  EXPECT_EQ(last.at("exit_code"), 0);
+  EXPECT_EQ(last.at("iterations"), 1234);
+  EXPECT_FALSE(fs::exists(dir_ / "state/runs/18/pid"));
+}
+
+TEST_F(Agent, ExitIsReportedUntilAcked) {
+  server_.with([](FakeServer::State& s) { s.ack_exits = false; });
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(launch(5, "j-000001",
+                      "echo 77 > \"$FAIRGPU_PROGRESS_FILE\"; echo 'bye from the job'; exit 3"));
+  ASSERT_TRUE(reported(5, "exited")) << agent_.lines();
+  json r = server_.last_report(5);
+  EXPECT_EQ(r.at("exit_code"), 3);
+  EXPECT_EQ(r.at("signal"), 0);
+  EXPECT_EQ(r.at("revoked"), false);
+  EXPECT_EQ(r.at("iterations"), 77);
+  EXPECT_EQ(r.at("log_tail"), "bye from the job\n");
+
+  // Reported in every heartbeat while not acked.
+  std::size_t n = server_.heartbeat_count();
+  ASSERT_TRUE(server_.wait([&](FakeServer::State& s) { return s.heartbeats.size() >= n + 3; }, 5));
+  server_.with([&](FakeServer::State& s) {
+    for (std::size_t i = n; i < s.heartbeats.size(); ++i)
+      EXPECT_EQ(s.heartbeats[i].at("runs").size(), 1u);
+    s.ack_exits = true;
+  });
+  ASSERT_TRUE(server_.wait([](FakeServer::State& s) { return s.acked.count(5) > 0; }, 5));
+  n = server_.heartbeat_count();  // sent after the ack was taken
+  ASSERT_TRUE(server_.wait([&](FakeServer::State& s) { return s.heartbeats.size() >= n + 2; }, 5));
+  server_.with([&](FakeServer::State& s) {
+    for (std::size_t i = n; i < s.heartbeats.size(); ++i)
+      EXPECT_TRUE(s.heartbeats[i].at("runs").empty()) << s.heartbeats[i];
+  });
+  EXPECT_EQ(agent_.count_lines("exit lease 5 job j-000001: exited with code 3"), 1);
+}
+
+TEST_F(Agent, RevokeSendsUsr1AndReportsARevokedExit) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(launch(7, "j-000002"));
+  pid_t pgid = started("j-000002");
+  ASSERT_GT(pgid, 0);
+  ASSERT_TRUE(reported(7, "running"));
+  server_.push({{"action", "revoke"}, {"lease", 7}, {"job", "j-000002"}});
+  ASSERT_TRUE(reported(7, "exited")) << agent_.lines();
+  json r = server_.last_report(7);
+  EXPECT_EQ(r.at("revoked"), true);
+  EXPECT_EQ(r.at("exit_code"), 0);
+  EXPECT_EQ(r.at("signal"), 0);
+  EXPECT_EQ(slurp(ckpt("j-000002") + "/usr1"), "usr1\n");
+  EXPECT_FALSE(process_group_alive(pgid));
+  EXPECT_EQ(agent_.count_lines("revoke lease 7 job j-000002"), 1);
+}
+
+TEST_F(Agent, FencesItsJobsWhenTheServerStopsAnswering) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  // A job that ignores SIGUSR1 and SIGTERM: only SIGKILL ends it.
+  server_.push(launch(9, "j-000003",
+                      "trap '' USR1 TERM; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+                      "while true; do sleep 0.05; done"));
+  pid_t pgid = started("j-000003");
+  ASSERT_GT(pgid, 0);
+  ASSERT_TRUE(reported(9, "running"));
+  auto silent_from = Clock::now();
+  server_.with([](FakeServer::State& s) { s.heartbeat_status = 503; });
+  ASSERT_TRUE(wait_for([&] { return !process_group_alive(pgid); }, 5));
+  double took = since(silent_from);
+  // heartbeat_timeout 0.6 + grace 0.3 + kill_after 0.3, less the time since
+  // the last answered heartbeat (< 0.1 s + one request); slack for a busy CI.
+  EXPECT_GT(took, 0.6 + 0.3 + 0.3 - 0.25);
+  EXPECT_LT(took, 0.6 + 0.3 + 0.3 + 1.0);
+  EXPECT_EQ(agent_.count_lines("fence lease 9 job j-000003: no heartbeat answered"), 1)
+      << agent_.lines();
+
+  server_.with([](FakeServer::State& s) { s.heartbeat_status = 200; });
+  ASSERT_TRUE(reported(9, "exited"));
+  json r = server_.last_report(9);
+  EXPECT_EQ(r.at("revoked"), true);
+  EXPECT_EQ(r.at("signal"), SIGKILL);
+  EXPECT_EQ(agent_.count_lines("heartbeat failed: server answered 503"), 1);
+}
+
+TEST_F(Agent, FencesAJobWhoseLeaseEndsWithoutRenewal) {
+  server_.with([](FakeServer::State& s) { s.renew = {21}; });
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(launch(20, "j-000020", kJob, 0.5));  // never renewed
+  server_.push(launch(21, "j-000021", kJob, 0.5));  // renewed (0.5 s) every 0.1 s
+  auto launched = Clock::now();
+  pid_t ended = started("j-000020");
+  pid_t renewed = started("j-000021");
+  ASSERT_GT(ended, 0);
+  ASSERT_GT(renewed, 0);
+  ASSERT_TRUE(reported(20, "exited")) << agent_.lines();
+  EXPECT_GT(since(launched), 0.4);
+  EXPECT_EQ(server_.last_report(20).at("revoked"), true);
+  EXPECT_EQ(slurp(ckpt("j-000020") + "/usr1"), "usr1\n");
+  EXPECT_EQ(agent_.count_lines("fence lease 20 job j-000020: lease ended without renewal"), 1);
+
+  // The renewed lease outlives its first 0.5 s several times over.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  EXPECT_TRUE(process_group_alive(renewed));
+  EXPECT_EQ(server_.last_report(21).at("state"), "running");
+}
+
+TEST_F(Agent, StaleEpochStopsEveryRunThenRegistersAgain) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(launch(30, "j-000030"));
+  pid_t pgid = started("j-000030");
+  ASSERT_GT(pgid, 0);
+  ASSERT_TRUE(reported(30, "running"));
+  server_.with([](FakeServer::State& s) { ++s.epoch; });  // as if the node was declared lost
+  ASSERT_TRUE(registered(3)) << agent_.lines();
+  // The agent waited for the job to end before it registered again.
+  EXPECT_FALSE(process_group_alive(pgid));
+  EXPECT_EQ(slurp(ckpt("j-000030") + "/usr1"), "usr1\n");
+  EXPECT_EQ(agent_.count_lines("stale epoch 1 (409: stale epoch 1)"), 1) << agent_.lines();
+  // The new epoch's heartbeats carry it and no longer the old runs.
+  std::size_t n = server_.heartbeat_count();
+  ASSERT_TRUE(server_.wait([&](FakeServer::State& s) { return s.heartbeats.size() >= n + 2; }, 5));
+  server_.with([&](FakeServer::State& s) {
+    EXPECT_EQ(s.heartbeats.back().at("epoch"), 3);
+    EXPECT_TRUE(s.heartbeats.back().at("runs").empty());
+  });
+  EXPECT_EQ(server_.with([](FakeServer::State& s) { return s.registrations.size(); }), 2u);
+}
+
+TEST_F(Agent, ShutdownStopsRunsAndRefusesNewLaunches) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  // Ignores SIGUSR1, so it takes grace_s (0.3 s) to stop: the agent keeps
+  // heart-beating meanwhile.
+  server_.push(launch(50, "j-000050",
+                      "trap '' USR1; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+                      "while true; do sleep 0.05; done"));
+  pid_t pgid = started("j-000050");
+  ASSERT_GT(pgid, 0);
+  ASSERT_TRUE(reported(50, "running"));
+  agent_.request_stop();
+  ASSERT_TRUE(wait_for([&] { return agent_.count_lines("stopping: 1 run(s) to stop") == 1; }, 5));
+  server_.push(launch(51, "j-000051"));
+  agent_.stop();
+  EXPECT_FALSE(process_group_alive(pgid));
+  json r = server_.last_report(50);
+  EXPECT_EQ(r.at("state"), "exited");
+  EXPECT_EQ(r.at("signal"), SIGTERM);
+  EXPECT_EQ(r.at("revoked"), true);
+  json refused = server_.last_report(51);
+  ASSERT_FALSE(refused.is_null()) << agent_.lines();
+  EXPECT_EQ(refused.at("state"), "launch_failed");
+  EXPECT_EQ(refused.at("log_tail"), "agent shutting down");
+  EXPECT_FALSE(fs::exists(ckpt("j-000051")));
+  EXPECT_EQ(agent_.count_lines("agent n1: stopped"), 1);
+}
+
+TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(launch(40, "j-000040", json::array({(dir_ / "no-such-binary").string()})));
+  json bad_device = launch(41, "j-000041");
+  bad_device["devices"] = {3, 7};
+  server_.push(bad_device);
+  json no_command = launch(42, "j-000042");
+  no_command.erase("command");
+  server_.push(no_command);
+  ASSERT_TRUE(reported(40, "launch_failed"));
+  ASSERT_TRUE(reported(41, "launch_failed"));
+  ASSERT_TRUE(reported(42, "launch_failed"));
+  EXPECT_NE(
+      server_.last_report(40).at("log_tail").get<std::string>().find("No such file or directory"),
+      std::string::npos);
+  EXPECT_NE(server_.last_report(41)
+                .at("log_tail")
+                .get<std::string>()
+                .find("7 is not a device of this node"),
+            std::string::npos);
+  EXPECT_NE(server_.last_report(42).at("log_tail").get<std::string>().find("command"),
+            std::string::npos);
+  EXPECT_EQ(server_.last_report(40).at("iterations"), 0);
+}
+
+TEST_F(Agent, KillsLeftoversOfAnEarlierAgentBeforeRegistering) {
+  auto spawn = [] {
+    pid_t child = fork();
+    if (child == 0) {
+      setpgid(0, 0);
+      execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    setpgid(child, child);
+    wait_for([&] { return process_start_time(child).has_value(); }, 2);
+    return child;
+  };
+  pid_t leftover = spawn();
+  pid_t innocent = spawn();  // its pid file is stale: the pid went to another process
+  ASSERT_GT(leftover, 0);
+  ASSERT_GT(innocent, 0);
+  auto runs = dir_ / "state/runs";
+  fs::create_directories(runs / "17");
+  fs::create_directories(runs / "16");
+  std::ofstream(runs / "17/pid") << leftover << ' ' << *process_start_time(leftover) << '\n';
+  std::ofstream(runs / "16/pid") << innocent << ' ' << *process_start_time(innocent) + 5 << '\n';
+
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  int status = 0;
+  // Dead before the registration (the test is its parent, so it waits to be reaped).
+  EXPECT_EQ(waitpid(leftover, &status, WNOHANG), leftover);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_FALSE(fs::exists(runs / "17/pid"));
+  EXPECT_FALSE(fs::exists(runs / "16/pid"));
+  EXPECT_TRUE(process_group_alive(innocent));
+  EXPECT_EQ(agent_.count_lines("killed leftover process group " + std::to_string(leftover) +
+                               " (lease 17)"),
+            1)
+      << agent_.lines();
+  kill(innocent, SIGKILL);
+  waitpid(innocent, nullptr, 0);
+}
+
+TEST_F(Agent, RetriesRegistrationUntilTheServerAnswers) {
+  server_.with([](FakeServer::State& s) { s.register_failures = 2; });
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  EXPECT_EQ(server_.with([](FakeServer::State& s) { return s.registrations.size(); }), 3u);
+  EXPECT_EQ(agent_.count_lines("cannot register with " + server_.url() +
+                               ": server answered 503: starting up; retrying in"),
+            2)
+      << agent_.lines();
+}
+
+TEST_F(Agent, KeepsRetryingAnUnreachableServerUntilStopped) {
+  // A port nobody listens on.
+  int sock = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(sock);
+  AgentOptions o = options();
+  o.server_url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  agent_.start(o);
+  ASSERT_TRUE(wait_for([&] { return agent_.count_lines("cannot reach the server") >= 3; }, 5))
+      << agent_.lines();
+  EXPECT_FALSE(agent_.done());
+  auto stop_at = Clock::now();
+  agent_.stop();
+  EXPECT_LT(since(stop_at), 1.0);
+  EXPECT_EQ(agent_.error(), "");
+}
+
+TEST_F(Agent, RefusedRegistrationIsAnInputError) {
+  AgentOptions o = options();
+  o.token = "wrong";
+  std::atomic<bool> stop{false};
+  try {
+    run_agent(o, stop);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("401: bad or missing token"), std::string::npos)
+        << e.what();
+  }
+  o = options();
+  o.server_url = "ftp://host";
+  EXPECT_THROW(run_agent(o, stop), InputError);
+  o = options();
+  o.devices = {0, 0};
+  EXPECT_THROW(run_agent(o, stop), InputError);
+}
+
+TEST(AgentGpus, ParsesTheGpusFlag) {
+  auto four = parse_gpus_flag("v100:4");
+  EXPECT_EQ(four.gpu_type, "v100");
+  EXPECT_EQ(four.devices, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(parse_gpus_flag("k80:0,2,5").devices, (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(parse_gpus_flag("k80:5,").devices, (std::vector<int>{5}));
+  for (const char* bad :
+       {"v100", ":4", "v100:0", "v100:x", "v100:1,1", "v100:,", "v 100:2", "v100:-1,2"})
+    EXPECT_THROW(parse_gpus_flag(bad), InputError) << bad;
+}
+
+TEST(AgentGpus, NormalisesNvidiaSmiNames) {
+  const std::pair<const char*, const char*> cases[] = {{"Tesla V100-SXM2-16GB", "v100"},
+                                                       {"Tesla K80", "k80"},
+                                                       {"Tesla P100-PCIE-16GB", "p100"},
+                                                       {"NVIDIA A100-SXM4-40GB", "a100"},
+                                                       {"NVIDIA H100 80GB HBM3", "h100"},
+                                                       {"Tesla T4", "t4"},
+                                                       {"NVIDIA GeForce RTX 3090", "rtx3090"},
+                                                       {"Quadro RTX 6000", "rtx6000"},
+                                                       {"NVIDIA A10G", "a10g"}};
+  for (const auto& [name, type] : cases) EXPECT_EQ(normalise_gpu_name(name), type) << name;
+
+  auto gpus = parse_nvidia_smi("0, Tesla V100-SXM2-16GB\n1, Tesla V100-SXM2-16GB\n");
+  EXPECT_EQ(gpus.gpu_type, "v100");
+  EXPECT_EQ(gpus.devices, (std::vector<int>{0, 1}));
+  try {
+    parse_nvidia_smi("0, Tesla V100-SXM2-16GB\n1, Tesla T4\n");
+    FAIL() << "mixed types accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("several types on this node (t4 on 1; v100 on 0)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parse_nvidia_smi(""), InputError);
+  EXPECT_THROW(parse_nvidia_smi("No devices were found\n"), InputError);
+}
+
+}  // namespace
+}  // namespace fairgpu::live

@@ -1,0 +1,389 @@
+// The agent's process supervisor (src/live/process.h; issue 5, DESIGN §7,
+// docs/live-protocol.md "launch" / "revoke"): the SIGUSR1 -> SIGTERM ->
+// SIGKILL stop sequence, exit and signal reports, exec failures, the job's
+// environment, progress files, log tails, pid files and the parent-death
+// signal. Every test runs in a fresh temporary directory and checks that the
+// job's process group is gone at the end.
+#include "live/process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace fairgpu::live {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "fairgpu-process-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Polls until the job ends or `timeout_s` passes; returns the seconds taken.
+double poll_until_ended(Process& p, double timeout_s) {
+  auto start = Clock::now();
+  while (p.state() == ProcessState::kRunning && since(start) < timeout_s) {
+    p.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return since(start);
+}
+
+bool wait_for(const std::function<bool()>& condition, double timeout_s) {
+  auto start = Clock::now();
+  while (!condition()) {
+    if (since(start) > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+LaunchSpec shell(const TempDir& dir, const std::string& script) {
+  LaunchSpec spec;
+  spec.shell_command = script;
+  spec.log_path = dir / "log";
+  spec.progress_path = dir / "progress";
+  return spec;
+}
+
+TEST(Process, StopSequenceEndsAJobThatCheckpointsOnUsr1) {
+  TempDir dir;
+  auto spec = shell(dir,
+                    "trap 'echo checkpointed > \"$MARKER\"; exit 0' USR1; "
+                    "echo started > \"$MARKER.started\"; "
+                    "while true; do sleep 0.05; done");
+  spec.env = {{"MARKER", dir / "marker"}};
+  auto p = Process::launch(spec);
+  ASSERT_EQ(p->state(), ProcessState::kRunning) << p->failure();
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir / "marker.started"); }, 5));
+  pid_t pgid = p->pid();
+  EXPECT_EQ(getpgid(pgid), pgid);  // a group of its own
+  p->stop(5.0, 5.0);
+  double took = poll_until_ended(*p, 5.0);
+  ASSERT_EQ(p->state(), ProcessState::kExited);
+  EXPECT_LT(took, 2.0);  // SIGUSR1 did it, no SIGTERM 5 s later
+  EXPECT_EQ(p->exit_code(), 0);
+  EXPECT_EQ(p->signal(), 0);
+  EXPECT_TRUE(p->stop_requested());
+  EXPECT_EQ(slurp(dir / "marker"), "checkpointed\n");
+  EXPECT_FALSE(process_group_alive(pgid));
+}
+
+TEST(Process, JobIgnoringUsr1AndTermGetsSigkillAfterGraceAndKillAfter) {
+  TempDir dir;
+  auto spec = shell(dir,
+                    "trap '' USR1 TERM; echo ready > \"$READY\"; "
+                    "while true; do sleep 0.05; done");
+  spec.env = {{"READY", dir / "ready"}};
+  auto p = Process::launch(spec);
+  ASSERT_EQ(p->state(), ProcessState::kRunning) << p->failure();
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir / "ready"); }, 5));
+  pid_t pgid = p->pid();
+  p->stop(0.3, 0.3);
+  p->stop(10.0, 10.0);  // idempotent: the first deadlines hold
+  double took = poll_until_ended(*p, 5.0);
+  ASSERT_EQ(p->state(), ProcessState::kExited);
+  EXPECT_GE(took, 0.6);
+  EXPECT_LT(took, 2.0);
+  EXPECT_EQ(p->signal(), SIGKILL);
+  EXPECT_EQ(p->exit_code(), 128 + SIGKILL);
+  EXPECT_TRUE(p->stop_requested());
+  EXPECT_TRUE(wait_for([&] { return !process_group_alive(pgid); }, 2));
+}
+
+TEST(Process, JobEndingOnTermIsStoppedAfterGrace) {
+  TempDir dir;
+  auto spec = shell(dir, "trap '' USR1; echo ready > \"$READY\"; exec sleep 30");
+  spec.env = {{"READY", dir / "ready"}};
+  auto p = Process::launch(spec);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir / "ready"); }, 5));
+  p->stop(0.3, 10.0);
+  double took = poll_until_ended(*p, 5.0);
+  ASSERT_EQ(p->state(), ProcessState::kExited);
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 2.0);
+  EXPECT_EQ(p->signal(), SIGTERM);
+}
+
+TEST(Process, ReportsExitCodeAndSignal) {
+  TempDir dir;
+  auto code = Process::launch(shell(dir, "exit 3"));
+  poll_until_ended(*code, 5.0);
+  ASSERT_EQ(code->state(), ProcessState::kExited);
+  EXPECT_EQ(code->exit_code(), 3);
+  EXPECT_EQ(code->signal(), 0);
+  EXPECT_FALSE(code->stop_requested());
+
+  auto killed = Process::launch(shell(dir, "kill -SEGV $$"));
+  poll_until_ended(*killed, 5.0);
+  ASSERT_EQ(killed->state(), ProcessState::kExited);
+  EXPECT_EQ(killed->signal(), SIGSEGV);
+  EXPECT_EQ(killed->exit_code(), 128 + SIGSEGV);
+
+  // A stop after the job ended by itself does not make it revoked.
+  auto done = Process::launch(shell(dir, "exit 0"));
+  ASSERT_TRUE(wait_for([&] { return !process_group_alive(done->pid()); }, 5));
+  done->stop(1.0, 1.0);
+  EXPECT_EQ(done->state(), ProcessState::kExited);
+  EXPECT_FALSE(done->stop_requested());
+}
+
+TEST(Process, ExecFailureIsLaunchFailedWithTheReason) {
+  TempDir dir;
+  LaunchSpec spec;
+  spec.argv = {dir / "no-such-binary", "--flag"};
+  spec.log_path = dir / "log";
+  auto p = Process::launch(spec);
+  EXPECT_EQ(p->state(), ProcessState::kLaunchFailed);
+  EXPECT_NE(p->failure().find("no-such-binary"), std::string::npos) << p->failure();
+  EXPECT_NE(p->failure().find("No such file or directory"), std::string::npos) << p->failure();
+  EXPECT_NE(slurp(dir / "log").find("No such file"), std::string::npos);
+
+  spec.argv = {"fairgpu-no-such-program-on-path"};  // execvp's PATH search
+  auto q = Process::launch(spec);
+  EXPECT_EQ(q->state(), ProcessState::kLaunchFailed);
+  EXPECT_NE(q->failure().find("fairgpu-no-such-program-on-path"), std::string::npos);
+
+  write_file(dir / "not-executable", "#!/bin/sh\n");
+  spec.argv = {dir / "not-executable"};
+  auto r = Process::launch(spec);
+  EXPECT_EQ(r->state(), ProcessState::kLaunchFailed);
+  EXPECT_NE(r->failure().find("Permission denied"), std::string::npos) << r->failure();
+
+  spec.argv.clear();
+  EXPECT_EQ(Process::launch(spec)->failure(), "empty command");
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);  // every failed child was reaped
+}
+
+TEST(Process, ArgvCommandSeesAgentEnvJobEnvAndCheckpointDir) {
+  TempDir dir;
+  setenv("FAIRGPU_TEST_AGENT_VAR", "from-agent", 1);
+  setenv("FAIRGPU_TEST_OVERRIDDEN", "agent-value", 1);
+  LaunchSpec spec;
+  spec.argv = {"sh", "-c",
+               "echo \"$FAIRGPU_TEST_AGENT_VAR|$FAIRGPU_TEST_OVERRIDDEN|$FAIRGPU_JOB_ID|"
+               "$CUDA_VISIBLE_DEVICES|$1\" > \"$FAIRGPU_CHECKPOINT_DIR/env\"",
+               "sh", "arg one"};
+  spec.log_path = dir / "log";
+  spec.checkpoint_dir = dir / "shared/checkpoints/j-000001";
+  spec.env = {{"FAIRGPU_TEST_OVERRIDDEN", "job-value"},
+              {"CUDA_VISIBLE_DEVICES", "9"},  // the job's own, overridden below
+              {"FAIRGPU_JOB_ID", "j-000001"},
+              {"CUDA_VISIBLE_DEVICES", "2,3"},
+              {"FAIRGPU_CHECKPOINT_DIR", spec.checkpoint_dir}};
+  auto p = Process::launch(spec);
+  unsetenv("FAIRGPU_TEST_AGENT_VAR");
+  unsetenv("FAIRGPU_TEST_OVERRIDDEN");
+  ASSERT_EQ(p->state(), ProcessState::kRunning) << p->failure();
+  poll_until_ended(*p, 5.0);
+  ASSERT_EQ(p->exit_code(), 0) << p->log_tail();
+  EXPECT_EQ(slurp(spec.checkpoint_dir + "/env"), "from-agent|job-value|j-000001|2,3|arg one\n");
+}
+
+TEST(Process, StdoutAndStderrGoToTheLogAndTheTailIsTheLast2KB) {
+  TempDir dir;
+  auto p = Process::launch(
+      shell(dir,
+            "i=0; while [ $i -lt 300 ]; do echo \"line $i of the job\"; i=$((i+1)); done; "
+            "echo 'to stderr' >&2"));
+  poll_until_ended(*p, 5.0);
+  ASSERT_EQ(p->exit_code(), 0);
+  std::string log = slurp(dir / "log");
+  EXPECT_GT(log.size(), 4000u);
+  std::string tail = p->log_tail();
+  EXPECT_LE(tail.size(), 2048u);
+  EXPECT_GT(tail.size(), 1900u);
+  EXPECT_EQ(log.substr(log.size() - tail.size()), tail);
+  EXPECT_EQ(tail.rfind("line ", 0), 0u) << "starts at a line: " << tail.substr(0, 20);
+  EXPECT_NE(tail.find("line 299 of the job\nto stderr\n"), std::string::npos);
+
+  write_file(dir / "short", "only line\n");
+  EXPECT_EQ(read_log_tail(dir / "short"), "only line\n");
+  EXPECT_EQ(read_log_tail(dir / "missing"), "");
+}
+
+TEST(Process, ProgressFileKeepsTheLastGoodValue) {
+  EXPECT_EQ(parse_progress("1234\n"), 1234);
+  EXPECT_EQ(parse_progress("  7 "), 7);
+  EXPECT_EQ(parse_progress(""), std::nullopt);
+  EXPECT_EQ(parse_progress("12a"), std::nullopt);
+  EXPECT_EQ(parse_progress("-3"), std::nullopt);
+  EXPECT_EQ(parse_progress("1 2"), std::nullopt);
+  EXPECT_EQ(parse_progress("1234567890123456789"), std::nullopt);  // beyond 18 digits
+
+  TempDir dir;
+  ProgressFile file(dir / "progress");
+  EXPECT_EQ(file.read(), 0);  // missing
+  write_file(dir / "progress", "120\n");
+  EXPECT_EQ(file.read(), 120);
+  write_file(dir / "progress", "");  // between the writer's truncate and write
+  EXPECT_EQ(file.read(), 120);
+  write_file(dir / "progress", "13");  // torn: the start of "1300"
+  EXPECT_EQ(file.read(), 120);
+  write_file(dir / "progress", "1300");
+  EXPECT_EQ(file.read(), 1300);
+  write_file(dir / "progress", "garbage");
+  EXPECT_EQ(file.read(), 1300);
+  fs::remove(dir / "progress");
+  EXPECT_EQ(file.read(), 1300);
+}
+
+TEST(Process, ReadsTheJobsProgressAndRemovesAStaleFile) {
+  TempDir dir;
+  write_file(dir / "progress", "999999\n");  // an earlier run's
+  auto spec = shell(dir, "echo 40 > \"$P\"; echo written > \"$P.done\"; exec sleep 30");
+  spec.env = {{"P", dir / "progress"}};
+  auto p = Process::launch(spec);
+  ASSERT_EQ(p->state(), ProcessState::kRunning);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir / "progress.done"); }, 5));
+  EXPECT_EQ(p->read_progress(), 40);
+  p->stop(0.0, 1.0);
+  poll_until_ended(*p, 5.0);
+  EXPECT_EQ(p->read_progress(), 40);  // the last word after the job ended
+}
+
+TEST(Process, PidFileNamesTheGroupAndGoesAtReap) {
+  TempDir dir;
+  auto spec = shell(dir, "exec sleep 30");
+  spec.pid_path = dir / "pid";
+  auto p = Process::launch(spec);
+  ASSERT_EQ(p->state(), ProcessState::kRunning);
+  std::istringstream in(slurp(dir / "pid"));
+  long long pid = 0;
+  unsigned long long start = 0;
+  ASSERT_TRUE(in >> pid >> start);
+  EXPECT_EQ(pid, p->pid());
+  EXPECT_EQ(process_start_time(p->pid()), start);
+  p->stop(0.0, 0.5);  // SIGUSR1 ends `sleep`
+  poll_until_ended(*p, 5.0);
+  EXPECT_EQ(p->signal(), SIGUSR1);
+  EXPECT_FALSE(fs::exists(dir / "pid"));
+}
+
+TEST(Process, StrayChildrenOfAnEndedJobAreKilled) {
+  TempDir dir;
+  // The job leaves a background child in its group and exits.
+  auto spec = shell(dir, "sleep 30 & echo $! > \"$CHILD\"; exit 0");
+  spec.env = {{"CHILD", dir / "child"}};
+  auto p = Process::launch(spec);
+  pid_t pgid = p->pid();
+  poll_until_ended(*p, 5.0);
+  ASSERT_EQ(p->state(), ProcessState::kExited);
+  EXPECT_EQ(p->exit_code(), 0);
+  EXPECT_TRUE(fs::exists(dir / "child"));
+  EXPECT_TRUE(wait_for([&] { return !process_group_alive(pgid); }, 2));
+}
+
+TEST(Process, DestroyingARunningProcessKillsItsGroup) {
+  TempDir dir;
+  pid_t pgid;
+  {
+    auto spec = shell(dir, "sleep 30 & sleep 30");
+    spec.pid_path = dir / "pid";
+    auto p = Process::launch(spec);
+    pgid = p->pid();
+    ASSERT_TRUE(process_group_alive(pgid));
+  }
+  EXPECT_FALSE(fs::exists(dir / "pid"));
+  EXPECT_TRUE(wait_for([&] { return !process_group_alive(pgid); }, 2));
+}
+
+TEST(Process, JobDiesWithAKilledAgent) {
+  TempDir dir;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t agent = fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    // A stand-in agent: launches a job, tells its pid, waits to be killed.
+    close(fds[0]);
+    LaunchSpec spec;
+    spec.shell_command = "exec sleep 30";
+    spec.log_path = dir / "log";
+    auto p = Process::launch(spec);
+    pid_t job = p->pid();
+    if (write(fds[1], &job, sizeof job) != sizeof job) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(fds[1]);
+  pid_t job = -1;
+  ASSERT_EQ(read(fds[0], &job, sizeof job), static_cast<ssize_t>(sizeof job));
+  close(fds[0]);
+  ASSERT_TRUE(process_group_alive(job));
+  kill(agent, SIGKILL);
+  ASSERT_EQ(waitpid(agent, nullptr, 0), agent);
+  EXPECT_TRUE(wait_for([&] { return !process_group_alive(job); }, 2));
+}
+
+TEST(Process, KillLeftoverGroupChecksTheStartTime) {
+  TempDir dir;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(child, child);
+  ASSERT_TRUE(wait_for([&] { return process_start_time(child).has_value(); }, 2));
+  auto start = *process_start_time(child);
+
+  write_file(dir / "reused", std::to_string(child) + " " + std::to_string(start + 1) + "\n");
+  pid_t pgid = 0;
+  EXPECT_EQ(kill_leftover_group(dir / "reused", 1.0, &pgid), LeftoverResult::kPidReused);
+  EXPECT_EQ(pgid, child);
+  EXPECT_TRUE(process_group_alive(child));
+
+  write_file(dir / "garbage", "not a pid\n");
+  EXPECT_EQ(kill_leftover_group(dir / "garbage", 1.0, nullptr), LeftoverResult::kUnreadable);
+
+  write_file(dir / "pid", std::to_string(child) + " " + std::to_string(start) + "\n");
+  EXPECT_EQ(kill_leftover_group(dir / "pid", 1.0, nullptr), LeftoverResult::kKilled);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  EXPECT_EQ(kill_leftover_group(dir / "pid", 1.0, nullptr), LeftoverResult::kGone);
+}
+
+}  // namespace
+}  // namespace fairgpu::live
