@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "fairgpu/input_error.h"
 #include "live/manager.h"
 
 namespace fairgpu::live {
@@ -389,6 +390,48 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
   EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds gauge"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fairgpu::live
+
+namespace fairgpu::live {
+namespace {
+
+TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
+  ServeConfig c = read_serve_config(std::string(FAIRGPU_SOURCE_DIR) + "/examples/serve.json");
+  EXPECT_EQ(c.port, 8470);
+  EXPECT_EQ(c.policy, "oef-coop");
+  EXPECT_EQ(c.policy_options.round_s, 60);
+  EXPECT_EQ(c.tenants.size(), 2u);
+  auto error = [](const std::string& text) -> std::string {
+    try {
+      parse_serve_config(text, "serve.json");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string tokens = R"("admin_token": "admin-0000", "agent_token": "agent-0000")";
+  const std::string tenants = R"("tenants": [{"name": "a", "token": "token-a-00"}])";
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + "}"), "accepted");
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "colour": 1})"),
+            "serve.json: colour: unknown field (expected one of: listen, data_dir, checkpoint_dir, "
+            "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
+            "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
+            "restart_overhead_s, admin_token, agent_token, tenants)");
+  EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "listen": "localhost"})"),
+            "serve.json: listen: expected HOST:PORT, got localhost");
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "grace_s": -3})"),
+            "serve.json: grace_s: must be > 0, got -3");
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "heartbeat_s": 10, "heartbeat_timeout_s": 15})"),
+            "serve.json: heartbeat_timeout_s: must be at least twice heartbeat_s");
+  EXPECT_EQ(error(R"({"admin_token": "admin-0000", "agent_token": "agent-0000", "tenants": [{"name": "a", "token": "admin-0000"}]})"),
+            "serve.json: tenants[0].token: repeats another token");
+  EXPECT_NE(error("{" + tokens + ", " + tenants + R"(, "policy": "astraea", "policy_options": {"level": "tenant"}})")
+                .find("serve.json: policy_options:"),
+            std::string::npos);
 }
 
 }  // namespace

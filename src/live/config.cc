@@ -95,6 +95,11 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     c.restart_overhead_s = r.non_negative(*v, "restart_overhead_s");
   if (c.heartbeat_timeout_s < 2 * c.heartbeat_s)
     r.fail("heartbeat_timeout_s", "must be at least twice heartbeat_s");
+  try {  // the policy and its options, named in this file's terms
+    make_round_policy(c.policy, c.policy_options);
+  } catch (const InputError& e) {
+    r.fail(e.field() == "policy" ? "policy" : "policy_options", e.problem());
+  }
   if (auto* v = r.optional(doc, "max_retries")) {
     if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > 1000)
       r.fail("max_retries", "expected an integer in 0..1000");
