@@ -18,6 +18,9 @@
 // shared. Every decision is committed before any agent hears of it; a
 // restarted manager reloads the store and carries on.
 //
+// Files: manager.cc (the scheduling core and leases), manager_api.cc (tenants'
+// and admin calls, metrics), manager_agents.cc (registration, heartbeats).
+//
 // Where the papers are silent:
 //   - A job whose gang the policy places over several nodes is not started in
 //     that round (the agents run one process per job); it is counted in

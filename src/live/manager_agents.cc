@@ -1,0 +1,270 @@
+// The live manager's side of the agent protocol (docs/live-protocol.md):
+// registration (a new epoch ends the node's old leases), heartbeats (progress,
+// profiling measurements, ended runs, and the launch / renew / revoke answer).
+#include "live/manager.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "live/request.h"
+
+namespace fairgpu::live {
+
+using nlohmann::json;
+using namespace request;
+
+// ---------------------------------------------------------------- agents
+
+json Manager::register_agent(const Caller& c, const json& body) {
+  require(c, {Caller::Role::kAgent});
+  if (!body.is_object()) bad("(body)", "expected a JSON object");
+  const std::string name = need_string(body, "node");
+  const std::string type = need_string(body, "gpu_type");
+  auto dev = body.find("devices");
+  if (dev == body.end() || !dev->is_array()) bad("devices", "expected an array of device ids");
+  std::vector<int> devices;
+  for (std::size_t i = 0; i < dev->size(); ++i) {
+    if (!(*dev)[i].is_number_integer() || (*dev)[i].get<long long>() < 0)
+      bad(fmt::format("devices[{}]", i), "expected a device id >= 0");
+    devices.push_back((*dev)[i].get<int>());
+  }
+  std::vector<int> sorted = devices;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) bad("devices", "repeats a device");
+  double cpus = 0.0, memory = 0.0;
+  if (body.contains("cpus")) cpus = need_number(body, "cpus");
+  if (body.contains("memory_gb")) memory = need_number(body, "memory_gb");
+  if (cpus < 0) bad("cpus", "must be >= 0");
+  if (memory < 0) bad("memory_gb", "must be >= 0");
+
+  std::vector<std::uint64_t> tickets;
+  json answer;
+  {
+    std::lock_guard lock(mu_);
+    NodeEntry& n = nodes_[name];
+    const bool was_drained = n.s.state == "drained";
+    // A new epoch: whatever ran under the old one is gone (the agent killed
+    // its leftovers before registering).
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      StoredLease& l = (it++)->second;
+      if (l.node != name) continue;
+      JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
+      tickets.push_back(end_lease(l));
+      if (e && e->s.state == "running") {
+        e->s.state = fully_profiled(e->s.job_type) ? "queued" : "profiling";
+        tickets.push_back(persist(*e));
+      }
+    }
+    n.s.name = name;
+    n.s.gpu_type = type;
+    n.s.devices = devices;
+    n.s.cpus = cpus;
+    n.s.memory_gb = memory;
+    n.s.epoch += 1;
+    n.s.state = was_drained ? "drained" : "ready";
+    n.last_heard = now();
+    tickets.push_back(persist(n));
+    // New job types to profile on a new GPU type: back to profiling.
+    for (JobEntry& e : jobs_)
+      if (e.s.state == "queued" && !fully_profiled(e.s.job_type)) {
+        e.s.state = "profiling";
+        tickets.push_back(persist(e));
+      }
+    rebuild_needed_ = true;
+    activate_pending(tickets);
+    answer = {{"epoch", n.s.epoch},
+              {"heartbeat_s", config_.heartbeat_s},
+              {"grace_s", config_.grace_s},
+              {"kill_after_s", config_.kill_after_s},
+              {"heartbeat_timeout_s", config_.heartbeat_timeout_s}};
+  }
+  store_->wait(*std::max_element(tickets.begin(), tickets.end()));
+  return answer;
+}
+
+// A run ended (the agent's report): the job finishes, fails, retries or
+// waits for its next lease.
+void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t>& tickets) {
+  const double t = now();
+  auto it = job_index_.find(l.job);
+  if (it == job_index_.end()) {
+    tickets.push_back(end_lease(l));
+    return;
+  }
+  JobEntry& e = jobs_[it->second];
+  const bool current = e.lease == l.id;
+  const bool profiling = l.profiling;
+  const std::string state = r.value("state", "exited");
+  const int code = r.value("exit_code", -1);
+  const int sig = r.value("signal", 0);
+  const bool revoked = r.value("revoked", false);
+  const double iterations = r.value("iterations", 0.0);
+  if (iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
+  settle(e, t);
+  tickets.push_back(end_lease(l));  // l dangles from here
+  if (terminal(e.s.state)) return;  // cancelled meanwhile
+
+  const bool clean = state == "exited" && code == 0 && sig == 0;
+  auto leave_state = [&] {
+    if (e.sched != kNone) state_finish(e);
+  };
+  if (clean && (!revoked || e.s.done >= e.s.iterations)) {
+    e.s.state = "finished";
+    e.s.done = e.s.iterations;
+    e.s.exit_code = 0;
+    e.s.finished_at = t;
+    e.s.log_tail = r.value("log_tail", "");
+    if (e.lease) revoke(leases_.at(e.lease), tickets);  // a new lease not launched yet
+    leave_state();
+  } else if (revoked && state == "exited") {
+    // Stopped at our request, or by the agent's fencing (then it was still
+    // the job's current lease): it waits for its next lease.
+    if (current) {
+      if (e.sched != kNone) state_release(e.sched);
+      e.s.state = fully_profiled(e.s.job_type) ? "queued" : "profiling";
+    }
+  } else {
+    // Failed on its own (non-zero exit, a signal we did not send, exec error).
+    ++e.s.failures;
+    e.s.exit_code = code;
+    e.s.log_tail = r.value("log_tail", "");
+    if (e.s.failures > config_.max_retries) {
+      e.s.state = "failed";
+      e.s.finished_at = t;
+      if (e.lease) revoke(leases_.at(e.lease), tickets);
+      leave_state();
+    } else {
+      if (current && e.sched != kNone) state_release(e.sched);
+      if (current) e.s.state = fully_profiled(e.s.job_type) ? "queued" : "profiling";
+    }
+  }
+  if (profiling && e.s.state == "profiling" && fully_profiled(e.s.job_type)) e.s.state = "queued";
+  if (e.s.state == "queued" && e.sched == kNone) admit(e);
+  tickets.push_back(persist(e));
+}
+
+json Manager::heartbeat(const Caller& c, const json& body) {
+  require(c, {Caller::Role::kAgent});
+  if (!body.is_object()) bad("(body)", "expected a JSON object");
+  const std::string name = need_string(body, "node");
+  const double epoch = need_number(body, "epoch");
+  auto runs = body.find("runs");
+  if (runs == body.end() || !runs->is_array()) bad("runs", "expected an array");
+  for (std::size_t i = 0; i < runs->size(); ++i) {
+    const json& r = (*runs)[i];
+    if (!r.is_object() || !r.contains("lease") || !r["lease"].is_number_integer())
+      bad(fmt::format("runs[{}].lease", i), "expected an integer lease id");
+    if (!r.contains("state") || !r["state"].is_string())
+      bad(fmt::format("runs[{}].state", i), "expected running, exited or launch_failed");
+    const std::string s = r["state"].get<std::string>();
+    if (s != "running" && s != "exited" && s != "launch_failed")
+      bad(fmt::format("runs[{}].state", i), "expected running, exited or launch_failed");
+    if (r.contains("iterations") && (!r["iterations"].is_number() || !(r["iterations"].get<double>() >= 0)))
+      bad(fmt::format("runs[{}].iterations", i), "expected a number >= 0");
+  }
+
+  std::vector<std::uint64_t> tickets;
+  bool must_wait = false;
+  json answer;
+  {
+    std::lock_guard lock(mu_);
+    auto nit = nodes_.find(name);
+    if (nit == nodes_.end() || nit->second.s.epoch != static_cast<std::int64_t>(epoch) ||
+        nit->second.s.state == "lost")
+      throw ApiError(409, fmt::format("stale epoch for node {}: register again", name));
+    NodeEntry& n = nit->second;
+    const double t = now();
+    n.last_heard = t;
+    json actions = json::array(), ack = json::array();
+    std::set<std::int64_t> reported;
+    for (const json& r : *runs) {
+      const std::int64_t id = r["lease"].get<std::int64_t>();
+      reported.insert(id);
+      auto lit = leases_.find(id);
+      const std::string state = r["state"].get<std::string>();
+      if (state != "running") {
+        if (lit != leases_.end() && lit->second.node == name) {
+          run_ended(lit->second, r, tickets);
+          must_wait = true;
+        }
+        ack.push_back(id);
+        continue;
+      }
+      if (lit == leases_.end() || lit->second.node != name || lit->second.status == "revoking" ||
+          lit->second.status == "ended") {
+        actions.push_back({{"action", "revoke"}, {"lease", id}, {"job", r.value("job", "")}});
+        continue;
+      }
+      StoredLease& l = lit->second;
+      JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
+      if (!e) continue;
+      const double iterations = r.value("iterations", 0.0);
+      if (e->s.started_at < 0) {
+        e->s.started_at = t;
+        tickets.push_back(persist(*e));
+      }
+      if (iterations > e->s.done) {
+        e->s.done = std::min(iterations, e->s.iterations);
+        if (e->sched != kNone) {
+          Job& j = state_.jobs[e->sched];
+          settle(*e, t);
+          j.done = std::min(e->s.done, j.work);
+          j.record.done = j.done;
+          j.overhead_left = 0.0;
+        }
+        tickets.push_back(persist(*e));
+      }
+      if (l.profiling) {
+        if (l.profile_from < 0 && iterations > 0) {
+          l.profile_from = iterations;
+          l.profile_from_t = t;
+          tickets.push_back(persist(l));
+        } else if (l.profile_from >= 0 && iterations - l.profile_from >= config_.profile_iterations &&
+                   t > l.profile_from_t) {
+          StoredProfile p{e->s.job_type, n.s.gpu_type, static_cast<int>(l.devices.size()),
+                          (iterations - l.profile_from) / (t - l.profile_from_t), "measured"};
+          measured_.push_back(p);
+          tickets.push_back(store_->put(p));
+          rebuild_catalogue();
+          revoke(l, tickets);
+          actions.push_back({{"action", "revoke"}, {"lease", id}, {"job", e->s.id}});
+          rebuild_needed_ = true;
+          must_wait = true;
+          continue;
+        }
+      }
+      actions.push_back({{"action", "renew"},
+                         {"lease", id},
+                         {"job", l.job},
+                         {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
+    }
+    activate_pending(tickets);
+    // Launches: active leases on this node the agent does not run yet.
+    for (const auto& [id, l] : leases_) {
+      if (l.node != name || l.status != "active" || reported.count(id)) continue;
+      const JobEntry* e = find_job(l.job);
+      if (!e) continue;
+      actions.push_back({{"action", "launch"},
+                         {"lease", id},
+                         {"job", l.job},
+                         {"command", e->command},
+                         {"env", e->env},
+                         {"devices", l.devices},
+                         {"gpu_type", n.s.gpu_type},
+                         {"workers", static_cast<int>(l.devices.size())},
+                         {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
+                         {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
+      must_wait = true;
+    }
+    answer = {{"heartbeat_s", config_.heartbeat_s}, {"ack", ack}, {"actions", actions}};
+  }
+  // Ends and launches are durable before the agent acts on them or forgets.
+  if (must_wait && !tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
+  return answer;
+}
+
+}  // namespace fairgpu::live

@@ -1,0 +1,324 @@
+// The live manager's API for tenants and the admin (docs/live-protocol.md):
+// submit, list, show and cancel jobs, tenants, cluster, drain, profiles, and
+// the Prometheus metrics.
+#include "live/manager.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "live/request.h"
+
+namespace fairgpu::live {
+
+using nlohmann::json;
+using namespace request;
+
+// ---------------------------------------------------------------- tenants' API
+
+json Manager::submit(const Caller& c, const json& body) {
+  require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
+  if (!body.is_object()) bad("(body)", "expected a JSON object");
+  static const std::set<std::string> allowed = {"name", "job_type", "workers", "command",
+                                                "iterations", "env", "weight", "tenant"};
+  for (const auto& [key, value] : body.items())
+    if (!allowed.count(key)) bad(key, "unknown field");
+  JobEntry e;
+  StoredJob& s = e.s;
+  s.name = need_string(body, "name", false);
+  s.job_type = need_string(body, "job_type");
+  const double workers = need_number(body, "workers");
+  if (workers < 1 || workers != std::floor(workers) || workers > 4096)
+    bad("workers", "expected an integer in 1..4096");
+  s.workers = static_cast<int>(workers);
+  s.iterations = need_number(body, "iterations");
+  if (!(s.iterations > 0)) bad("iterations", "must be > 0");
+  if (body.contains("weight")) {
+    s.weight = need_number(body, "weight");
+    if (!(s.weight > 0)) bad("weight", "must be > 0");
+  }
+  auto cmd = body.find("command");
+  if (cmd == body.end()) bad("command", "missing required field");
+  if (cmd->is_string()) {
+    if (cmd->get<std::string>().empty()) bad("command", "must not be empty");
+  } else if (cmd->is_array()) {
+    if (cmd->empty()) bad("command", "must not be empty");
+    for (std::size_t i = 0; i < cmd->size(); ++i)
+      if (!(*cmd)[i].is_string()) bad(fmt::format("command[{}]", i), "expected a string");
+  } else {
+    bad("command", "expected an argv array or a shell string");
+  }
+  e.command = *cmd;
+  if (auto env = body.find("env"); env != body.end()) {
+    if (!env->is_object()) bad("env", "expected an object of strings");
+    for (const auto& [k, v] : env->items()) {
+      if (!v.is_string()) bad("env." + k, "expected a string");
+      if (k.empty() || k.find('=') != std::string::npos) bad("env." + k, "bad variable name");
+      if (k.rfind("FAIRGPU_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES")
+        bad("env." + k, "is set by the agent");
+      e.env[k] = v.get<std::string>();
+    }
+  }
+  if (c.role == Caller::Role::kAdmin) {
+    s.tenant = need_string(body, "tenant");
+  } else {
+    if (body.contains("tenant") && need_string(body, "tenant") != c.tenant)
+      throw ApiError(403, "tenant: a tenant token submits only for its own tenant");
+    s.tenant = c.tenant;
+  }
+  if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
+  s.command_json = e.command.dump();
+  s.env_json = json(e.env).dump();
+
+  std::uint64_t ticket;
+  json answer;
+  {
+    std::lock_guard lock(mu_);
+    s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
+    s.id = fmt::format("j-{:06d}", s.seq);
+    if (s.name.empty()) s.name = s.id;
+    // Arrival order is submission order (the state keeps jobs by arrival).
+    s.submitted_at = last_submitted_ = std::max(last_submitted_, now());
+    s.state = fully_profiled(s.job_type) ? "queued" : "profiling";
+    job_index_[s.id] = jobs_.size();
+    jobs_.push_back(std::move(e));
+    JobEntry& added = jobs_.back();
+    if (added.s.state == "queued") admit(added);
+    ++submissions_;
+    ticket = persist(added);
+    answer = job_json(added);
+  }
+  store_->wait(ticket);  // durable before acknowledged
+  return answer;
+}
+
+json Manager::jobs(const Caller& c, const std::string& state_filter) const {
+  require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
+  std::lock_guard lock(mu_);
+  json list = json::array();
+  for (const JobEntry& e : jobs_) {
+    if (c.role == Caller::Role::kTenant && e.s.tenant != c.tenant) continue;
+    if (!state_filter.empty() && e.s.state != state_filter) continue;
+    list.push_back(job_json(e));
+  }
+  return {{"jobs", list}};
+}
+
+json Manager::job(const Caller& c, const std::string& id) const {
+  require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
+  std::lock_guard lock(mu_);
+  const JobEntry* e = find_job(id);
+  if (!e) throw ApiError(404, "job " + id + ": no such job");
+  check_owner(c, *e);
+  return job_json(*e);
+}
+
+json Manager::cancel(const Caller& c, const std::string& id) {
+  require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
+  std::vector<std::uint64_t> tickets;
+  json answer;
+  {
+    std::lock_guard lock(mu_);
+    JobEntry& e = job_by_id(id);
+    check_owner(c, e);
+    if (terminal(e.s.state))
+      throw ApiError(409, fmt::format("job {} is already {}", id, e.s.state));
+    state_finish(e);
+    if (e.lease) revoke(leases_.at(e.lease), tickets);
+    e.s.state = "cancelled";
+    e.s.finished_at = now();
+    tickets.push_back(persist(e));
+    answer = job_json(e);
+  }
+  store_->wait(*std::max_element(tickets.begin(), tickets.end()));
+  return answer;
+}
+
+json Manager::tenants(const Caller& c) const {
+  require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
+  std::lock_guard lock(mu_);
+  int total = 0;
+  for (const auto& [name, n] : nodes_)
+    if (n.s.state == "ready") total += static_cast<int>(n.s.devices.size());
+  json list = json::array();
+  for (const TenantConfig& t : config_.tenants) {
+    if (c.role == Caller::Role::kTenant && c.tenant != t.name) continue;
+    int active = 0, held = 0;
+    double throughput = 0.0;
+    for (const JobEntry& e : jobs_) {
+      if (e.s.tenant != t.name) continue;
+      active += !terminal(e.s.state);
+      if (!e.lease) continue;
+      held += e.s.workers;
+      if (e.sched != kNone && model_) {
+        const Job& j = state_.jobs[e.sched];
+        if (j.state == JobState::kRunning && j.ref_rate > 0) throughput += j.normalised_rate();
+      }
+    }
+    list.push_back({{"name", t.name},
+                    {"weight", t.weight},
+                    {"jobs_active", active},
+                    {"gpus_held", held},
+                    {"share", total ? double(held) / total : 0.0},
+                    {"normalised_throughput", throughput}});
+  }
+  return {{"tenants", list}};
+}
+
+json Manager::cluster(const Caller& c) const {
+  if (c.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
+  std::lock_guard lock(mu_);
+  const double t = now();
+  json nodes = json::array();
+  for (const auto& [name, n] : nodes_) {
+    json holders = json::array();
+    for (const auto& [id, l] : leases_) {
+      if (l.node != name) continue;
+      const JobEntry* e = find_job(l.job);
+      for (int d : l.devices)
+        holders.push_back({{"device", d},
+                           {"job", l.job},
+                           {"tenant", e ? e->s.tenant : ""},
+                           {"lease", l.id},
+                           {"status", l.status},
+                           {"profiling", l.profiling},
+                           {"lease_end_in_s", l.end - t}});
+    }
+    nodes.push_back({{"name", name},
+                     {"gpu_type", n.s.gpu_type},
+                     {"devices", n.s.devices},
+                     {"cpus", n.s.cpus},
+                     {"memory_gb", n.s.memory_gb},
+                     {"state", n.s.state},
+                     {"epoch", n.s.epoch},
+                     {"last_heartbeat_s_ago", t - n.last_heard},
+                     {"holders", holders}});
+  }
+  return {{"round", rounds_},
+          {"policy", config_.policy},
+          {"round_s", interval()},
+          {"nodes", nodes}};
+}
+
+json Manager::set_drained(const Caller& c, const std::string& node, bool drained) {
+  require(c, {Caller::Role::kAdmin});
+  std::vector<std::uint64_t> tickets;
+  json answer;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end()) throw ApiError(404, "node " + node + ": no such node");
+    NodeEntry& n = it->second;
+    if (drained && n.s.state == "ready") {
+      n.s.state = "drained";
+      // Drain evicts: every run on the node checkpoints and stops now.
+      for (auto l = leases_.begin(); l != leases_.end();) {
+        StoredLease& lease = (l++)->second;
+        if (lease.node != node) continue;
+        JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
+        revoke(lease, tickets);
+        if (e && e->s.state == "running") {
+          e->s.state = fully_profiled(e->s.job_type) ? "queued" : "profiling";
+          tickets.push_back(persist(*e));
+        }
+      }
+    } else if (!drained && n.s.state == "drained") {
+      n.s.state = "ready";
+    }
+    tickets.push_back(persist(n));
+    rebuild_needed_ = true;
+    answer = {{"name", node}, {"state", n.s.state}};
+  }
+  store_->wait(*std::max_element(tickets.begin(), tickets.end()));
+  return answer;
+}
+
+json Manager::profiles(const Caller& c) const {
+  if (c.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
+  std::lock_guard lock(mu_);
+  json list = json::array();
+  for (const JobTypeProfile& p : file_profiles_.job_types)
+    for (const auto& [type, rows] : p.consolidated)
+      for (const auto& [workers, rate] : rows)
+        list.push_back({{"job_type", p.name}, {"gpu_type", type}, {"workers", workers},
+                        {"iterations_per_s", rate}, {"source", "file"}});
+  for (const StoredProfile& p : measured_)
+    list.push_back({{"job_type", p.job_type}, {"gpu_type", p.gpu_type}, {"workers", p.workers},
+                    {"iterations_per_s", p.rate}, {"source", "measured"}});
+  return {{"profiles", list}};
+}
+
+// ---------------------------------------------------------------- metrics
+
+std::string Manager::metrics() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  auto line = [&](const std::string& name, const std::string& labels, double v) {
+    out += labels.empty() ? fmt::format("{} {}\n", name, v) : fmt::format("{}{{{}}} {}\n", name, labels, v);
+  };
+  out += "# HELP fairgpu_jobs Jobs by state.\n# TYPE fairgpu_jobs gauge\n";
+  std::map<std::string, int> by_state;
+  for (const char* s : {"profiling", "queued", "running", "finished", "failed", "cancelled"}) by_state[s] = 0;
+  for (const JobEntry& e : jobs_) ++by_state[e.s.state];
+  for (const auto& [s, n] : by_state) line("fairgpu_jobs", fmt::format("state=\"{}\"", s), n);
+
+  std::map<std::string, int> gpus, busy;
+  for (const auto& [name, n] : nodes_)
+    if (n.s.state == "ready") gpus[n.s.gpu_type] += static_cast<int>(n.s.devices.size());
+  for (const auto& [id, l] : leases_)
+    if (l.status == "active" || l.status == "revoking")
+      if (auto n = nodes_.find(l.node); n != nodes_.end())
+        busy[n->second.s.gpu_type] += static_cast<int>(l.devices.size());
+  out += "# HELP fairgpu_gpus GPUs of ready nodes by type.\n# TYPE fairgpu_gpus gauge\n";
+  for (const auto& [type, n] : gpus) line("fairgpu_gpus", fmt::format("gpu_type=\"{}\"", type), n);
+  out += "# HELP fairgpu_gpus_busy GPUs held by a run by type.\n# TYPE fairgpu_gpus_busy gauge\n";
+  for (const auto& [type, n] : gpus)
+    line("fairgpu_gpus_busy", fmt::format("gpu_type=\"{}\"", type), busy.count(type) ? busy.at(type) : 0);
+
+  int total = 0;
+  for (const auto& [type, n] : gpus) total += n;
+  out += "# HELP fairgpu_tenant_normalised_throughput Expected progress of a tenant's running jobs in "
+         "GPU-equivalents of the slowest type (OEF §6.1.4).\n"
+         "# TYPE fairgpu_tenant_normalised_throughput gauge\n";
+  std::string share;
+  for (const TenantConfig& t : config_.tenants) {
+    double throughput = 0.0;
+    int held = 0;
+    for (const JobEntry& e : jobs_) {
+      if (e.s.tenant != t.name || !e.lease) continue;
+      held += e.s.workers;
+      if (e.sched != kNone && model_) {
+        const Job& j = state_.jobs[e.sched];
+        if (j.state == JobState::kRunning && j.ref_rate > 0) throughput += j.normalised_rate();
+      }
+    }
+    line("fairgpu_tenant_normalised_throughput", fmt::format("tenant=\"{}\"", t.name), throughput);
+    share += fmt::format("fairgpu_tenant_gpu_share{{tenant=\"{}\"}} {}\n", t.name,
+                         total ? double(held) / total : 0.0);
+  }
+  out += "# HELP fairgpu_tenant_gpu_share Share of ready GPUs a tenant's leases hold.\n"
+         "# TYPE fairgpu_tenant_gpu_share gauge\n" + share;
+  out += "# HELP fairgpu_round_compute_seconds Time of the last scheduling decision.\n"
+         "# TYPE fairgpu_round_compute_seconds gauge\n";
+  line("fairgpu_round_compute_seconds", "", last_round_compute_);
+  out += "# TYPE fairgpu_round_compute_seconds_total counter\n";
+  line("fairgpu_round_compute_seconds_total", "", round_compute_sum_);
+  out += "# TYPE fairgpu_rounds_total counter\n";
+  line("fairgpu_rounds_total", "", static_cast<double>(rounds_));
+  out += "# TYPE fairgpu_submissions_total counter\n";
+  line("fairgpu_submissions_total", "", static_cast<double>(submissions_));
+  out += "# TYPE fairgpu_preemptions_total counter\n";
+  line("fairgpu_preemptions_total", "", static_cast<double>(preemptions_));
+  out += "# TYPE fairgpu_failed_rounds_total counter\n";
+  line("fairgpu_failed_rounds_total", "", static_cast<double>(failed_rounds_.load()));
+  out += "# TYPE fairgpu_spread_skipped_total counter\n";
+  line("fairgpu_spread_skipped_total", "", static_cast<double>(spread_skipped_));
+  out += "# TYPE fairgpu_store_transactions_total counter\n";
+  line("fairgpu_store_transactions_total", "", static_cast<double>(store_->transactions()));
+  return out;
+}
+
+}  // namespace fairgpu::live
