@@ -7,6 +7,10 @@
 //    job finishes with exactly the weights and loss of an uninterrupted run
 //    of its seed; jobs are preempted and move across GPU types; while both
 //    tenants have backlog their GPU shares follow the policy's 2:1.
+//  - Over HTTP: a job type without a profile is profiled on each GPU type
+//    first and then runs; a job whose command fails is retried, then failed
+//    with its log tail; tokens see only their own jobs; malformed requests
+//    get 400 naming the field.
 //  - kill -9 of the server mid-run and a restart on the same store; kill -9
 //    of an agent and a restart: every job still finishes exactly once with
 //    the right result, and a restart loses at most one lease of progress.
@@ -99,6 +103,7 @@ class LiveEndToEnd : public ::testing::Test {
                    {"kill_after_s", 1},
                    {"profiles", (dir_ / "profiles.json").string()},
                    {"restart_overhead_s", 0.3},
+                   {"profile_iterations", 60},
                    {"admin_token", "admin-token"},
                    {"agent_token", "agent-token"},
                    {"tenants", {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
@@ -155,10 +160,10 @@ class LiveEndToEnd : public ::testing::Test {
     fs::create_directories(dir_ / "scratch");
     return dir_ / "scratch";
   }
-  json get(const std::string& path) {
+  json get(const std::string& path, const std::string& token = "admin-token") {
     httplib::Client cli("127.0.0.1", port_);
     cli.set_read_timeout(5, 0);
-    auto r = cli.Get(path.c_str(), {{"Authorization", "Bearer admin-token"}});
+    auto r = cli.Get(path.c_str(), {{"Authorization", "Bearer " + token}});
     if (!r || r->status != 200) return nullptr;
     return json::parse(r->body);
   }
@@ -267,6 +272,64 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   std::cout << "mean GPU share while both wait: alice " << alice << ", bob " << bob << " (" << samples
             << " samples)\n";
   EXPECT_NEAR(alice / (alice + bob), 2.0 / 3.0, 0.06);
+}
+
+TEST_F(LiveEndToEnd, ProfilesUnknownTypesFailsBadCommandsAndIsolatesTokens) {
+  start_cluster();
+  httplib::Client cli("127.0.0.1", port_);
+  auto post = [&](const std::string& token, const json& body) {
+    return cli.Post("/v1/jobs", {{"Authorization", "Bearer " + token}}, body.dump(), "application/json");
+  };
+  // "newnet" has no profile: measured on slow, mid and fast, then scheduled.
+  std::vector<std::string> cmd = train_command(7, 1200);
+  auto r = post("alice-token", {{"name", "new"}, {"job_type", "newnet"}, {"workers", 1},
+                                {"iterations", 1200}, {"command", cmd}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string fresh = json::parse(r->body)["id"];
+  EXPECT_EQ(json::parse(r->body)["state"], "profiling");
+  // A command that fails: retried max_retries (2) times, then failed.
+  r = post("bob-token", {{"name", "broken"}, {"job_type", "mlp"}, {"workers", 1}, {"iterations", 10},
+                         {"command", "echo 'no such dataset' >&2; exit 3"}});
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string broken = json::parse(r->body)["id"];
+
+  // Tokens: bob cannot see or cancel alice's job; no token, 401.
+  EXPECT_EQ(cli.Get(("/v1/jobs/" + fresh).c_str(), {{"Authorization", "Bearer bob-token"}})->status, 403);
+  EXPECT_EQ(cli.Post(("/v1/jobs/" + fresh + "/cancel").c_str(), {{"Authorization", "Bearer bob-token"}}, "", "application/json")->status, 403);
+  EXPECT_EQ(cli.Get("/v1/jobs")->status, 401);
+  EXPECT_EQ(get("/v1/jobs", "bob-token")["jobs"].size(), 1u);
+  // Malformed: 400 with the field named, nothing stored.
+  r = post("alice-token", {{"name", "x"}, {"job_type", "mlp"}, {"workers", "two"}, {"iterations", 5}, {"command", "true"}});
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"], "workers: expected a number, got string");
+  r = cli.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}}, "{not json", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(get("/v1/jobs")["jobs"].size(), 2u);
+
+  json jobs = wait_all(2, 90);
+  ASSERT_FALSE(HasFailure());
+  for (const json& j : jobs) {
+    if (j["id"] == broken) {
+      EXPECT_EQ(j["state"], "failed");
+      EXPECT_EQ(j["failures"], 3);
+      EXPECT_EQ(j["exit_code"], 3);
+      EXPECT_NE(j["log_tail"].get<std::string>().find("no such dataset"), std::string::npos) << j.dump();
+    } else {
+      EXPECT_EQ(j["state"], "finished");
+      const json got = json::parse(slurp(dir_ / "ckpt" / fresh / "result.json"));
+      EXPECT_EQ(got["weights_checksum"], reference(7, 1200)["weights_checksum"]);
+    }
+  }
+  // The measured profile follows the emulated speeds (100, 200, 400 it/s).
+  std::map<std::string, double> measured;
+  const json profiles = get("/v1/profiles");
+  for (const json& p : profiles["profiles"])
+    if (p["job_type"] == "newnet" && p["source"] == "measured") measured[p["gpu_type"]] = p["iterations_per_s"];
+  ASSERT_EQ(measured.size(), 3u) << profiles.dump();
+  EXPECT_NEAR(measured["slow"], 100, 10);
+  EXPECT_NEAR(measured["mid"], 200, 20);
+  EXPECT_NEAR(measured["fast"], 400, 40);
 }
 
 TEST_F(LiveEndToEnd, SurvivesKillNineOfServerAndAgent) {

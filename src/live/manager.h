@@ -29,7 +29,7 @@
 //     cluster first runs profile_iterations on that type (one job at a time
 //     per (job type, GPU type), on free devices or devices whose lease
 //     ended), timed from its first progress report so start-up and
-//     checkpoint loading are not counted. A gang of g workers measured at r
+//     checkpoint loading are not counted, over at least five heartbeats. A gang of g workers measured at r
 //     it/s is stored as r for g workers and r/g for one (linear scaling) when
 //     g > 1.
 //   - A lost node's jobs are relaunched only grace + kill_after + one

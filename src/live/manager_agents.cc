@@ -224,7 +224,9 @@ json Manager::heartbeat(const Caller& c, const json& body) {
           l.profile_from_t = t;
           tickets.push_back(persist(l));
         } else if (l.profile_from >= 0 && iterations - l.profile_from >= config_.profile_iterations &&
-                   t > l.profile_from_t) {
+                   t - l.profile_from_t >= 5 * config_.heartbeat_s) {
+          // Progress arrives once a heartbeat: timed over >= 5 of them, the
+          // rate is off by at most ~1/5 of a heartbeat's worth either way.
           StoredProfile p{e->s.job_type, n.s.gpu_type, static_cast<int>(l.devices.size()),
                           (iterations - l.profile_from) / (t - l.profile_from_t), "measured"};
           measured_.push_back(p);
