@@ -380,6 +380,7 @@ std::uint64_t Manager::end_lease(StoredLease& l) {
   std::uint64_t ticket = persist(l);
   auto it = job_index_.find(l.job);
   if (it != job_index_.end() && jobs_[it->second].lease == l.id) jobs_[it->second].lease = 0;
+  launch_ticket_.erase(l.id);
   leases_.erase(l.id);  // l dangles from here
   return ticket;
 }
@@ -408,6 +409,7 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
     l.status = "active";
     l.start = now();
     tickets.push_back(persist(l));
+    launch_ticket_[id] = tickets.back();
   }
 }
 
@@ -518,13 +520,17 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
         if (n.s.state != "ready" || n.s.gpu_type != type) continue;
         std::vector<int> usable;
         for (int d : n.s.devices) {
-          auto ref = device_ref_.find({name, d});
-          if (ref != device_ref_.end() && model_) {
-            std::int64_t owner = state_.device_owner[state_.flat(ref->second)];
-            if (owner == kDeviceReserved) continue;
-            if (owner >= 0 && !state_.lease_ended(state_.jobs[static_cast<std::size_t>(owner)])) continue;
+          // Free, or held by a policy job whose lease ended (preempted below).
+          bool ok = true;
+          for (const auto& [id, l] : leases_) {
+            if (l.node != name || std::find(l.devices.begin(), l.devices.end(), d) == l.devices.end())
+              continue;
+            const JobEntry* holder = find_job(l.job);
+            ok &= !l.profiling && holder && holder->lease == id && holder->sched != kNone &&
+                  state_.jobs[holder->sched].state == JobState::kRunning &&
+                  state_.lease_ended(state_.jobs[holder->sched]);
           }
-          usable.push_back(d);
+          if (ok) usable.push_back(d);
         }
         if (usable.size() > best_devices.size()) {
           best = &n;
@@ -686,11 +692,19 @@ void Manager::tick() {
     }
     rebuild_needed_ = true;
   }
-  activate_pending(tickets);
-  if (!tickets.empty()) {
-    lock.unlock();
-    store_->wait(*std::max_element(tickets.begin(), tickets.end()));
+  // Profiling runs need not wait for the next scheduling point: they start on
+  // free devices as soon as a job of an unknown type or a new GPU type shows up.
+  if (rebuild_needed_) rebuild();
+  if (model_) {
+    account_interval(state_, t - state_.now);
+    state_.now = std::max(state_.now, t);
   }
+  start_profiling(tickets);
+  activate_pending(tickets);
+  lock.unlock();
+  // Launches wait for their ticket (launch_ticket_), so answering agents
+  // before this commit is safe.
+  if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
 }
 
 void Manager::run() {

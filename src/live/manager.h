@@ -174,6 +174,9 @@ class Manager {
   std::map<std::string, std::size_t> job_index_;
   std::map<std::string, NodeEntry> nodes_;
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
+  // Store ticket of each lease's activation: its launch goes to the agent
+  // only once that ticket is durable, whoever activated it.
+  std::map<std::int64_t, std::uint64_t> launch_ticket_;
   std::map<std::string, std::size_t> tenant_index_;
   std::vector<StoredProfile> measured_;
   ProfileCatalogue catalogue_;

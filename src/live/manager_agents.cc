@@ -260,6 +260,8 @@ json Manager::heartbeat(const Caller& c, const json& body) {
                          {"workers", static_cast<int>(l.devices.size())},
                          {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
                          {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
+      if (auto ticket = launch_ticket_.find(id); ticket != launch_ticket_.end())
+        tickets.push_back(ticket->second);
       must_wait = true;
     }
     answer = {{"heartbeat_s", config_.heartbeat_s}, {"ack", ack}, {"actions", actions}};
