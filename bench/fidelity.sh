@@ -50,7 +50,7 @@ EOF
   for i in $(seq 0 29); do
     types=(mlp-a mlp-b mlp-c)
     workers=$(( i % 5 == 4 ? 2 : 1 ))
-    minutes=$(( 2 + (i * 7) % 7 ))
+    minutes=$(( 2 + (i * 5) % 7 ))
     printf 'j%02d,t%d,%s,%d,%d,%d\n' "$i" $((i % 3)) "${types[$(( (i * 2 + i / 3) % 3 ))]}" \
       "$workers" $((i * 20)) $((minutes * 60 * BASE_RATE))
   done

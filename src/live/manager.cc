@@ -376,6 +376,7 @@ bool Manager::device_busy(const std::string& node, int device, std::int64_t exce
 }
 
 std::uint64_t Manager::end_lease(StoredLease& l) {
+  if (l.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
   l.status = "ended";
   std::uint64_t ticket = persist(l);
   auto it = job_index_.find(l.job);
@@ -393,6 +394,7 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
     tickets.push_back(end_lease(l));
     return;
   }
+  if (l.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
   l.status = "revoking";
   tickets.push_back(persist(l));
 }
