@@ -367,14 +367,6 @@ void Manager::state_finish(JobEntry& e) {
   state_.changed = true;
 }
 
-bool Manager::device_busy(const std::string& node, int device, std::int64_t except) const {
-  for (const auto& [id, l] : leases_)
-    if (id != except && l.node == node && l.status != "pending" &&
-        std::find(l.devices.begin(), l.devices.end(), device) != l.devices.end())
-      return true;
-  return false;
-}
-
 std::uint64_t Manager::end_lease(StoredLease& l) {
   if (l.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
   l.status = "ended";
@@ -401,15 +393,26 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
 
 // Pending leases whose job and devices are free of earlier runs may launch.
 void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
+  // What earlier runs still hold: their jobs and their devices. One pass
+  // over the leases, then O(devices) per pending lease.
+  std::set<std::string> stopping_jobs;
+  std::set<std::pair<std::string, int>> held;
+  bool any_pending = false;
+  for (const auto& [id, l] : leases_) {
+    any_pending |= l.status == "pending";
+    if (l.status == "pending") continue;
+    if (l.status == "revoking") stopping_jobs.insert(l.job);
+    for (int d : l.devices) held.insert({l.node, d});
+  }
+  if (!any_pending) return;
   for (auto& [id, l] : leases_) {
-    if (l.status != "pending") continue;
+    if (l.status != "pending" || stopping_jobs.count(l.job)) continue;
     bool clear = true;
-    for (const auto& [other_id, other] : leases_)
-      if (other_id != id && other.status == "revoking" && other.job == l.job) clear = false;
-    for (int d : l.devices) clear = clear && !device_busy(l.node, d, id);
+    for (int d : l.devices) clear = clear && !held.count({l.node, d});
     if (!clear) continue;
     l.status = "active";
     l.start = now();
+    for (int d : l.devices) held.insert({l.node, d});
     tickets.push_back(persist(l));
     launch_ticket_[id] = tickets.back();
   }

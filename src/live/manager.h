@@ -161,7 +161,6 @@ class Manager {
   void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
   void run_ended(StoredLease& l, const nlohmann::json& report, std::vector<std::uint64_t>& tickets);
   void activate_pending(std::vector<std::uint64_t>& tickets);
-  bool device_busy(const std::string& node, int device, std::int64_t except) const;
   void settle(JobEntry& e, double t);
 
   ServeConfig config_;
