@@ -99,7 +99,7 @@ tail -n +2 "$WORK/trace.csv" | while IFS=, read -r id tenant type workers arriva
   sleep "$wait_s"
   "$FAIRGPU" submit --server "$URL" --token "token-$tenant" --name "$id" --job-type "$type" \
     --workers "$workers" --iterations "$iterations" -- "$TRAIN" --iterations "$iterations" \
-    --seed "${id#j}" --base-rate "$BASE_RATE" --speed-map "${SPEEDS[$type]}" --checkpoint-every 100 \
+    --seed "$((10#${id#j}))" --base-rate "$BASE_RATE" --speed-map "${SPEEDS[$type]}" --checkpoint-every 100 \
     > /dev/null
 done
 while true; do
