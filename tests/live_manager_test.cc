@@ -301,6 +301,44 @@ TEST_F(LiveManager, UnknownJobTypeIsProfiledOnEachGpuTypeFirst) {
   EXPECT_EQ(job(id)["state"], "running");
 }
 
+TEST_F(LiveManager, ProfilingRunHoldsItsDeviceOutsideThePolicy) {
+  // One node, two GPUs of a type "mlp" has figures for, two mlp jobs on them;
+  // then a "newnet" job arrives: at the lease end its profiling run takes one
+  // device, and the policy's (validated) plan has only the other, this
+  // round and the next.
+  start();
+  const auto e = reg("f1", "fast", 2);
+  for (const char* t : {"alice-token", "bob-token"}) submit(t);
+  manager_->schedule();
+  ASSERT_EQ(actions(beat("f1", e), "launch").size(), 2u);
+  const std::string profiled = submit("alice-token", "newnet")["id"];
+  auto check = [&] {
+    std::set<int> profiling, policy;
+    int profiling_leases = 0;
+    const json cluster = manager_->cluster(as("admin-token"));
+    for (const json& h : cluster["nodes"][0]["holders"]) {
+      if (h["status"] == "revoking") continue;  // earlier runs, stopping
+      if (h["profiling"].get<bool>()) {
+        profiling.insert(h["device"].get<int>());
+        ++profiling_leases;
+        EXPECT_EQ(h["job"], profiled);
+      } else {
+        policy.insert(h["device"].get<int>());
+      }
+    }
+    EXPECT_EQ(profiling_leases, 1) << cluster.dump();
+    for (int d : profiling) EXPECT_EQ(policy.count(d), 0u) << "device " << d << " given twice";
+    EXPECT_EQ(policy.size(), 1u);
+  };
+  for (int round = 0; round < 2; ++round) {
+    now_ += 60;
+    manager_->schedule();
+    SCOPED_TRACE(round);
+    check();
+  }
+  EXPECT_EQ(job(profiled)["state"], "profiling");
+}
+
 TEST_F(LiveManager, FailingJobIsRetriedThenFailedWithItsLogTail) {
   start();
   const auto e = reg("n1", "fast", 1);
