@@ -417,6 +417,35 @@ TEST_F(LiveManager, TokensMalformedRequestsAndCancel) {
   EXPECT_EQ(status_of([&] { manager_->cancel(as("alice-token"), id); }), 409);
 }
 
+TEST_F(LiveManager, AdminAddsTenantsAndChangesWeights) {
+  start();
+  auto status_of = [&](const Caller& c, const json& body) {
+    try {
+      manager_->set_tenant(c, body);
+    } catch (const ApiError& e) {
+      return e.status();
+    }
+    return 200;
+  };
+  EXPECT_EQ(status_of(as("alice-token"), {{"name", "carol"}, {"token", "carol-token"}}), 403);
+  EXPECT_EQ(status_of(as("admin-token"), {{"name", "carol"}}), 400);  // a new tenant needs a token
+  EXPECT_EQ(status_of(as("admin-token"), {{"name", "carol"}, {"token", "bob-token"}}), 400);
+  EXPECT_EQ(status_of(as("admin-token"), {{"name", "carol"}, {"token", "carol-token"}, {"weight", -1}}), 400);
+  EXPECT_EQ(status_of(as("admin-token"), {{"name", "carol"}, {"token", "carol-token"}, {"weight", 3}}), 200);
+  EXPECT_EQ(status_of(as("admin-token"), {{"name", "alice"}, {"weight", 2}}), 200);
+  // The new token works at once; the weights reach the policy's state and
+  // survive a restart.
+  EXPECT_EQ(as("carol-token").tenant, "carol");
+  submit("carol-token");
+  start();
+  EXPECT_EQ(as("carol-token").tenant, "carol");
+  std::map<std::string, double> weight;
+  const json tenants = manager_->tenants(as("admin-token"));
+  for (const json& t : tenants["tenants"]) weight[t["name"]] = t["weight"];
+  EXPECT_EQ(weight, (std::map<std::string, double>{{"alice", 2.0}, {"bob", 1.0}, {"carol", 3.0}}));
+  EXPECT_EQ(manager_->jobs(as("carol-token"), "")["jobs"].size(), 1u);
+}
+
 TEST_F(LiveManager, MetricsInPrometheusFormat) {
   start();
   reg("f1", "fast", 2);

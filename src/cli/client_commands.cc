@@ -544,6 +544,22 @@ std::string run_drain(const NodeArgs& a, bool drain) {
                      cell(node, "state"));
 }
 
+struct TenantArgs {
+  ServerArgs server;
+  std::string name;
+  double weight = 0.0;  // 0: unchanged (1 for a new tenant)
+  std::string token;
+};
+
+std::string run_set_tenant(const TenantArgs& a) {
+  json body = {{"name", a.name}};
+  if (a.weight > 0) body["weight"] = a.weight;
+  if (!a.token.empty()) body["token"] = a.token;
+  json t = connect(a.server).set_tenant(body);
+  if (a.server.json) return pretty(t);
+  return fmt::format("tenant {}: weight {}\n", cell(t, "name"), cell(t, "weight"));
+}
+
 }  // namespace
 
 void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
@@ -610,6 +626,17 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
       "tenants", "tenants with weight, active jobs, GPUs held, share and normalised throughput");
   add_server_options(tenants, *tenants_args);
   commands.push_back({tenants, [tenants_args] { return run_tenants(*tenants_args); }});
+
+  auto tenant_args = std::make_shared<TenantArgs>();
+  auto* tenant = app.add_subcommand(
+      "tenant", "add a tenant or change its weight or API token (admin; takes effect at the next round)");
+  add_server_options(tenant, tenant_args->server);
+  tenant->add_option("name", tenant_args->name, "tenant name")->required();
+  tenant->add_option("--weight", tenant_args->weight, "weight (> 0; a new tenant's default is 1)")
+      ->check(CLI::PositiveNumber);
+  tenant->add_option("--new-token", tenant_args->token,
+                     "the tenant's API token (required for a new tenant; >= 8 characters)");
+  commands.push_back({tenant, [tenant_args] { return run_set_tenant(*tenant_args); }});
 
   auto profiles_args = std::make_shared<ServerArgs>();
   auto* profiles = app.add_subcommand(

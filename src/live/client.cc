@@ -301,6 +301,8 @@ json LiveClient::undrain(const std::string& node) {
   return request("POST", "/v1/nodes/" + encode(node) + "/undrain", nullptr);
 }
 
+json LiveClient::set_tenant(const json& tenant) { return request("POST", "/v1/tenants", &tenant); }
+
 void check_job_spec(const json& job, const std::string& source, const std::string& path) {
   SpecChecker check(source, path);
   if (!job.is_object()) check.fail("", "expected a job object, got " + SpecChecker::got(job));

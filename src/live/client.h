@@ -52,6 +52,8 @@ class LiveClient {
   // POST /v1/nodes/{name}/drain and /undrain (admin): the node object.
   nlohmann::json drain(const std::string& node);
   nlohmann::json undrain(const std::string& node);
+  // POST /v1/tenants (admin): adds a tenant or changes its weight / token.
+  nlohmann::json set_tenant(const nlohmann::json& tenant);
 
  private:
   nlohmann::json request(const std::string& method, const std::string& path,

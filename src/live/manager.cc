@@ -38,6 +38,19 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   // heartbeat deadline (their agents kept running while we were down).
   StoreSnapshot snap = store_->load();
   const double t = now();
+  // Tenants added or changed through the API override the config's.
+  for (const auto& [key, value] : snap.meta) {
+    if (key.rfind("tenant:", 0) != 0) continue;
+    const json stored = json::parse(value);
+    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token")};
+    auto it = tenant_index_.find(tc.name);
+    if (it == tenant_index_.end()) {
+      tenant_index_[tc.name] = config_.tenants.size();
+      config_.tenants.push_back(std::move(tc));
+    } else {
+      config_.tenants[it->second] = std::move(tc);
+    }
+  }
   for (StoredProfile& p : snap.profiles)
     if (p.source == "measured") measured_.push_back(std::move(p));
   for (StoredJob& s : snap.jobs) {
@@ -74,6 +87,7 @@ Manager::~Manager() { stop(); }
 Caller Manager::authenticate(std::string_view header) const {
   constexpr std::string_view kBearer = "Bearer ";
   if (header.substr(0, kBearer.size()) != kBearer) return {};
+  std::lock_guard lock(mu_);  // tenants may be added at run time
   const std::string_view token = header.substr(kBearer.size());
   if (token == config_.admin_token) return {Caller::Role::kAdmin, ""};
   if (token == config_.agent_token) return {Caller::Role::kAgent, ""};

@@ -88,6 +88,10 @@ class Manager {
   nlohmann::json job(const Caller& c, const std::string& id) const;
   nlohmann::json cancel(const Caller& c, const std::string& id);
   nlohmann::json tenants(const Caller& c) const;
+  // Admin: adds a tenant ({"name", "weight"?, "token"}) or changes an
+  // existing one's weight (and token, when given). Persisted; the policy sees
+  // it from the next scheduling point.
+  nlohmann::json set_tenant(const Caller& c, const nlohmann::json& body);
   nlohmann::json cluster(const Caller& c) const;
   nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained);
   nlohmann::json profiles(const Caller& c) const;

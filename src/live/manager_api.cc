@@ -69,7 +69,6 @@ json Manager::submit(const Caller& c, const json& body) {
       throw ApiError(403, "tenant: a tenant token submits only for its own tenant");
     s.tenant = c.tenant;
   }
-  if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
   s.command_json = e.command.dump();
   s.env_json = json(e.env).dump();
 
@@ -77,6 +76,7 @@ json Manager::submit(const Caller& c, const json& body) {
   json answer;
   {
     std::lock_guard lock(mu_);
+    if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
     if (s.name.empty()) s.name = s.id;
@@ -166,6 +166,45 @@ json Manager::tenants(const Caller& c) const {
                     {"normalised_throughput", throughput}});
   }
   return {{"tenants", list}};
+}
+
+json Manager::set_tenant(const Caller& c, const json& body) {
+  require(c, {Caller::Role::kAdmin});
+  if (!body.is_object()) bad("(body)", "expected a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "name" && key != "weight" && key != "token") bad(key, "unknown field");
+  const std::string name = need_string(body, "name");
+  std::uint64_t ticket;
+  json answer;
+  {
+    std::lock_guard lock(mu_);
+    auto it = tenant_index_.find(name);
+    TenantConfig t = it == tenant_index_.end() ? TenantConfig{name, 1.0, ""} : config_.tenants[it->second];
+    if (body.contains("weight")) {
+      t.weight = need_number(body, "weight");
+      if (!(t.weight > 0)) bad("weight", "must be > 0");
+    }
+    if (body.contains("token") || it == tenant_index_.end()) {
+      const std::string token = need_string(body, "token");
+      if (token.size() < 8) bad("token", "must be at least 8 characters");
+      bool taken = token == config_.admin_token || token == config_.agent_token;
+      for (const TenantConfig& other : config_.tenants) taken |= other.name != name && other.token == token;
+      if (taken) bad("token", "is another tenant's or a reserved token");
+      t.token = token;
+    }
+    if (it == tenant_index_.end()) {
+      tenant_index_[name] = config_.tenants.size();
+      config_.tenants.push_back(t);
+    } else {
+      config_.tenants[it->second] = t;
+    }
+    rebuild_needed_ = true;  // the policy's tenants and weights
+    ticket = store_->put(StoredMeta{"tenant:" + name,
+                                    json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()});
+    answer = {{"name", t.name}, {"weight", t.weight}};
+  }
+  store_->wait(ticket);
+  return answer;
 }
 
 json Manager::cluster(const Caller& c) const {

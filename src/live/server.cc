@@ -77,6 +77,9 @@ HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_un
   s.Get("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.tenants(who(req)); });
   });
+  s.Post("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] { return manager_.set_tenant(who(req), parse_body(req)); });
+  });
   s.Get("/v1/cluster", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.cluster(who(req)); });
   });
