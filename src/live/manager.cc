@@ -76,6 +76,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
       jobs_[it->second].lease = l.id;
     leases_[l.id] = std::move(l);
   }
+  refresh_ready_types();
   rebuild_catalogue();
   rebuild_needed_ = true;
 }
@@ -167,31 +168,42 @@ void Manager::rebuild_catalogue() {
       prof = &catalogue_.job_types.back();
       prof->name = p.job_type;
     }
-    if (prof->consolidated.count(p.gpu_type) && !prof->consolidated[p.gpu_type].empty() &&
-        std::find_if(measured_.begin(), measured_.end(), [&](const StoredProfile& q) {
-          return &q != &p && q.job_type == p.job_type && q.gpu_type == p.gpu_type;
-        }) == measured_.end() &&
-        file_profiles_.find(p.job_type) && file_profiles_.find(p.job_type)->consolidated.count(p.gpu_type))
-      continue;  // the file's figures win
+    const JobTypeProfile* from_file = file_profiles_.find(p.job_type);
+    if (from_file && from_file->consolidated.count(p.gpu_type)) continue;  // the file's figures win
     auto& row = prof->consolidated[p.gpu_type];
     row[p.workers] = p.rate;
     if (!row.count(1)) row[1] = p.rate / p.workers;  // linear scaling assumed (manager.h)
   }
 }
 
-std::set<std::string> Manager::ready_gpu_types() const {
-  std::set<std::string> out;
+void Manager::refresh_ready_types() {
+  ready_types_.clear();
   for (const auto& [name, n] : nodes_)
-    if (n.s.state == "ready") out.insert(n.s.gpu_type);
-  return out;
+    if (n.s.state == "ready") ready_types_.insert(n.s.gpu_type);
 }
 
 bool Manager::fully_profiled(const std::string& job_type) const {
   const JobTypeProfile* p = catalogue_.find(job_type);
   if (!p) return false;
-  for (const std::string& type : ready_gpu_types())
+  for (const std::string& type : ready_types_)
     if (!(p->rate(type, 1, false) > 0.0)) return false;
   return true;
+}
+
+std::string Manager::waiting_state(const std::string& job_type) const {
+  return fully_profiled(job_type) ? "queued" : "profiling";
+}
+
+JobSpec Manager::spec_of(const JobEntry& e) {
+  JobSpec spec;
+  spec.id = e.s.id;
+  spec.tenant = e.s.tenant;
+  spec.job_type = e.s.job_type;
+  spec.workers = e.s.workers;
+  spec.arrival_s = e.s.submitted_at;
+  spec.iterations = e.s.iterations;
+  spec.weight = e.s.weight;
+  return spec;
 }
 
 // A job the policy may plan for now: queued or running, profiled, and some
@@ -251,15 +263,7 @@ void Manager::rebuild() {
   for (std::size_t i = 0; i < jobs_.size(); ++i) {
     const JobEntry& e = jobs_[i];
     if (!schedulable(e)) continue;
-    JobSpec spec;
-    spec.id = e.s.id;
-    spec.tenant = e.s.tenant;
-    spec.job_type = e.s.job_type;
-    spec.workers = e.s.workers;
-    spec.arrival_s = e.s.submitted_at;
-    spec.iterations = e.s.iterations;
-    spec.weight = e.s.weight;
-    workload.jobs.push_back(std::move(spec));
+    workload.jobs.push_back(spec_of(e));
     members.push_back(i);
   }
   if (cluster.nodes.empty() || workload.jobs.empty()) {
@@ -333,15 +337,7 @@ void Manager::admit(JobEntry& e) {
     rebuild_needed_ = true;
     return;
   }
-  JobSpec spec;
-  spec.id = e.s.id;
-  spec.tenant = e.s.tenant;
-  spec.job_type = e.s.job_type;
-  spec.workers = e.s.workers;
-  spec.arrival_s = e.s.submitted_at;
-  spec.iterations = e.s.iterations;
-  spec.weight = e.s.weight;
-  e.sched = add_job(state_, spec);
+  e.sched = add_job(state_, spec_of(e));
   sched_to_job_.push_back(static_cast<std::size_t>(&e - jobs_.data()));
   account_interval(state_, now() - state_.now);
   state_.now = std::max(state_.now, now());
@@ -513,7 +509,7 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
 // figure and without a profiling run, the oldest waiting job of that type
 // runs there on one node, on devices that are free or whose lease ended.
 void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
-  const std::set<std::string> types = ready_gpu_types();
+  const std::set<std::string>& types = ready_types_;
   std::set<std::pair<std::string, std::string>> busy;  // (job type, gpu type) being profiled
   std::set<std::string> profiling_jobs;
   for (const auto& [id, l] : leases_) {
@@ -625,8 +621,7 @@ double Manager::schedule(double at) {
     if (model_) {
       account_interval(state_, t - state_.now);
       state_.now = t;
-      for (JobEntry& e : jobs_)
-        if (e.sched != kNone) settle(e, t);
+      for (std::size_t k : state_.running) settle(jobs_[sched_to_job_[k]], t);
       // Jobs whose fence time passed join again, in arrival order.
       for (auto it = held_.begin(); it != held_.end();) {
         JobEntry& e = jobs_[*it];
@@ -682,8 +677,7 @@ double Manager::time_plan_only() {
   account_interval(state_, now() - state_.now);
   state_.now = now();
   const auto t0 = std::chrono::steady_clock::now();
-  RoundPlan plan = policy_->plan(state_);
-  benchmark_sink_ = plan.run.size();
+  policy_->plan(state_);  // not carried out
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -698,6 +692,7 @@ void Manager::tick() {
     const double fence = n.last_heard + config_.heartbeat_timeout_s + config_.grace_s +
                          config_.kill_after_s + config_.heartbeat_s;
     n.s.state = "lost";
+    refresh_ready_types();
     tickets.push_back(persist(n));
     for (auto it = leases_.begin(); it != leases_.end();) {
       StoredLease& l = (it++)->second;
@@ -706,7 +701,7 @@ void Manager::tick() {
       tickets.push_back(end_lease(l));
       if (!e || terminal(e->s.state)) continue;
       e->not_before = std::max(e->not_before, fence);
-      if (e->s.state == "running") e->s.state = fully_profiled(e->s.job_type) ? "queued" : "profiling";
+      if (e->s.state == "running") e->s.state = waiting_state(e->s.job_type);
       tickets.push_back(persist(*e));
     }
     rebuild_needed_ = true;

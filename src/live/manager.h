@@ -150,9 +150,15 @@ class Manager {
 
   // Profiles: the file's and the measured ones, merged.
   void rebuild_catalogue();
+  // The GPU types of ready nodes, kept in ready_types_: recomputed whenever a
+  // node's state changes (registration, drain, loss).
+  void refresh_ready_types();
   bool fully_profiled(const std::string& job_type) const;
-  std::set<std::string> ready_gpu_types() const;
+  // "queued" for a job whose type has figures on every ready type, else
+  // "profiling".
+  std::string waiting_state(const std::string& job_type) const;
   bool schedulable(const JobEntry& e) const;
+  static JobSpec spec_of(const JobEntry& e);
 
   // The scheduling core.
   void rebuild();
@@ -176,6 +182,7 @@ class Manager {
   std::vector<JobEntry> jobs_;                 // by seq - 1
   std::map<std::string, std::size_t> job_index_;
   std::map<std::string, NodeEntry> nodes_;
+  std::set<std::string> ready_types_;
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
   // Store ticket of each lease's activation: its launch goes to the agent
   // only once that ticket is durable, whoever activated it.
@@ -199,7 +206,6 @@ class Manager {
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_skipped_ = 0;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
-  std::size_t benchmark_sink_ = 0;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

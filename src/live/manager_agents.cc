@@ -55,7 +55,7 @@ json Manager::register_agent(const Caller& c, const json& body) {
       JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
       tickets.push_back(end_lease(l));
       if (e && e->s.state == "running") {
-        e->s.state = fully_profiled(e->s.job_type) ? "queued" : "profiling";
+        e->s.state = waiting_state(e->s.job_type);
         tickets.push_back(persist(*e));
       }
     }
@@ -66,6 +66,7 @@ json Manager::register_agent(const Caller& c, const json& body) {
     n.s.memory_gb = memory;
     n.s.epoch += 1;
     n.s.state = was_drained ? "drained" : "ready";
+    refresh_ready_types();
     n.last_heard = now();
     tickets.push_back(persist(n));
     // New job types to profile on a new GPU type: back to profiling.
@@ -125,7 +126,7 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
     // the job's current lease): it waits for its next lease.
     if (current) {
       if (e.sched != kNone) state_release(e.sched);
-      e.s.state = fully_profiled(e.s.job_type) ? "queued" : "profiling";
+      e.s.state = waiting_state(e.s.job_type);
     }
   } else {
     // Failed on its own (non-zero exit, a signal we did not send, exec error).
@@ -139,7 +140,7 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
       leave_state();
     } else {
       if (current && e.sched != kNone) state_release(e.sched);
-      if (current) e.s.state = fully_profiled(e.s.job_type) ? "queued" : "profiling";
+      if (current) e.s.state = waiting_state(e.s.job_type);
     }
   }
   if (profiling && e.s.state == "profiling" && fully_profiled(e.s.job_type)) e.s.state = "queued";

@@ -82,7 +82,7 @@ json Manager::submit(const Caller& c, const json& body) {
     if (s.name.empty()) s.name = s.id;
     // Arrival order is submission order (the state keeps jobs by arrival).
     s.submitted_at = last_submitted_ = std::max(last_submitted_, now());
-    s.state = fully_profiled(s.job_type) ? "queued" : "profiling";
+    s.state = waiting_state(s.job_type);
     job_index_[s.id] = jobs_.size();
     jobs_.push_back(std::move(e));
     JobEntry& added = jobs_.back();
@@ -253,6 +253,7 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     NodeEntry& n = it->second;
     if (drained && n.s.state == "ready") {
       n.s.state = "drained";
+      refresh_ready_types();
       // Drain evicts: every run on the node checkpoints and stops now.
       for (auto l = leases_.begin(); l != leases_.end();) {
         StoredLease& lease = (l++)->second;
@@ -260,13 +261,14 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
         JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
         revoke(lease, tickets);
         if (e && e->s.state == "running") {
-          e->s.state = fully_profiled(e->s.job_type) ? "queued" : "profiling";
+          e->s.state = waiting_state(e->s.job_type);
           tickets.push_back(persist(*e));
         }
       }
     } else if (!drained && n.s.state == "drained") {
       n.s.state = "ready";
     }
+    refresh_ready_types();  // undrained
     tickets.push_back(persist(n));
     rebuild_needed_ = true;
     answer = {{"name", node}, {"state", n.s.state}};
