@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "fairgpu/input_error.h"
+#include "live/http_util.h"
 #include "live/process.h"
 
 namespace fairgpu::live {
@@ -50,69 +51,11 @@ std::string join_ints(const std::vector<int>& v) {
   return out;
 }
 
-struct ServerUrl {
-  std::string host;
-  int port = 80;
-  std::string prefix;  // "" or "/prefix"
-};
-
-ServerUrl parse_server_url(const std::string& url) {
-  auto bad = [&](const std::string& why) {
-    return InputError("--server", "", "'" + url + "': " + why);
-  };
-  const std::string scheme = "http://";
-  if (url.rfind("https://", 0) == 0) throw bad("https is not supported; use http://HOST[:PORT]");
-  if (url.rfind(scheme, 0) != 0) throw bad("expected http://HOST[:PORT][/PREFIX]");
-  std::string rest = url.substr(scheme.size());
-  ServerUrl out;
-  auto slash = rest.find('/');
-  if (slash != std::string::npos) {
-    out.prefix = rest.substr(slash);
-    rest.resize(slash);
-    while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
-  }
-  auto colon = rest.rfind(':');
-  if (colon != std::string::npos && rest.find(']') == std::string::npos) {
-    std::string port = rest.substr(colon + 1);
-    rest.resize(colon);
-    if (port.empty() || port.size() > 5 ||
-        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      throw bad("port '" + port + "' is not a number");
-    out.port = std::stoi(port);
-    if (out.port < 1 || out.port > 65535) throw bad("port out of range 1..65535");
-  }
-  if (rest.empty()) throw bad("no host");
-  out.host = rest;
-  return out;
-}
-
-// The server's {"error": ...} line, else the start of the body, on one line.
-std::string error_line(const std::string& body) {
-  std::string line;
-  auto j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_string())
-    line = j["error"].get<std::string>();
-  else
-    line = body.substr(0, 200);
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  return line;
-}
-
-// Why a request got no answer, in words (httplib's names are terse).
-std::string transport_error(httplib::Error e, double timeout_s) {
-  switch (e) {
-    case httplib::Error::Connection:
-      return "cannot connect (refused or unreachable)";
-    case httplib::Error::ConnectionTimeout:
-      return fmt::format("no connection within {} s", timeout_s);
-    case httplib::Error::Read:
-      return fmt::format("no answer within {} s", timeout_s);
-    case httplib::Error::Write:
-      return "the request could not be sent";
-    default:
-      return "request failed: " + httplib::to_string(e);
-  }
+// The agent speaks plain http only.
+ServerUrl agent_server_url(const std::string& url) {
+  ServerUrl u = parse_server_url(url, "--server '" + url + "'");
+  if (u.https) throw InputError("--server '" + url + "'", "", "https is not supported; use http://HOST[:PORT]");
+  return u;
 }
 
 std::string valid_token_chars(const std::string& s) {
@@ -141,7 +84,7 @@ class Agent {
   Agent(const AgentOptions& options, const std::atomic<bool>& stop)
       : o_(options),
         stop_(stop),
-        url_(parse_server_url(options.server_url)),
+        url_(agent_server_url(options.server_url)),
         http_(url_.host, url_.port) {
     std::string dir = o_.state_dir.empty() ? "./fairgpu-agent-" + o_.node : o_.state_dir;
     std::error_code ec;
@@ -220,16 +163,16 @@ class Agent {
       auto res = http_.Post(url_.prefix + "/v1/agents/register", body.dump(), "application/json");
       std::string problem;
       if (!res) {
-        problem = "cannot reach the server: " + transport_error(res.error(), o_.http_timeout_s);
+        problem = "cannot reach the server: " + describe_http_error(res.error(), o_.http_timeout_s);
       } else if (res->status == 200 || res->status == 201) {
         problem = accept_registration(res->body);
         if (problem.empty()) return true;
       } else if (res->status >= 400 && res->status < 500 && res->status != 408 &&
                  res->status != 409 && res->status != 429) {
         throw InputError("server " + o_.server_url, "register",
-                         fmt::format("{}: {}", res->status, error_line(res->body)));
+                         fmt::format("{}: {}", res->status, error_line(*res)));
       } else {
-        problem = fmt::format("server answered {}: {}", res->status, error_line(res->body));
+        problem = fmt::format("server answered {}: {}", res->status, error_line(*res));
       }
       log(fmt::format("cannot register with {}: {}; retrying in {:.1f} s", o_.server_url, problem,
                       backoff));
@@ -382,13 +325,13 @@ class Agent {
     auto arrived = Clock::now();
     std::string problem;
     if (!res) {
-      problem = "cannot reach the server: " + transport_error(res.error(), o_.http_timeout_s);
+      problem = "cannot reach the server: " + describe_http_error(res.error(), o_.http_timeout_s);
     } else if (res->status == 409) {
       log(fmt::format("stale epoch {} (409: {}): stopping {} run(s), then registering again",
-                      epoch_, error_line(res->body), count_running()));
+                      epoch_, error_line(*res), count_running()));
       return Beat::kStale;
     } else if (res->status != 200) {
-      problem = fmt::format("server answered {}: {}", res->status, error_line(res->body));
+      problem = fmt::format("server answered {}: {}", res->status, error_line(*res));
     } else {
       auto answer = json::parse(res->body, nullptr, false);
       if (answer.is_object()) {
@@ -564,7 +507,7 @@ bool all_digits(const std::string& s) {
 }  // namespace
 
 void check_agent_options(const AgentOptions& o) {
-  parse_server_url(o.server_url);
+  agent_server_url(o.server_url);
   if (o.node.empty()) throw InputError("--node", "", "empty node name");
   if (auto c = valid_token_chars(o.node); !c.empty())
     throw InputError(

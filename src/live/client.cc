@@ -13,14 +13,13 @@
 #include <string_view>
 
 #include "fairgpu/input_error.h"
+#include "live/http_util.h"
 #include "trace/text_input.h"
 
 namespace fairgpu::live {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::string_view kUrlForm = "expected http[s]://HOST[:PORT][/PREFIX]";
 
 // Percent-encodes a path segment or query value (RFC 3986 unreserved
 // characters pass), so a job id or node name cannot change the request path.
@@ -40,40 +39,6 @@ std::string encode(std::string_view s) {
   return out;
 }
 
-// The server's one-line reason: its {"error": "..."} when it sent one, else
-// the first line of whatever it sent, else the HTTP reason phrase.
-std::string error_line(const httplib::Response& res) {
-  json body = json::parse(res.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_object()) {
-    auto it = body.find("error");
-    if (it != body.end() && it->is_string()) return it->get<std::string>();
-  }
-  std::string_view text = res.body;
-  text = text.substr(0, text.find_first_of("\r\n"));
-  text = text_input::trim(text);
-  if (text.size() > 200) text = text.substr(0, 200);
-  if (!text.empty()) return std::string(text);
-  return res.reason.empty() ? "no error message" : res.reason + " (no error message)";
-}
-
-std::string describe(httplib::Error e, double timeout_s) {
-  switch (e) {
-    case httplib::Error::Connection:
-      return "connection failed (nothing listening, host unknown or unreachable)";
-    case httplib::Error::ConnectionTimeout:
-      return fmt::format("no connection within {:g} s", timeout_s);
-    case httplib::Error::Read:
-      return fmt::format("no complete answer within {:g} s", timeout_s);
-    case httplib::Error::Write:
-      return "sending the request failed";
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    case httplib::Error::SSLServerVerification:
-      return "the server's TLS certificate could not be verified";
-    default:
-      return httplib::to_string(e);
-  }
-}
 
 // One request on a fresh connection of `c` (httplib::ClientImpl or, for
 // https, httplib::SSLClient, which take the host and port as they are, IPv6
@@ -179,59 +144,11 @@ const std::vector<std::string>& job_states() {
 
 LiveClient::LiveClient(std::string url, std::string token, double timeout_s)
     : url_(std::move(url)), token_(std::move(token)), timeout_s_(timeout_s) {
-  const std::string source = "server URL '" + url_ + "'";
-  std::string_view rest = url_;
-  if (rest.substr(0, 8) == "https://") {
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-    https_ = true;
-    port_ = 443;
-    rest.remove_prefix(8);
-#else
-    throw InputError(source, "",
-                     "https is not supported by this build (cpp-httplib without "
-                     "OpenSSL); use http://");
-#endif
-  } else if (rest.substr(0, 7) == "http://") {
-    rest.remove_prefix(7);
-  } else {
-    throw InputError(source, "", std::string(kUrlForm));
-  }
-  std::string_view authority = rest.substr(0, rest.find('/'));
-  std::string_view path = rest.substr(authority.size());
-  if (authority.find('@') != std::string_view::npos)
-    throw InputError(source, "", "user names in the URL are not supported; use --token");
-  std::string_view port_text;
-  if (!authority.empty() && authority.front() == '[') {  // [IPv6]
-    auto close = authority.find(']');
-    if (close == std::string_view::npos) throw InputError(source, "", "unterminated '[' in host");
-    host_ = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty() && after.front() != ':') throw InputError(source, "", std::string(kUrlForm));
-    if (!after.empty()) port_text = after.substr(1);
-    if (after == ":") throw InputError(source, "", "empty port");
-  } else {
-    auto colon = authority.find(':');
-    host_ = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-      if (port_text.empty()) throw InputError(source, "", "empty port");
-    }
-  }
-  if (host_.empty()) throw InputError(source, "", "no host; " + std::string(kUrlForm));
-  if (!port_text.empty()) {
-    long port = 0;
-    for (char c : port_text) {
-      if (!std::isdigit(static_cast<unsigned char>(c)) || port > 65535)
-        throw InputError(source, "", "port must be a number in 1..65535");
-      port = port * 10 + (c - '0');
-    }
-    if (port < 1 || port > 65535) throw InputError(source, "", "port must be a number in 1..65535");
-    port_ = static_cast<int>(port);
-  }
-  if (path.find_first_of("?#") != std::string_view::npos)
-    throw InputError(source, "", "a query or fragment is not allowed; " + std::string(kUrlForm));
-  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-  prefix_ = std::string(path);
+  ServerUrl parsed = parse_server_url(url_, "server URL '" + url_ + "'");
+  https_ = parsed.https;
+  host_ = std::move(parsed.host);
+  port_ = parsed.port;
+  prefix_ = std::move(parsed.prefix);
   if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_))
     throw std::invalid_argument("LiveClient: timeout must be a positive number of seconds");
 }
@@ -255,9 +172,9 @@ json LiveClient::request(const std::string& method, const std::string& path, con
     if (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout ||
         e == httplib::Error::BindIPAddress || e == httplib::Error::SSLConnection ||
         e == httplib::Error::SSLServerVerification)
-      throw InputError("cannot reach server " + url_, "", describe(e, timeout_s_));
+      throw InputError("cannot reach server " + url_, "", describe_http_error(e, timeout_s_));
     throw std::runtime_error(
-        fmt::format("server {}: {} {}: {}", url_, method, full, describe(e, timeout_s_)));
+        fmt::format("server {}: {} {}: {}", url_, method, full, describe_http_error(e, timeout_s_)));
   }
   const int status = res->status;
   if (status >= 400 && status < 500) {
