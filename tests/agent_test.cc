@@ -34,35 +34,20 @@
 
 #include "fairgpu/input_error.h"
 #include "live/process.h"
+#include "polling.h"
+#include "run_binary.h"
 
 namespace fairgpu::live {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::since;
+using testing_support::slurp;
+using testing_support::wait_for;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kToken = "agent-secret";
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-bool wait_for(const std::function<bool()>& condition, double timeout_s) {
-  auto start = Clock::now();
-  while (!condition()) {
-    if (since(start) > timeout_s) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The agent half of the protocol, with knobs: answer status, acks, renewals,
 // actions queued for the next heartbeat answer.

@@ -20,10 +20,16 @@
 #include <string>
 #include <thread>
 
+#include "polling.h"
+#include "run_binary.h"
+
 namespace fairgpu::live {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::since;
+using testing_support::slurp;
+using testing_support::wait_for;
 using Clock = std::chrono::steady_clock;
 
 class TempDir {
@@ -42,19 +48,8 @@ class TempDir {
   fs::path path_;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // Polls until the job ends or `timeout_s` passes; returns the seconds taken.
@@ -65,15 +60,6 @@ double poll_until_ended(Process& p, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return since(start);
-}
-
-bool wait_for(const std::function<bool()>& condition, double timeout_s) {
-  auto start = Clock::now();
-  while (!condition()) {
-    if (since(start) > timeout_s) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 LaunchSpec shell(const TempDir& dir, const std::string& script) {

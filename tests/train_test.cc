@@ -26,21 +26,17 @@
 #include <thread>
 #include <vector>
 
+#include "run_binary.h"
+
 extern char** environ;
 
 namespace fairgpu {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_support::slurp;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void spit(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
