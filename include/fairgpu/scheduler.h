@@ -219,12 +219,13 @@ class RoundPolicy {
 struct RoundPolicyOptions {
   std::string level;     // "" = the policy's default, "tenant" or "job"
   double round_s = 0.0;  // 0 = the policy's default
-  // Tenant level: cap each tenant's share by the GPUs its active jobs can use
-  // (the share policies' demand-aware variants). Off, shares follow the paper
-  // (speedups and weights only) and the placer hands GPUs a tenant cannot use
-  // to the others; the allocation is then recomputed only when a tenant's set
-  // of job types changes, not on every arrival.
-  bool tenant_demands = false;
+  // Tenant level: demand- and gang-aware shares (each tenant's share capped
+  // by the GPUs its active jobs can use, speedups from its jobs' gang rates).
+  // Off, shares follow the paper (1-worker speedups of the job type and
+  // weights only) and the placer hands GPUs a tenant cannot use to the others;
+  // the allocation is then recomputed only when a tenant's set of job types
+  // changes, not on every arrival.
+  bool tenant_demands = true;
 
   // Time-sharing policies (each policy file says which it reads). Their
   // defaults are Astraea's evaluation setting (§6.1.3) for every preemptive

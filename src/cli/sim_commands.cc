@@ -64,10 +64,10 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--level", a.policy_options.level,
                 "tenant | job (default: tenant for OEF and the other share policies, job for "
                 "gavel)");
-  c->add_flag("--tenant-demands", a.policy_options.tenant_demands,
-              "tenant level: cap each tenant's share by the GPUs its active jobs can use "
-              "(re-solves on most arrivals; default: shares by speedups and weights only, "
-              "as in OEF)");
+  c->add_flag("--tenant-demands,!--paper-shares", a.policy_options.tenant_demands,
+              "tenant level: demand- and gang-aware shares (default): each tenant's share is "
+              "capped by the GPUs its active jobs can use and its speedups are its jobs' gang "
+              "rates; --paper-shares: 1-worker speedups and weights only, as in OEF");
   c->add_option("--round", a.policy_options.round_s,
                 "round / scheduling interval in seconds (default: the policy's: OEF 300, Gavel "
                 "360, time-sharing policies 10)");

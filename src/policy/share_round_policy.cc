@@ -2,16 +2,20 @@
 // allocation is recomputed only when something it depends on changed (an
 // arrival, a completion), and turned into whole GPUs every round by
 //   - tenant level (OEF's way): entities are tenants, one virtual tenant per
-//     job type (OEF §4.2.4), allocated by speedups and weights as in the paper;
-//     the OEF rounding placer does the rest (OEF §4.3, §6.1.3), handing GPUs a
-//     tenant cannot use to others. With tenant_demands each tenant's demand is
-//     the GPUs its active jobs can use (the policies' demand-aware variants:
-//     no share goes where it cannot be used, at the price of a re-solve on
-//     most arrivals and completions: 100x the solve time and more at 100
-//     tenants);
+//     job type (OEF §4.2.4). By default shares are demand- and gang-aware: an
+//     entity's speedup vector is its active jobs' gang rates per GPU
+//     (workers-weighted, so a tenant of 8-worker jobs plans with what its
+//     gangs achieve, spread and all), and a tenant's demand is the GPUs its
+//     active jobs can use, so no share goes where it cannot be used (at the
+//     price of a re-solve on most arrivals and completions). With
+//     tenant_demands off, shares follow the paper: 1-worker speedups of the
+//     job type and weights only, GPUs a tenant cannot use handed to others
+//     by the placer. The OEF rounding placer does the rest (OEF §4.3,
+//     §6.1.3; placement/oef_rounding.cc);
 //   - job level (Gavel's way): one entity per active job, speedups of its
 //     whole gang, demand = its workers (so sum_t x_jt / workers <= 1 is its
-//     time fractions), weight = its priority weight; Gavel's priority rounds.
+//     time fractions), weight = its priority weight; Gavel's priority rounds
+//     with backfilling.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -35,12 +39,13 @@ namespace {
 class ShareRoundPolicy final : public RoundPolicy {
  public:
   ShareRoundPolicy(std::string name, std::unique_ptr<SharePolicy> share, bool tenant_level,
-                   double interval, bool tenant_demands)
+                   double interval, bool tenant_demands, placement::RoundingOptions rounding)
       : name_(std::move(name)),
         share_(std::move(share)),
         tenant_level_(tenant_level),
         tenant_demands_(tenant_demands),
-        interval_(interval) {}
+        interval_(interval),
+        placer_(rounding) {}
 
   std::string_view name() const override { return name_; }
   std::string_view level() const override { return tenant_level_ ? "tenant" : "job"; }
@@ -60,6 +65,7 @@ class ShareRoundPolicy final : public RoundPolicy {
           problem_.tenants[t].demand = capped_[t] ? demand_[t] : kNoDemand;
       }
       solved_ = true;
+      estimated_ = usable_throughput();
       if (!tenant_level_) x_jobs_ = per_job_allocation();
     }
     plan.estimated_throughput = estimated_;
@@ -93,7 +99,6 @@ class ShareRoundPolicy final : public RoundPolicy {
     capped_.assign(n, !tenant_level_);
     if (problem_.num_entities() == 0) {
       x_ = Matrix();
-      estimated_ = 0.0;
       return;
     }
     for (int round = 0;; ++round) {
@@ -114,7 +119,25 @@ class ShareRoundPolicy final : public RoundPolicy {
         break;
       }
     }
-    estimated_ = problem_.total_throughput(x_);
+  }
+
+  // Sum_l W_l . x_l with each tenant's bundle scaled down to the GPUs its
+  // active jobs can use (demand_ at tenant level whatever the mode; a job's
+  // workers at job level): what the allocation could deliver, not shares a
+  // tenant holds but cannot run.
+  double usable_throughput() const {
+    double total = 0.0;
+    for (std::size_t t = 0; t < problem_.tenants.size(); ++t) {
+      double value = 0.0, size = 0.0;
+      for (std::size_t e : problem_.tenants[t].entities)
+        for (std::size_t j = 0; j < problem_.num_types(); ++j) {
+          value += problem_.entities[e].speedup[j] * x_(e, j);
+          size += x_(e, j);
+        }
+      const double usable = usable_demand_[t];
+      total += size > usable && size > 0 ? value * usable / size : value;
+    }
+    return total;
   }
 
   double allocated(std::size_t tenant) const {
@@ -190,9 +213,26 @@ class ShareRoundPolicy final : public RoundPolicy {
     return p;
   }
 
+  // Per GPU, what these jobs' gangs achieve on each type relative to the
+  // same gang on its reference type (placement as the jobs would get it: one
+  // node where a node is big enough, else spread), workers-weighted.
+  static std::vector<double> gang_speedup(const SchedulerState& s,
+                                          const std::vector<std::size_t>& jobs) {
+    std::vector<double> w(s.model->cluster.num_types(), 0.0);
+    double workers = 0.0;
+    for (std::size_t i : jobs) {
+      const Job& j = s.jobs[i];
+      for (std::size_t t = 0; t < w.size(); ++t) w[t] += j.workers * j.rate_best[t] / j.ref_rate;
+      workers += j.workers;
+    }
+    for (double& x : w) x /= workers;
+    return w;
+  }
+
   void build_tenant_problem(const SchedulerState& s) {
     problem_ = empty_problem(s);
     demand_.clear();
+    usable_demand_.clear();
     entities_.clear();
     // tenant -> job type -> its active jobs, in index order (deterministic).
     std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> groups;
@@ -202,7 +242,8 @@ class ShareRoundPolicy final : public RoundPolicy {
       std::vector<std::pair<std::string, std::vector<double>>> types;
       for (auto& [type, jobs] : by_type) {
         for (std::size_t i : jobs) demand += s.jobs[i].workers;
-        types.emplace_back(s.model->profiles.job_types[type].name, speedup_of(s, type));
+        types.emplace_back(s.model->profiles.job_types[type].name,
+                           tenant_demands_ ? gang_speedup(s, jobs) : speedup_of(s, type));
         placement::RoundingEntity ent;
         ent.key = static_cast<std::uint64_t>(tenant) * s.model->profiles.job_types.size() + type;
         ent.ideal.assign(problem_.num_types(), 0.0);
@@ -211,6 +252,7 @@ class ShareRoundPolicy final : public RoundPolicy {
       }
       const TenantSpec& spec = s.tenants[tenant];
       demand_.push_back(tenant_demands_ ? demand : kNoDemand);
+      usable_demand_.push_back(demand);
       if (types.size() == 1)
         problem_.add_tenant(spec.name, types.front().second, spec.weight, demand);
       else
@@ -230,6 +272,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   void build_job_problem(const SchedulerState& s) {
     problem_ = empty_problem(s);
     demand_.clear();
+    usable_demand_.clear();
     jobs_ = s.active;
     job_group_.assign(jobs_.size(), 0);
     group_size_.clear();
@@ -251,6 +294,7 @@ class ShareRoundPolicy final : public RoundPolicy {
       problem_.add_tenant(fmt::format("{}x{}", j.record.id, group_size_[g]), std::move(w),
                           c * j.weight, c * j.workers);
       demand_.push_back(c * j.workers);
+      usable_demand_.push_back(c * j.workers);
     }
   }
 
@@ -270,7 +314,8 @@ class ShareRoundPolicy final : public RoundPolicy {
   double interval_;
   bool solved_ = false;
   ShareProblem problem_;
-  std::vector<double> demand_;  // per problem tenant: GPUs its active jobs can use
+  std::vector<double> demand_;  // per problem tenant: its demand cap (kNoDemand: none)
+  std::vector<double> usable_demand_;  // per problem tenant: GPUs its active jobs can use
   std::vector<bool> capped_;    // per problem tenant: its demand is imposed on the policy
   Matrix x_;
   double estimated_ = 0.0;
@@ -294,8 +339,9 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
     throw InputError("options", "level", fmt::format("'{}' is not tenant or job", level));
   double round = options.round_s > 0.0 ? options.round_s : (gavel ? 360.0 : 300.0);
   auto share = gavel && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
+  placement::RoundingOptions rounding;
   return std::make_unique<ShareRoundPolicy>(name, std::move(share), level == "tenant", round,
-                                            options.tenant_demands);
+                                            options.tenant_demands, rounding);
 }
 
 }  // namespace fairgpu::policy
