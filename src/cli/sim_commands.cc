@@ -221,6 +221,7 @@ struct GenerateArgs {
   GeneratorOptions g = default_generator_options();
   std::string profiles;
   std::string job_types;
+  std::string run_times;
 };
 
 std::string run_generate(const GenerateArgs& a) {
@@ -235,6 +236,13 @@ std::string run_generate(const GenerateArgs& a) {
                          fmt::format("'{}' is not in the profiles ({})", item, catalogue.source));
       g.job_types.push_back(item);
     }
+  }
+  if (!a.run_times.empty()) {
+    std::size_t zeros = 0;
+    g.run_times = read_run_times(a.run_times, &zeros);
+    if (zeros > 0)
+      std::fprintf(stderr, "fairgpu: note: %s: %zu of %zu run times are 0 s and are not drawn\n",
+                   a.run_times.c_str(), zeros, zeros + g.run_times.size());
   }
   return write_native_trace(generate_workload(g, catalogue));
 }
@@ -285,6 +293,9 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   generate->add_option("--profiles", gen->profiles,
                        "draw job types from this Gavel profile file (default: built-in)");
   generate->add_option("--job-types", gen->job_types, "comma-separated pool of job types");
+  generate->add_option("--runtimes", gen->run_times,
+                       "draw run times (seconds) from this one-column CSV with a header, e.g. "
+                       "../shared/data/philly_runtime.csv (default: the style's distribution)");
   commands.push_back({generate, [gen] { return run_generate(*gen); }});
 }
 
