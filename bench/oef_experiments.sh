@@ -22,8 +22,9 @@ SEEDS=("$@")
 PROFILES=../shared/data/gavel/simulation_throughputs.json
 RUNTIMES=../shared/data/philly_runtime.csv
 POLICIES=oef-coop,oef-noncoop,gavel,gandiva-fair,max-min
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+OUT=${OEF_EXPERIMENTS_OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
+[ -n "${OEF_EXPERIMENTS_OUT:-}" ] || trap 'rm -rf "$OUT"' EXIT
 
 experiment() {
   local name=$1 jobs=$2 tenants=$3 rate=$4
@@ -41,7 +42,7 @@ experiment() {
   for policy in ${POLICIES//,/ }; do
     for seed in "${SEEDS[@]}"; do
       awk -F, -v p="$policy" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i }
-        NR > 1 && $1 == p { print $col["contended_actual_throughput"],
+        NR > 1 { sub(/@.*/, "", $1) } NR > 1 && $1 == p { print $col["contended_actual_throughput"],
           $col["contended_estimated_throughput"], $col["contended_utilisation"],
           $col["avg_jct_s"], $col["idle_waiting_gpu_hours"], $col["restarts"] }' \
         "$OUT/$name-$seed/compare.csv"

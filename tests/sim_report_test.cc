@@ -376,10 +376,12 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "rounds recomputations compute_p50_s compute_max_s compute_total_s wall_seconds "
       "avg_slowdown p95_slowdown fairness_window_s tenant_windows_rated tenant_unfairness_ratio "
       "min_tenant_rho p5_tenant_rho restart_overhead_s restart_overhead_share ltgf_tenant_jobs "
-      "avg_ltgf_tenant_rho min_ltgf_tenant_rho tenant_sharing_loss_fraction");
+      "avg_ltgf_tenant_rho min_ltgf_tenant_rho tenant_sharing_loss_fraction contended_s "
+      "contended_actual_throughput contended_estimated_throughput contended_utilisation "
+      "throughput_per_busy_gpu idle_waiting_gpu_hours plan_idle_waiting_gpu_hours");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
-  // 7 setup fields + the 48 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 7u + 48u);
+  // 7 setup fields + the 55 of SimSummary: a new field must be added here too.
+  EXPECT_EQ(j.size(), 7u + 55u);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.
@@ -398,10 +400,11 @@ TEST(SimReport, SummaryTableIsReadable) {
   EXPECT_EQ(lines(table)[0], "simulation  fifo (job level), round 100 s");
   EXPECT_EQ(lines(table)[1], "cluster     4 GPUs (k80 4), 1 tenant");
   EXPECT_EQ(table_value(table, "makespan"), "300.0 s (0.08 h)") << table;
-  EXPECT_EQ(table_value(table, "utilisation"), "83.3 %") << table;
+  EXPECT_EQ(table_value(table, "utilisation, makespan"), "83.3 %") << table;
   EXPECT_EQ(table_value(table, "unfair fraction (rho_FTF > 1)"), "50.0 %") << table;
   EXPECT_EQ(table_value(table, "sharing-loss fraction (rho < 0.95)"), "50.0 %") << table;
-  EXPECT_EQ(table_value(table, "normalised throughput, estimated"), "-") << table;
+  EXPECT_EQ(table_value(table, "estimated throughput, makespan"), "-") << table;
+  EXPECT_EQ(table_value(table, "estimated throughput, contended"), "-") << table;
   EXPECT_EQ(table_value(table, "compute per round, p50"), "10.0 ms") << table;
   // Values start in one column, after at least one blank.
   std::size_t column = std::string::npos;
@@ -446,11 +449,18 @@ TEST(SimReport, CompareTableFitsAndShowsRatios) {
   auto rows = lines(table);
   for (const auto& line : rows) EXPECT_LE(line.size(), 120u) << line;  // 24-char name + 96
   EXPECT_NE(table.find("ratio to max-sum-throughput"), std::string::npos) << table;
-  // Rows: header (2), 2 runs, blank, ratio title, header (2), 2 runs.
-  ASSERT_EQ(rows.size(), 10u) << table;
+  // Rows: header (2), 2 runs, the legend, blank, ratio title, header (2), 2 runs.
+  const std::size_t legend = lines(compare_legend()).size();
+  ASSERT_EQ(rows.size(), 10u + legend) << table;
   EXPECT_EQ(rows[2].rfind("max-sum-throughput", 0), 0u);
   EXPECT_NE(rows[3].find("   0.10 "), std::string::npos) << rows[3];  // 350 s = 0.10 h
-  const std::string& ratios = rows[9];
+  EXPECT_NE(table.find(compare_legend()), std::string::npos);
+  // The legend names every table column by its header.
+  for (const char* column : {"avg JCT h", "util cont. %", "tput actual", "tput est.",
+                             "idle wait h", "FTF unfair", "tenant unfair", "sharing loss15",
+                             "slowdown", "Jain index", "restarts", "compute p50 ms"})
+    EXPECT_NE(compare_legend().find(std::string("\n") + column), std::string::npos) << column;
+  const std::string& ratios = rows.back();
   EXPECT_NE(ratios.find("  2.00x"), std::string::npos) << ratios;
   EXPECT_NE(ratios.find("  0.00x"), std::string::npos) << ratios;
   EXPECT_NE(ratios.find("      -"), std::string::npos) << ratios;
@@ -462,10 +472,17 @@ TEST(SimReport, CompareCsvHasMetricsAndRatios) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,makespan_s,utilisation,", 0), 0u) << rows[0];
   EXPECT_NE(rows[0].find(",compute_p50_s,avg_jct_s_ratio,"), std::string::npos) << rows[0];
-  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 32);  // 1 + 16 + 16 columns
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 46);  // 1 + 23 + 23 columns
   EXPECT_EQ(rows[2].rfind("synergy-greedy-long-name,350,", 0), 0u) << rows[2];
-  // Ratio block: avg JCT 2, then p95 JCT 1, ...; estimated (undefined) is empty.
-  EXPECT_NE(rows[2].find(",0.01,2,1,1,1,1,,0,"), std::string::npos) << rows[2];
+  // Ratio block (from column 24): avg JCT 2, then p95 JCT, makespan,
+  // utilisation and actual throughput 1; estimated (undefined) is empty.
+  std::vector<std::string> cells;
+  std::stringstream row(rows[2]);
+  for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+  ASSERT_GE(cells.size(), 30u);
+  EXPECT_EQ(cells[24], "2");
+  for (std::size_t c = 25; c <= 28; ++c) EXPECT_EQ(cells[c], "1") << c;
+  EXPECT_EQ(cells[29], "");
 }
 
 }  // namespace

@@ -330,7 +330,7 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("unfinished", fmt::format("{} ({} never started)", s.unfinished_jobs, s.never_started_jobs));
   line("makespan", seconds_and_hours(s.makespan_s));
   line("busy GPU time", seconds_and_hours(s.busy_gpu_seconds));
-  line("utilisation over the makespan", percent(s.utilisation));
+  line("utilisation, makespan", percent(s.utilisation));
   line("average JCT", seconds_and_hours(s.avg_jct_s));
   line("p50 JCT", seconds_and_hours(s.p50_jct_s));
   line("p95 JCT", seconds_and_hours(s.p95_jct_s));
@@ -368,12 +368,12 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("contended time (some job waits)", seconds_and_hours(s.contended_s));
   line("utilisation, contended", percent(s.contended_utilisation));
   line("normalised throughput, contended", fixed(s.contended_actual_throughput, 3));
-  line("  estimated, contended", fixed(s.contended_estimated_throughput, 3));
+  line("estimated throughput, contended", fixed(s.contended_estimated_throughput, 3));
   line("normalised throughput per busy GPU", fixed(s.throughput_per_busy_gpu, 3));
   line("normalised throughput, makespan", fixed(s.actual_throughput, 3));
-  line("  estimated, makespan", fixed(s.estimated_throughput, 3));
-  line("idle while a job waited", fixed(s.idle_waiting_gpu_hours, 2) + " GPU-h");
-  line("  of it left idle by the plans", fixed(s.plan_idle_waiting_gpu_hours, 2) + " GPU-h");
+  line("estimated throughput, makespan", fixed(s.estimated_throughput, 3));
+  line("GPUs idle while a job waited", fixed(s.idle_waiting_gpu_hours, 2) + " GPU-h");
+  line("of which the plans left idle", fixed(s.plan_idle_waiting_gpu_hours, 2) + " GPU-h");
   line("restarts", count(s.restarts));
   line("preemptions", count(s.preemptions));
   line("cross-type placements", count(s.cross_type_placements));
