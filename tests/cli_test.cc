@@ -270,7 +270,7 @@ TEST_F(CliTest, PoliciesListsEveryPolicyAndItsKeys) {
       {"tiresias", {"thresholds=3600 ", "'/'", "strictly ascending", "promote=8 "}},
       {"astraea", {"fair-share=quota", "one of quota | demand"}},
       {"ftf", {"round=360", "level=job"}},
-      {"oef-coop", {"level=tenant", "one of tenant | job", "round=300", "demands=off", "on or off"}},
+      {"oef-coop", {"level=tenant", "one of tenant | job", "round=300", "demands=on", "on or off"}},
       {"gavel", {"level=job", "round=360"}},
   };
   for (const auto& [name, parts] : expected)

@@ -11,6 +11,7 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
 #include "fairgpu/workload.h"
+#include "test_files.h"
 
 namespace fairgpu {
 namespace {
@@ -149,6 +150,53 @@ TEST(Generator, BadOptionsNameTheOption) {
     }
   }
   EXPECT_THROW(generate_workload(GeneratorOptions{}, ProfileCatalogue{}), InputError);
+}
+
+
+TEST(Generator, RunTimesAreDrawnFromAnEmpiricalList) {
+  // Philly's run times (OEF §6.1.2): every drawn duration is one of them, and
+  // both halves of the list are drawn from.
+  std::size_t zeros = 0;
+  const std::vector<double> philly = read_run_times(
+      testing_support::source_path("../shared/data/philly_runtime.csv"), &zeros);
+  EXPECT_EQ(zeros, 2u);
+  EXPECT_EQ(philly.size(), 83152u);
+  GeneratorOptions o = options(3, 400);
+  o.run_times = {100.0, 5000.0};
+  const Workload w = generate_workload(o, builtin_profiles());
+  std::map<double, int> seen;
+  for (const JobSpec& j : w.jobs) ++seen[j.duration_s];
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_GT(seen[100.0], 150);
+  EXPECT_GT(seen[5000.0], 150);
+  // The workers still follow Gavel's mix.
+  int single = 0;
+  for (const JobSpec& j : w.jobs) single += j.workers == 1;
+  EXPECT_NEAR(single / 400.0, 0.7, 0.08);
+}
+
+TEST(Generator, BadRunTimesNameTheFileAndLine) {
+  const std::string bad = ::testing::TempDir() + "/bad-runtimes.csv";
+  auto write = [&](const char* text) {
+    std::FILE* f = std::fopen(bad.c_str(), "w");
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  std::size_t zeros = 0;
+  write("runtime\n12\n-3\n");
+  try {
+    read_run_times(bad, &zeros);
+    FAIL() << "a negative run time was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad-runtimes.csv:3"), std::string::npos) << e.what();
+  }
+  write("runtime\n0\n0.0\n");
+  EXPECT_THROW(read_run_times(bad, &zeros), InputError);
+  write("runtime\nabc\n");
+  EXPECT_THROW(read_run_times(bad, &zeros), InputError);
+  GeneratorOptions o = options(1, 5);
+  o.run_times = {10.0, std::nan("")};
+  EXPECT_THROW(generate_workload(o, builtin_profiles()), InputError);
 }
 
 }  // namespace

@@ -96,10 +96,30 @@ struct SimSummary {
   int active_tenants = 0;
   double jain_index = kUnset;
 
-  // Normalised throughput (OEF §6.1.4), time-averaged over the makespan.
-  // estimated is NaN when no round carries one (non-share policies).
+  // Normalised throughput (OEF §6.1.4), time-averaged over the makespan: one
+  // tail job decides these. estimated is NaN when no round carries one
+  // (non-share policies); it counts each tenant's shares up to what its
+  // active jobs can use.
   double actual_throughput = kUnset;
   double estimated_throughput = kUnset;
+
+  // Efficiency over contended time (DESIGN §6): the parts of rounds in which
+  // some active job waited. contended_s is their total length; throughputs
+  // are time averages over it, utilisation = busy GPU-seconds there / (GPUs
+  // x contended_s). throughput_per_busy_gpu = normalised throughput integral
+  // / busy GPU-seconds over the whole run (what a busy GPU delivered).
+  double contended_s = 0.0;
+  double contended_actual_throughput = kUnset;
+  double contended_estimated_throughput = kUnset;
+  double contended_utilisation = kUnset;
+  double throughput_per_busy_gpu = kUnset;
+  // Work-conservation violations, GPU-hours: GPUs idle while a waiting job
+  // could have used them (its gang fits on them, types it runs on), over the
+  // whole run, and counted from each scheduling point's plan over its round
+  // (idle GPUs right after the plan x round length: what the policy left
+  // idle, not what completions freed mid-round).
+  double idle_waiting_gpu_hours = 0.0;
+  double plan_idle_waiting_gpu_hours = 0.0;
 
   // Disruption, summed over all jobs.
   int restarts = 0;
@@ -220,11 +240,16 @@ std::string summary_json(const SimResult& result, const SimSummary& summary);
 std::string summary_table(const SimResult& result, const SimSummary& summary);
 
 // Several runs of one workload side by side, one row per run (named by its
-// policy), the key metrics in table units (hours, %, ms), then the same
-// columns as ratios to the first run ("1.00x"; "-" where undefined). Fits
-// 120 columns for names up to 24 characters, so it leaves out p95 JCT, worst
+// policy), the key metrics in table units (hours, %, ms), a legend naming
+// each column in words, then the same columns as ratios to the first run
+// ("1.00x"; "-" where undefined). Fits 120 columns for names up to 24
+// characters, so it leaves out the makespan-based figures, p95 JCT, worst
 // ρ_FTF and the restart-overhead share, which compare_csv keeps.
 std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs);
+
+// The legend compare_table prints under its values: one line (or two) per
+// column.
+std::string compare_legend();
 
 // The same data for machines: policy, then the metrics under their
 // SimSummary/summary_json names in SI units (avg_jct_s, ..., compute_p50_s),

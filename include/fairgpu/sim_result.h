@@ -46,6 +46,19 @@ struct RoundSample {
   bool recomputed = false;        // the share policy re-solved its allocation here
   int active_jobs = 0;            // arrived and unfinished at start
   double busy_gpu_seconds = 0.0;  // over the round; mid-round completions free GPUs at once
+  // Contention (DESIGN §6): the part of the round in which some active job
+  // waited (from its start if a job waited after the plan, else from the
+  // first arrival inside it), and the normalised throughput (sum over all
+  // tenants, integrated) and busy GPU-seconds within that part.
+  double contended_s = 0.0;
+  double throughput_integral = 0.0;  // normalised throughput of all tenants over the round
+  double contended_throughput = 0.0;
+  double contended_busy_gpu_seconds = 0.0;
+  // Work-conservation violations: GPU-seconds idle while a waiting job could
+  // have used them (see idle_usable_by_waiting()), over the whole round, and
+  // the GPUs so idle right after the plan was carried out.
+  double idle_waiting_gpu_seconds = 0.0;
+  int plan_idle_waiting_gpus = 0;
   // Per tenant (index into SimResult::tenants), time-averaged over the round:
   // normalised throughput = sum over running workers of the speedup of the GPU
   // type used (OEF §6.1.4), and GPUs held per type (tenant-major, num_types each).

@@ -34,6 +34,8 @@ class SimulatedExecutor final : public Executor {
   // Per-tenant sums over the current round (reset by the simulator).
   struct RoundSums {
     double busy_gpu_seconds = 0.0;
+    double throughput = 0.0;                // normalised iterations of all jobs, integrated
+    std::vector<int> idle_by_type;          // idle devices per type, kept current by completions
     std::vector<double> tenant_throughput;  // normalised iterations, integrated
     std::vector<double> tenant_gpus;        // tenant-major x type, GPU-seconds
   };
@@ -46,6 +48,9 @@ class SimulatedExecutor final : public Executor {
   // Brings every running job's progress, GPU time and the round sums up to
   // state.now (the simulator calls it at the end of every round).
   void settle_all(SchedulerState& state);
+  // When the next completion may happen (infinity when nothing runs); a
+  // job stopped since may make it a step with nothing to do.
+  double next_finish() const;
 
  private:
   void settle(SchedulerState& state, Job& job, double t);

@@ -104,7 +104,16 @@ struct GeneratorOptions {
   std::uint64_t seed = 1;
   std::vector<std::string> job_types;  // pool; default: the catalogue's
   std::string style = "gavel";         // "gavel" | "venus"
+  // Empirical run times (seconds, > 0) to draw each job's duration from,
+  // uniformly, instead of the style's distribution (e.g. Philly's, OEF §6.1.2).
+  std::vector<double> run_times;
 };
+// A one-column CSV of run times in seconds under a header line (e.g.
+// ../shared/data/philly_runtime.csv). Entries of 0 s (jobs that ended within
+// the trace's resolution) cannot be simulated: they are left out and counted
+// in *zeros. Errors name "<path>:<line>": not a number, negative, NaN or
+// infinite, or no positive entry at all.
+std::vector<double> read_run_times(const std::string& path, std::size_t* zeros);
 Workload generate_workload(const GeneratorOptions& options, const ProfileCatalogue& catalogue);
 
 }  // namespace fairgpu

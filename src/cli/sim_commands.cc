@@ -70,9 +70,13 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "the other share policies, job for gavel and the time-sharing policies)");
   c->add_flag_callback(
       "--tenant-demands", [&p] { p.set("demands", "on"); },
-      "alias of key demands=on, share policies: at tenant level cap each tenant's share by "
-      "the GPUs its active jobs can use (re-solves on most arrivals; default: shares by "
-      "speedups and weights only, as in OEF)");
+      "alias of key demands=on (the default), share policies: at tenant level demand- and "
+      "gang-aware shares: each tenant's share is capped by the GPUs its active jobs can use "
+      "and its speedups are its jobs' gang rates");
+  c->add_flag_callback(
+      "--paper-shares", [&p] { p.set("demands", "off"); },
+      "alias of key demands=off, share policies: 1-worker speedups and weights only, as in "
+      "OEF");
   c->add_option("--round", p.round_s,
                 "alias of key round, every policy: round / scheduling interval in seconds "
                 "(default: the policy's: OEF 300, Gavel 360, time-sharing policies 10)");
@@ -233,6 +237,7 @@ struct GenerateArgs {
   GeneratorOptions g = default_generator_options();
   std::string profiles;
   std::string job_types;
+  std::string run_times;
 };
 
 std::string run_generate(const GenerateArgs& a) {
@@ -247,6 +252,13 @@ std::string run_generate(const GenerateArgs& a) {
                          fmt::format("'{}' is not in the profiles ({})", item, catalogue.source));
       g.job_types.push_back(item);
     }
+  }
+  if (!a.run_times.empty()) {
+    std::size_t zeros = 0;
+    g.run_times = read_run_times(a.run_times, &zeros);
+    if (zeros > 0)
+      std::fprintf(stderr, "fairgpu: note: %s: %zu of %zu run times are 0 s and are not drawn\n",
+                   a.run_times.c_str(), zeros, zeros + g.run_times.size());
   }
   return write_native_trace(generate_workload(g, catalogue));
 }
@@ -306,6 +318,9 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   generate->add_option("--profiles", gen->profiles,
                        "draw job types from this Gavel profile file (default: built-in)");
   generate->add_option("--job-types", gen->job_types, "comma-separated pool of job types");
+  generate->add_option("--runtimes", gen->run_times,
+                       "draw run times (seconds) from this one-column CSV with a header, e.g. "
+                       "../shared/data/philly_runtime.csv (default: the style's distribution)");
   commands.push_back({generate, [gen] { return run_generate(*gen); }});
 }
 

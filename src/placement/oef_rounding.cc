@@ -1,25 +1,36 @@
 // OEF §4.3 rounding placer. Per round t and entity j (a tenant, or one job
 // type of a tenant), per GPU type:
 //   real_j(t) = floor(ideal_j(t) + dev_j(t)),  dev_j(t+1) = dev_j(t) + ideal_j(t) - real_j(t)
-// with these choices where the paper is silent:
-//   - deviations are kept per GPU type, and `real` is what the entity actually
-//     held this round (after gang packing and leftovers), so every GPU it got
-//     or missed counts;
-//   - when the floors of a type exceed its capacity (accumulated positive
-//     deviations), the largest ideal+dev are served first;
-//   - small-share rule: an entity whose integral share is below its smallest
-//     job's gang gets 0 this round and keeps accumulating;
-//   - jobs are chosen round-robin, longest starvation first (OEF §6.1.3); jobs
-//     with more workers are placed first and on one host when possible, on
-//     the entity's type where the job runs fastest; a job that needs more
-//     than one type takes the entity's types fastest first (for the job),
-//     which are adjacent (Theorem 5.2);
-//   - GPUs still free after that go to waiting jobs of the entities furthest
-//     below their ideal (renewing preempted ones in place first): rounds do
-//     not idle GPUs that work is waiting for;
-//   - deviations are clamped to +-(the entity's ideal total + largest gang) so
-//     a share it cannot use (nothing fits) does not grow without bound, and
-//     forgotten when the entity has no active job.
+// where real_j(t) is what the entity actually held (after gang packing and
+// leftovers), so every GPU it got or missed counts. dev is the entity's credit.
+// The paper rounds type by type and skips a job that does not fit; on a loaded
+// cluster with gangs that starves big jobs and rotates every job every round.
+// So, where the paper is silent:
+//   - quantum: a job started within its entity's share keeps its GPUs for
+//     RoundingOptions::quantum_s from its start, unless the entity's ideal
+//     share drops below what it holds (then the newest such jobs stay first);
+//   - the budget is the entity's total credit, floor(sum_t ideal + dev), not
+//     per-type floors (which flip from round to round); the per-type credit
+//     only steers which type a start goes to (the one the entity is owed
+//     most, so its types stay those of its share: Theorem 5.2's adjacency);
+//   - gangs do not starve (the small-share rule generalised to gangs): jobs
+//     are taken round-robin, longest starvation first (OEF §6.1.3), and an
+//     entity whose next job does not fit its credit starts nothing else, so
+//     its credit grows by its ideal share every round until the gang fits; a
+//     job chosen but with no room waits at the head of the next round's
+//     placements, and every start after such a miss is outside the quantum
+//     (renewed only if chosen again), so it waits at most one quantum;
+//   - jobs with more workers are placed first and on one host when possible;
+//   - GPUs still free go to waiting jobs of the entities furthest below their
+//     share (renewing preempted ones in place first; entities saving up for a
+//     gang last, their head job first): no GPU idles while a job that fits
+//     waits; leftovers cost no credit (no share claimed them this round) and
+//     are outside the quantum;
+//   - a running job moves onto idle faster GPUs when the gain repays its
+//     restart within the lease;
+//   - credits are clamped to +-(ideal total + largest gang) x max(1, quantum
+//     in rounds) so a share the entity cannot use does not grow without
+//     bound, and forgotten when the entity has no active job.
 #include "placement/oef_rounding.h"
 
 #include <algorithm>
@@ -55,46 +66,43 @@ std::vector<DeviceRef> place_on_counts(FreeDevices& free, const std::vector<int>
 
 namespace {
 
-// Where a gang of g goes within per-type budgets: the type where this job
-// runs fastest (on one node if a node has room, else spread), or, when no
-// type holds the whole gang, its fastest types first (a straggler at the
-// slowest one used). False if the budgets cannot hold it.
-bool choose_counts(const Job& j, const std::vector<int>& budget, const FreeDevices& free,
-                   std::vector<int>& counts) {
-  const std::size_t k = budget.size();
+double rate_on(const Job& j, const FreeDevices& free, std::size_t t) {
+  return free.fits_one_node(t, j.workers) ? j.rate_one_node[t] : j.rate_spread[t];
+}
+
+// Where a gang of g goes on free devices, at most limit[t] on type t: one
+// type if one can hold it, the type the entity is owed most first (owed
+// counted up to g, so among types owed a whole gang one node wins, then
+// speed); else those types in that order, mixed (a straggler at the
+// slowest). False if the limits and free devices cannot hold the gang.
+bool choose_counts(const Job& j, const std::vector<double>& owed, const std::vector<int>& limit,
+                   const FreeDevices& free, std::vector<int>& counts) {
+  const std::size_t k = owed.size();
   const int g = j.workers;
   counts.assign(k, 0);
-  double best = 0.0;
-  std::size_t best_type = k;
-  for (std::size_t t = 0; t < k; ++t) {
-    if (budget[t] < g) continue;
-    double rate = free.fits_one_node(t, g) ? j.rate_one_node[t] : j.rate_spread[t];
-    if (rate > best) best = rate, best_type = t;
-  }
-  if (best_type < k) {
-    counts[best_type] = g;
-    return true;
-  }
-  std::vector<std::size_t> order(k);
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<std::size_t> order;
+  for (std::size_t t = 0; t < k; ++t)
+    if (j.runs_on(t) && limit[t] > 0) order.push_back(t);
+  auto owed_up_to_gang = [&](std::size_t t) { return std::min(owed[t], double(g)); };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const double oa = owed_up_to_gang(a), ob = owed_up_to_gang(b);
+    if (std::fabs(oa - ob) > 1e-9) return oa > ob;
+    const bool na = free.fits_one_node(a, g), nb = free.fits_one_node(b, g);
+    if (na != nb) return na;
     return j.rate_one_node[a] > j.rate_one_node[b];
   });
+  auto room = [&](std::size_t t) { return std::min(limit[t], free.free_of_type(t)); };
+  for (std::size_t t : order)
+    if (room(t) >= g) {
+      counts[t] = g;
+      return true;
+    }
   int need = g;
   for (std::size_t t : order) {
-    counts[t] = std::min(need, budget[t]);
+    counts[t] = std::min(need, room(t));
     need -= counts[t];
   }
   return need == 0;
-}
-
-bool devices_within(const SchedulerState& s, const Job& j, const std::vector<int>& budget,
-                    std::vector<int>& used) {
-  used.assign(budget.size(), 0);
-  for (DeviceRef d : j.devices) ++used[s.type_of(d)];
-  for (std::size_t t = 0; t < budget.size(); ++t)
-    if (used[t] > budget[t]) return false;
-  return true;
 }
 
 }  // namespace
@@ -104,150 +112,246 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
                                                  double lease_end) {
   const std::size_t k = s.model->cluster.num_types();
   const std::size_t n = entities.size();
+  const double lease = lease_end - s.now;
   std::vector<Assignment> out;
+  std::vector<std::size_t> entity_of_out;  // the entity charged for each of `out`
   FreeDevices free(s);
 
-  // 1. Integral shares: floor(ideal + dev), capacity-limited per type.
+  // Entitlement: ideal + credit, per type and in total.
   std::vector<std::vector<double>> want(n, std::vector<double>(k, 0.0));
-  std::vector<std::vector<int>> cnt(n, std::vector<int>(k, 0));
+  std::vector<double> ideal_total(n, 0.0), want_total(n, 0.0);
   for (std::size_t e = 0; e < n; ++e) {
     auto it = dev_.find(entities[e].key);
     for (std::size_t t = 0; t < k; ++t) {
       want[e][t] = entities[e].ideal[t] + (it == dev_.end() ? 0.0 : it->second[t]);
-      cnt[e][t] = static_cast<int>(std::max(0.0, std::floor(want[e][t] + 1e-9)));
+      ideal_total[e] += entities[e].ideal[t];
+      want_total[e] += want[e][t];
     }
   }
-  std::vector<std::size_t> order(n);
-  for (std::size_t t = 0; t < k; ++t) {
-    int left = free.free_of_type(t);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return want[a][t] > want[b][t]; });
-    for (std::size_t e : order) {
-      cnt[e][t] = std::min(cnt[e][t], left);
-      left -= cnt[e][t];
-    }
-  }
-
-  // 2. Jobs per entity, round-robin; small-share rule.
-  std::vector<std::vector<std::size_t>> ordered(n);
-  std::vector<std::vector<std::size_t>> chosen(n);
-  std::vector<char> taken(s.jobs.size(), 0);
-  for (std::size_t e = 0; e < n; ++e) {
-    ordered[e] = entities[e].jobs;
-    order_by_starvation(s, ordered[e]);
-    int budget = std::accumulate(cnt[e].begin(), cnt[e].end(), 0);
-    int min_gang = budget + 1;
-    for (std::size_t i : ordered[e]) min_gang = std::min(min_gang, s.jobs[i].workers);
-    if (budget < min_gang) {
-      std::fill(cnt[e].begin(), cnt[e].end(), 0);
-      continue;
-    }
-    for (std::size_t i : ordered[e]) {
-      if (s.jobs[i].workers > budget) continue;
-      chosen[e].push_back(i);
-      budget -= s.jobs[i].workers;
-    }
-  }
-
-  // 3. Renew chosen running jobs whose devices fit the entity's counts,
-  // unless the counts offer a type where the job would run so much faster
-  // that moving pays its restart overhead within the lease.
   std::vector<std::vector<int>> held(n, std::vector<int>(k, 0));
-  std::vector<int> used;
-  struct Pending { std::size_t e, job; };
-  std::vector<Pending> to_place;
-  const double lease = lease_end - s.now;
-  auto worth_moving = [&](const Job& j, const std::vector<int>& budget) {
-    double best = 0.0;
-    for (std::size_t t = 0; t < k; ++t)
-      if (budget[t] >= j.workers && j.runs_on(t))
-        best = std::max(best, free.fits_one_node(t, j.workers) ? j.rate_one_node[t]
-                                                               : j.rate_spread[t]);
-    return best * (lease - j.restart_overhead_s) > j.rate * lease * (1 + 1e-9);
-  };
-  // Job i of entity e keeps its devices (already taken from `free`), or
-  // starts on free ones within the entity's counts (or, for leftovers, on any);
-  // either way what it holds is charged to e (and to its counts).
-  auto keep = [&](std::size_t e, std::size_t i, bool within_counts) {
-    for (DeviceRef d : s.jobs[i].devices) {
-      ++held[e][s.type_of(d)];
-      if (within_counts) --cnt[e][s.type_of(d)];
-    }
-    out.push_back({i, s.jobs[i].devices, lease_end});
-    taken[i] = 1;
-  };
-  std::vector<int> counts, budget(k);
-  auto start = [&](std::size_t e, std::size_t i, bool within_counts) {
-    const Job& j = s.jobs[i];
-    for (std::size_t t = 0; t < k; ++t)
-      budget[t] = !j.runs_on(t)     ? 0
-                  : within_counts ? std::min(cnt[e][t], free.free_of_type(t))
-                                  : free.free_of_type(t);
-    if (!choose_counts(j, budget, free, counts)) return;
-    auto devices = place_on_counts(free, counts);
-    for (std::size_t t = 0; t < k; ++t) {
-      held[e][t] += counts[t];
-      if (within_counts) cnt[e][t] -= counts[t];
+  std::vector<int> held_total(n, 0);
+  std::vector<char> taken(s.jobs.size(), 0), flagged(s.jobs.size(), 0);
+  std::vector<std::size_t> next_in_share, next_waiting;
+
+  // Only GPUs held within the share count against it: leftovers are GPUs no
+  // share claimed this round, so taking one costs its entity no credit (and
+  // a type it is not owed does not crowd out the types it is).
+  auto charge = [&](std::size_t e, std::size_t i, std::vector<DeviceRef> devices, bool in_share) {
+    if (in_share) {
+      for (DeviceRef d : devices) ++held[e][s.type_of(d)];
+      held_total[e] += s.jobs[i].workers;
+      next_in_share.push_back(i);
     }
     out.push_back({i, std::move(devices), lease_end});
+    entity_of_out.push_back(in_share ? e : n);
     taken[i] = 1;
   };
+  auto renew_in_place = [&](std::size_t e, std::size_t i, bool in_share) {
+    const Job& j = s.jobs[i];
+    if (j.state != JobState::kRunning || !free.take(j.devices)) return false;
+    charge(e, i, j.devices, in_share);
+    return true;
+  };
+  // A start within the share goes only to types the entity is owed (up to
+  // the owed count rounded up: what the per-type floors would give over the
+  // next rounds), or to any type when those cannot hold its gang at all;
+  // leftovers go anywhere.
+  std::vector<int> counts, limit(k);
+  std::vector<double> owed(k);
+  auto within_share_limits = [&](std::size_t e, const Job& j) {
+    int capacity = 0;
+    for (std::size_t t = 0; t < k; ++t) {
+      owed[t] = want[e][t] - held[e][t];
+      limit[t] = owed[t] > 1e-9 ? static_cast<int>(std::ceil(owed[t] - 1e-9)) : 0;
+      if (limit[t] > 0 && j.runs_on(t)) capacity += s.model->capacity[t];
+    }
+    if (capacity < j.workers) std::fill(limit.begin(), limit.end(), j.workers);
+  };
+  auto start = [&](std::size_t e, std::size_t i, bool in_share) {
+    const Job& j = s.jobs[i];
+    if (in_share) {
+      within_share_limits(e, j);
+    } else {
+      for (std::size_t t = 0; t < k; ++t) owed[t] = want[e][t] - held[e][t];
+      std::fill(limit.begin(), limit.end(), j.workers);
+    }
+    if (!choose_counts(j, owed, limit, free, counts)) return false;
+    charge(e, i, place_on_counts(free, counts), in_share);
+    return true;
+  };
+
+  // 1. The quantum: jobs placed within their share last round keep their
+  // GPUs until it runs out, newest first while the ideal share covers them.
+  for (std::size_t i : in_share_) flagged[i] = 1;
   for (std::size_t e = 0; e < n; ++e) {
-    for (std::size_t i : chosen[e]) {
+    std::vector<std::size_t> kept;
+    for (std::size_t i : entities[e].jobs) {
       const Job& j = s.jobs[i];
-      if (j.state == JobState::kRunning && devices_within(s, j, cnt[e], used) &&
-          !worth_moving(j, cnt[e]) && free.take(j.devices))
-        keep(e, i, true);
-      else
-        to_place.push_back({e, i});
+      if (flagged[i] && j.state == JobState::kRunning &&
+          s.now - j.run_start < options_.quantum_s - 1e-9)
+        kept.push_back(i);
+    }
+    std::stable_sort(kept.begin(), kept.end(), [&](std::size_t a, std::size_t b) {
+      return s.jobs[a].run_start > s.jobs[b].run_start;
+    });
+    for (std::size_t i : kept) {
+      bool covered = true;  // by the ideal share on every type it holds
+      for (DeviceRef d : s.jobs[i].devices)
+        covered &= held[e][s.type_of(d)] < entities[e].ideal[s.type_of(d)] - 1e-9;
+      if (covered) renew_in_place(e, i, true);
     }
   }
-  // 4. Place the rest, more workers first (OEF §4.3), on one host when possible.
-  std::stable_sort(to_place.begin(), to_place.end(), [&](const Pending& a, const Pending& b) {
+  for (std::size_t i : in_share_) flagged[i] = 0;
+
+  // 2. Choice: round-robin within the entity's credit, stopping at the first
+  // job that does not fit (the entity saves up for it).
+  std::vector<std::vector<std::size_t>> ordered(n);
+  std::vector<char> saving(n, 0);
+  struct Chosen {
+    std::size_t e, job;
+  };
+  std::vector<Chosen> chosen;
+  for (std::size_t e = 0; e < n; ++e) {
+    for (std::size_t i : entities[e].jobs)
+      if (!taken[i]) ordered[e].push_back(i);
+    order_by_starvation(s, ordered[e]);
+    double budget = want_total[e] - held_total[e];
+    for (std::size_t i : ordered[e]) {
+      const int g = s.jobs[i].workers;
+      if (g > budget + 1e-9) {
+        saving[e] = 1;
+        break;
+      }
+      chosen.push_back({e, i});
+      budget -= g;
+    }
+  }
+
+  // 3. Placement of the chosen: jobs that found no room last round first
+  // (longest waiting first), renewals in place, then more workers first. After
+  // a miss, starts are outside the quantum so the missed job finds room soon.
+  for (std::size_t i : waiting_for_capacity_) flagged[i] = 1;
+  std::vector<Chosen> first, rest;
+  for (const Chosen& c : chosen) (flagged[c.job] ? first : rest).push_back(c);
+  for (std::size_t i : waiting_for_capacity_) flagged[i] = 0;
+  std::stable_sort(first.begin(), first.end(), [&](const Chosen& a, const Chosen& b) {
+    return s.jobs[a.job].last_stop < s.jobs[b.job].last_stop;
+  });
+  // Types a missed job could have used: later starts there are outside the
+  // quantum, so the missed job finds room within one quantum.
+  std::vector<char> short_of_room(k, 0);
+  auto uses_short_type = [&](const std::vector<DeviceRef>& devices) {
+    for (DeviceRef d : devices)
+      if (short_of_room[s.type_of(d)]) return true;
+    return false;
+  };
+  auto place_chosen = [&](const Chosen& c) {
+    if (start(c.e, c.job, true)) {
+      // Still charged to the share, but not kept for a quantum.
+      if (uses_short_type(out.back().devices)) next_in_share.pop_back();
+      return;
+    }
+    within_share_limits(c.e, s.jobs[c.job]);
+    for (std::size_t t = 0; t < k; ++t)
+      if (limit[t] > 0 && s.jobs[c.job].runs_on(t)) short_of_room[t] = 1;
+    next_waiting.push_back(c.job);
+  };
+  for (const Chosen& c : first) place_chosen(c);
+  std::vector<Chosen> to_start;
+  for (const Chosen& c : rest) {
+    if (!renew_in_place(c.e, c.job, true)) {
+      to_start.push_back(c);
+    } else if (uses_short_type(out.back().devices)) {
+      next_in_share.pop_back();
+    }
+  }
+  std::stable_sort(to_start.begin(), to_start.end(), [&](const Chosen& a, const Chosen& b) {
     return s.jobs[a.job].workers > s.jobs[b.job].workers;
   });
-  for (const Pending& p : to_place) start(p.e, p.job, true);
+  for (const Chosen& c : to_start) place_chosen(c);
 
-  // 5. Leftovers: entities furthest below their ideal first; renew their
-  // preempted jobs in place, then start waiting ones.
-  if (free.total_free() > 0) {
-    std::vector<double> deficit(n, 0.0);
-    for (std::size_t e = 0; e < n; ++e)
-      for (std::size_t t = 0; t < k; ++t) deficit[e] += want[e][t] - held[e][t];
+  // 4. Leftovers: entities furthest below their share first; those saving up
+  // for a gang try that gang first and the rest of their jobs last.
+  auto hand_out_leftovers = [&] {
+    if (free.total_free() == 0) return;
+    std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return deficit[a] > deficit[b]; });
-    for (int pass = 0; pass < 2; ++pass) {
-      for (std::size_t e : order) {
-        for (std::size_t i : ordered[e]) {
-          if (free.total_free() == 0) break;
-          const Job& j = s.jobs[i];
-          if (taken[i]) continue;
-          if (pass == 0) {
-            if (j.state == JobState::kRunning && free.take(j.devices)) keep(e, i, false);
-          } else {
-            start(e, i, false);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return want_total[a] - held_total[a] > want_total[b] - held_total[b];
+    });
+    for (std::size_t e : order) {
+      if (!saving[e]) continue;
+      for (std::size_t i : ordered[e]) {
+        if (taken[i]) continue;
+        if (!renew_in_place(e, i, false)) start(e, i, false);
+        break;  // only the head
+      }
+    }
+    for (int saving_pass = 0; saving_pass < 2; ++saving_pass) {
+      for (int pass = 0; pass < 2; ++pass) {
+        for (std::size_t e : order) {
+          if (saving[e] != saving_pass) continue;
+          for (std::size_t i : ordered[e]) {
+            if (free.total_free() == 0) return;
+            if (taken[i]) continue;
+            if (pass == 0)
+              renew_in_place(e, i, false);
+            else
+              start(e, i, false);
           }
         }
       }
     }
+  };
+  hand_out_leftovers();
+
+  // 5. Idle faster GPUs: a running job kept on its devices moves there when
+  // the gain over the lease repays its restart; what it frees is handed out.
+  if (options_.move_to_faster && free.total_free() > 0) {
+    bool moved = false;
+    for (std::size_t q = 0; q < out.size(); ++q) {
+      Assignment& a = out[q];
+      const Job& j = s.jobs[a.job];
+      if (j.state != JobState::kRunning || a.devices != j.devices) continue;
+      std::size_t best_type = k;
+      double best = j.rate;
+      for (std::size_t t = 0; t < k; ++t) {
+        if (!j.runs_on(t) || free.free_of_type(t) < j.workers) continue;
+        const double r = rate_on(j, free, t);
+        if (r * (lease - j.restart_overhead_s) > best * lease * (1 + 1e-9)) {
+          best = r * (lease - j.restart_overhead_s) / lease;
+          best_type = t;
+        }
+      }
+      if (best_type == k) continue;
+      const std::size_t e = entity_of_out[q];
+      std::vector<DeviceRef> devices = free.pick(best_type, j.workers);
+      if (e < n) {
+        for (DeviceRef d : a.devices) --held[e][s.type_of(d)];
+        for (DeviceRef d : devices) ++held[e][s.type_of(d)];
+      }
+      free.give_back(a.devices);
+      a.devices = std::move(devices);
+      moved = true;
+    }
+    if (moved) hand_out_leftovers();
   }
 
-  // 6. Deviations from what each entity actually held.
+  // 6. Credits from what each entity actually held.
+  const double quantum_rounds = lease > 0 ? options_.quantum_s / lease : 1.0;
   std::map<std::uint64_t, std::vector<double>> next;
   for (std::size_t e = 0; e < n; ++e) {
     const RoundingEntity& ent = entities[e];
-    double cap = std::accumulate(ent.ideal.begin(), ent.ideal.end(), 0.0);
     int largest = 0;
     for (std::size_t i : ent.jobs) largest = std::max(largest, s.jobs[i].workers);
-    cap += largest;
+    const double cap = (ideal_total[e] + largest) * std::max(1.0, quantum_rounds);
     std::vector<double> d(k);
-    for (std::size_t t = 0; t < k; ++t)
-      d[t] = std::clamp(want[e][t] - held[e][t], -cap, cap);
+    for (std::size_t t = 0; t < k; ++t) d[t] = std::clamp(want[e][t] - held[e][t], -cap, cap);
     next[ent.key] = std::move(d);
   }
   dev_ = std::move(next);
+  in_share_ = std::move(next_in_share);
+  waiting_for_capacity_ = std::move(next_waiting);
   return out;
 }
 

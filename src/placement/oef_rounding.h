@@ -1,6 +1,7 @@
 // OEF's rounding placer (OEF §4.3, DESIGN §4): turns a tenant-level
 // fractional allocation into whole GPUs every round so that each entity's
-// long-run share approaches its ideal one.
+// long-run share approaches its ideal one, without starving big gangs or
+// rotating jobs every round.
 #pragma once
 
 #include <cstdint>
@@ -17,16 +18,33 @@ struct RoundingEntity {
   std::vector<std::size_t> jobs;     // its active jobs (indices into state.jobs)
 };
 
+struct RoundingOptions {
+  // A job started within its entity's share keeps its GPUs this long (from
+  // its start) unless the entity's ideal share drops below what it holds.
+  // 0: every round decides afresh (the paper's rounding).
+  double quantum_s = 900.0;  // three of OEF's 300 s rounds
+  // Move a running job onto idle faster GPUs when the speed-up repays its
+  // restart within the lease.
+  bool move_to_faster = true;
+};
+
 class OefRoundingPlacer {
  public:
-  // One round: every entity's integral GPUs per type, its jobs chosen
-  // round-robin (longest starvation first) and placed, leftovers handed out
-  // (work conservation), deviations updated with what each entity got.
+  explicit OefRoundingPlacer(RoundingOptions options = {}) : options_(options) {}
+
+  // One round: kept jobs within their quantum, every entity's jobs chosen
+  // round-robin (longest starvation first) within its credit, gangs that wait
+  // for capacity served first, leftovers handed out (work conservation), idle
+  // faster GPUs taken by running jobs that gain from them, and credits
+  // updated with what each entity held.
   std::vector<Assignment> place(const SchedulerState& state,
                                 const std::vector<RoundingEntity>& entities, double lease_end);
 
  private:
-  std::map<std::uint64_t, std::vector<double>> dev_;
+  RoundingOptions options_;
+  std::map<std::uint64_t, std::vector<double>> dev_;  // per entity key: credit per type
+  std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
+  std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first
 };
 
 // Orders jobs for round-robin inside a tenant (OEF §6.1.3): longest

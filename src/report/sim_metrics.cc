@@ -500,6 +500,7 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   std::vector<double> tenant_integral(n, 0.0), tenant_active_s(n, 0.0);
   std::vector<double> compute;
   double actual_integral = 0.0, estimated_integral = 0.0;
+  double contended_actual = 0.0, contended_estimated = 0.0, contended_busy = 0.0;
   bool has_estimate = false;
   for (const RoundSample& round : r.rounds) {
     const double len = round.end - round.start;
@@ -519,7 +520,13 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
     if (!std::isnan(round.estimated_throughput)) {
       has_estimate = true;
       estimated_integral += round.estimated_throughput * len;
+      contended_estimated += round.estimated_throughput * round.contended_s;
     }
+    s.contended_s += round.contended_s;
+    contended_actual += round.contended_throughput;
+    contended_busy += round.contended_busy_gpu_seconds;
+    s.idle_waiting_gpu_hours += round.idle_waiting_gpu_seconds / 3600.0;
+    s.plan_idle_waiting_gpu_hours += round.plan_idle_waiting_gpus * len / 3600.0;
   }
   s.compute_p50_s = percentile_nearest_rank(compute, 50);
   s.compute_max_s = max_of(compute);
@@ -530,6 +537,16 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   if (has_span && gpus > 0) s.utilisation = s.busy_gpu_seconds / (gpus * s.makespan_s);
   if (has_span) s.actual_throughput = actual_integral / s.makespan_s;
   if (has_span && has_estimate) s.estimated_throughput = estimated_integral / s.makespan_s;
+  if (s.contended_s > 0) {
+    s.contended_actual_throughput = contended_actual / s.contended_s;
+    if (has_estimate) s.contended_estimated_throughput = contended_estimated / s.contended_s;
+    if (gpus > 0) s.contended_utilisation = contended_busy / (gpus * s.contended_s);
+  }
+  if (s.busy_gpu_seconds > 0) {
+    double throughput_integral = 0.0;
+    for (const RoundSample& round : r.rounds) throughput_integral += round.throughput_integral;
+    s.throughput_per_busy_gpu = throughput_integral / s.busy_gpu_seconds;
+  }
 
   // Jain's index: a tenant's throughput is averaged over the time it had
   // active jobs (so a tenant that left early is not counted as starved after

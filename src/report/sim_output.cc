@@ -100,21 +100,35 @@ struct CompareColumn {
 };
 
 const std::vector<CompareColumn>& compare_columns() {
+  // The table holds 12 columns of 8 characters beside the policy names; the
+  // rest (makespan-based figures among them: one tail job decides those) are
+  // in compare.csv only. compare_legend() says what each table column is.
   static const std::vector<CompareColumn> columns = {
       {"avg_jct_s", "avg JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.avg_jct_s; }},
-      // The table holds 12 columns of 8 characters beside a 24-character name
-      // in 120; p95 JCT, worst rho_FTF and the restart-overhead share (the
-      // least looked-at next to avg JCT, the FTF unfair fraction and restarts)
-      // make room for the tenant unfairness ratio and the slowdown.
       {"p95_jct_s", "p95 JCT", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.p95_jct_s; },
        false},
       {"makespan_s", "make-", "span h", 1 / 3600.0, 2,
-       [](const SimSummary& s) { return s.makespan_s; }},
-      {"utilisation", "util", "%", 100, 1, [](const SimSummary& s) { return s.utilisation; }},
+       [](const SimSummary& s) { return s.makespan_s; }, false},
+      {"utilisation", "util", "%", 100, 1, [](const SimSummary& s) { return s.utilisation; },
+       false},
       {"actual_throughput", "tput", "actual", 1, 2,
-       [](const SimSummary& s) { return s.actual_throughput; }},
+       [](const SimSummary& s) { return s.actual_throughput; }, false},
       {"estimated_throughput", "tput", "est.", 1, 2,
-       [](const SimSummary& s) { return s.estimated_throughput; }},
+       [](const SimSummary& s) { return s.estimated_throughput; }, false},
+      {"contended_s", "cont.", "h", 1 / 3600.0, 2, [](const SimSummary& s) { return s.contended_s; },
+       false},
+      {"contended_utilisation", "util", "cont. %", 100, 1,
+       [](const SimSummary& s) { return s.contended_utilisation; }},
+      {"contended_actual_throughput", "tput", "actual", 1, 2,
+       [](const SimSummary& s) { return s.contended_actual_throughput; }},
+      {"contended_estimated_throughput", "tput", "est.", 1, 2,
+       [](const SimSummary& s) { return s.contended_estimated_throughput; }},
+      {"throughput_per_busy_gpu", "tput per", "busy GPU", 1, 3,
+       [](const SimSummary& s) { return s.throughput_per_busy_gpu; }, false},
+      {"idle_waiting_gpu_hours", "idle", "wait h", 1, 1,
+       [](const SimSummary& s) { return s.idle_waiting_gpu_hours; }},
+      {"plan_idle_waiting_gpu_hours", "plan", "idle h", 1, 1,
+       [](const SimSummary& s) { return s.plan_idle_waiting_gpu_hours; }, false},
       {"unfair_fraction", "FTF", "unfair", 1, 3,
        [](const SimSummary& s) { return s.unfair_fraction; }},
       {"worst_ftf_rho", "worst", "rho_FTF", 1, 2,
@@ -270,6 +284,13 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("jain_index", s.jain_index);
   real("actual_throughput", s.actual_throughput);
   real("estimated_throughput", s.estimated_throughput);
+  real("contended_s", s.contended_s);
+  real("contended_actual_throughput", s.contended_actual_throughput);
+  real("contended_estimated_throughput", s.contended_estimated_throughput);
+  real("contended_utilisation", s.contended_utilisation);
+  real("throughput_per_busy_gpu", s.throughput_per_busy_gpu);
+  real("idle_waiting_gpu_hours", s.idle_waiting_gpu_hours);
+  real("plan_idle_waiting_gpu_hours", s.plan_idle_waiting_gpu_hours);
   out["restarts"] = s.restarts;
   out["preemptions"] = s.preemptions;
   out["cross_type_placements"] = s.cross_type_placements;
@@ -309,7 +330,7 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("unfinished", fmt::format("{} ({} never started)", s.unfinished_jobs, s.never_started_jobs));
   line("makespan", seconds_and_hours(s.makespan_s));
   line("busy GPU time", seconds_and_hours(s.busy_gpu_seconds));
-  line("utilisation", percent(s.utilisation));
+  line("utilisation over the makespan", percent(s.utilisation));
   line("average JCT", seconds_and_hours(s.avg_jct_s));
   line("p50 JCT", seconds_and_hours(s.p50_jct_s));
   line("p95 JCT", seconds_and_hours(s.p95_jct_s));
@@ -343,9 +364,16 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
        fmt::format("{} ({} active tenant{})", fixed(s.jain_index, 3), s.active_tenants,
                    s.active_tenants == 1 ? "" : "s"));
 
-  section("throughput and disruption");
-  line("normalised throughput, actual", fixed(s.actual_throughput, 3));
-  line("normalised throughput, estimated", fixed(s.estimated_throughput, 3));
+  section("efficiency and disruption");
+  line("contended time (some job waits)", seconds_and_hours(s.contended_s));
+  line("utilisation, contended", percent(s.contended_utilisation));
+  line("normalised throughput, contended", fixed(s.contended_actual_throughput, 3));
+  line("  estimated, contended", fixed(s.contended_estimated_throughput, 3));
+  line("normalised throughput per busy GPU", fixed(s.throughput_per_busy_gpu, 3));
+  line("normalised throughput, makespan", fixed(s.actual_throughput, 3));
+  line("  estimated, makespan", fixed(s.estimated_throughput, 3));
+  line("idle while a job waited", fixed(s.idle_waiting_gpu_hours, 2) + " GPU-h");
+  line("  of it left idle by the plans", fixed(s.plan_idle_waiting_gpu_hours, 2) + " GPU-h");
   line("restarts", count(s.restarts));
   line("preemptions", count(s.preemptions));
   line("cross-type placements", count(s.cross_type_placements));
@@ -393,6 +421,7 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
   if (runs.empty()) return out;
 
   const auto& [base_name, base] = runs.front();
+  out += compare_legend();
   out += fmt::format("\nratio to {} (value / {}'s; - where undefined)\n", base_name, base_name);
   header(out);
   for (const auto& [name, summary] : runs)
@@ -401,6 +430,28 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
       return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
     });
   return out;
+}
+
+std::string compare_legend() {
+  return
+      "\n"
+      "avg JCT h       mean job completion time (finish - arrival) of finished jobs, hours\n"
+      "util cont. %    busy GPUs / all GPUs while some job waited (contended time)\n"
+      "tput actual     normalised throughput achieved while some job waited (OEF 6.1.4: sum of\n"
+      "                running workers' speedups, slowest GPU type = 1 per GPU)\n"
+      "tput est.       the same promised by the share policy's fractional allocation, each\n"
+      "                tenant's share counted up to the GPUs its jobs can use\n"
+      "idle wait h     GPU-hours idle while a waiting job could have used them (work\n"
+      "                conservation violations, mid-round completions included)\n"
+      "FTF unfair      share of finished jobs with finish-time fairness rho > 1 (Themis)\n"
+      "tenant unfair   share of (tenant, window) pairs below their fair GPU time (Astraea 6.3)\n"
+      "sharing loss15  share of finished jobs below 95% of their fair GPU time within their\n"
+      "                tenant (Astraea eq. 15)\n"
+      "slowdown        mean JCT / time holding GPUs\n"
+      "Jain index      Jain's index of tenants' weighted normalised throughput\n"
+      "restarts        job (re)starts after the first, all jobs\n"
+      "compute p50 ms  median scheduler time per scheduling point\n"
+      "makespan-based utilisation and throughput, p95 JCT and more are in compare.csv\n";
 }
 
 std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs) {

@@ -104,6 +104,7 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
   j.settled_at = t;
   if (!sums_) return;
   sums_->busy_gpu_seconds += j.workers * dt;
+  sums_->throughput += productive * j.normalised_rate();
   if (sums_->tenant_throughput.empty()) return;
   sums_->tenant_throughput[j.tenant] += productive * j.normalised_rate();
   const std::size_t k = s.model->cluster.num_types();
@@ -112,6 +113,10 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
 
 void SimulatedExecutor::settle_all(SchedulerState& s) {
   for (std::size_t i : s.running) settle(s, s.jobs[i], s.now);
+}
+
+double SimulatedExecutor::next_finish() const {
+  return finishes_.empty() ? std::numeric_limits<double>::infinity() : finishes_.top().t;
 }
 
 void SimulatedExecutor::advance(SchedulerState& s, double until) {
@@ -129,6 +134,8 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
     j.record.done = j.work;
     j.record.finish = t;
     close_job(s, j);
+    if (sums_ && !sums_->idle_by_type.empty())
+      for (DeviceRef d : j.devices) ++sums_->idle_by_type[s.type_of(d)];
     release(s, j);
     j.state = JobState::kFinished;
     any = true;

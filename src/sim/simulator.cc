@@ -5,6 +5,7 @@
 // arrival, keeping the interval grid.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <stdexcept>
 
@@ -13,6 +14,46 @@
 #include "fairgpu/simulator.h"
 
 namespace fairgpu {
+namespace {
+
+// Waiting jobs by (gang, types it runs on): what idle GPUs could serve.
+using WaitingClasses = std::map<std::pair<int, std::uint64_t>, int>;
+
+std::uint64_t type_mask(const Job& j) {
+  std::uint64_t mask = 0;
+  for (std::size_t t = 0; t < j.rate_best.size() && t < 64; ++t)
+    if (j.runs_on(t)) mask |= std::uint64_t{1} << t;
+  return mask;
+}
+
+// Idle GPUs that waiting jobs could use: smallest gangs first, each taking
+// its whole gang from the idle GPUs of any types it runs on (mixed types
+// run, at the slowest). A greedy count, exact when gangs are all one size;
+// it is 0 exactly when no waiting job fits on the idle GPUs.
+int idle_usable_by_waiting(const std::vector<int>& idle, const WaitingClasses& waiting) {
+  std::vector<int> left = idle;
+  int used = 0;
+  for (const auto& [key, count] : waiting) {
+    const auto [gang, mask] = key;
+    for (int c = 0; c < count; ++c) {
+      int avail = 0;
+      for (std::size_t t = 0; t < left.size(); ++t)
+        if (mask >> t & 1) avail += left[t];
+      if (avail < gang) break;
+      int need = gang;
+      for (std::size_t t = 0; t < left.size() && need > 0; ++t) {
+        if (!(mask >> t & 1)) continue;
+        const int take = std::min(need, left[t]);
+        left[t] -= take;
+        need -= take;
+      }
+      used += gang;
+    }
+  }
+  return used;
+}
+
+}  // namespace
 
 SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPolicy& policy,
                    const SimOptions& options) {
@@ -32,6 +73,9 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   out.tenants = state.tenants;
 
   SimulatedExecutor::RoundSums sums;
+  std::vector<std::size_t> device_type;  // flat device -> its type
+  for (const Node& node : model.cluster.nodes)
+    device_type.insert(device_type.end(), static_cast<std::size_t>(node.gpus), node.type);
   SimulatedExecutor executor(&sums);
   VirtualClock clock;
 
@@ -48,13 +92,39 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     for (; next_job < n && state.jobs[next_job].arrival <= state.now + 1e-9; ++next_job)
       admit_job(state, next_job);
   };
+  // Inside a round: the waiting jobs by class and the idle GPUs per type
+  // (kept current by completions through the executor's sums), so the
+  // work-conservation measure and contention are followed event by event.
+  WaitingClasses waiting;
+  int waiting_jobs = 0;
+  double contended_from = kUnset;  // NaN: nothing has waited yet this round
+  double throughput_before = 0.0, busy_before = 0.0;
+  double idle_waiting = 0.0;       // GPU-seconds, this round
+  int usable_idle = 0;             // current value of the measure
+  auto add_waiting = [&](const Job& j) {
+    ++waiting[{j.workers, type_mask(j)}];
+    ++waiting_jobs;
+  };
   auto run_until = [&](double until) {
     while (state.now < until) {
-      double stop = next_job < n ? std::min(until, state.jobs[next_job].arrival) : until;
+      double stop = std::min(until, executor.next_finish());
+      if (next_job < n) stop = std::min(stop, state.jobs[next_job].arrival);
+      const double from = state.now;
       const std::size_t before = state.active.size();
       executor.advance(state, std::max(stop, state.now));
+      idle_waiting += usable_idle * (state.now - from);
       finished += before - state.active.size();
+      const std::size_t first_new = next_job;
       admit_arrivals();
+      if (next_job > first_new && std::isnan(contended_from)) {
+        executor.settle_all(state);  // the contended part starts here
+        contended_from = state.now;
+        throughput_before = sums.throughput;
+        busy_before = sums.busy_gpu_seconds;
+      }
+      for (std::size_t i = first_new; i < next_job; ++i) add_waiting(state.jobs[i]);
+      if (!sums.idle_by_type.empty() && (before != state.active.size() || next_job > first_new))
+        usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
     }
   };
 
@@ -90,6 +160,17 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     sample.estimated_throughput = plan.estimated_throughput;
     sample.active_jobs = static_cast<int>(state.active.size());
     sums = {};
+    sums.idle_by_type.assign(k, 0);
+    for (std::size_t d = 0; d < state.device_owner.size(); ++d)
+      if (state.device_owner[d] == -1) ++sums.idle_by_type[device_type[d]];
+    waiting.clear();
+    waiting_jobs = 0;
+    for (std::size_t i : state.active)
+      if (state.jobs[i].state != JobState::kRunning) add_waiting(state.jobs[i]);
+    contended_from = waiting_jobs > 0 ? t : kUnset;
+    throughput_before = busy_before = idle_waiting = 0.0;
+    usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
+    sample.plan_idle_waiting_gpus = usable_idle;
     if (options.tenant_series) {
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
@@ -108,6 +189,13 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
 
     sample.end = until;
     sample.busy_gpu_seconds = sums.busy_gpu_seconds;
+    sample.idle_waiting_gpu_seconds = idle_waiting;
+    sample.throughput_integral = sums.throughput;
+    if (!std::isnan(contended_from)) {
+      sample.contended_s = until - contended_from;
+      sample.contended_throughput = sums.throughput - throughput_before;
+      sample.contended_busy_gpu_seconds = sums.busy_gpu_seconds - busy_before;
+    }
     if (options.tenant_series) {
       const double len = until - t;
       for (double& v : sums.tenant_throughput) v /= len;

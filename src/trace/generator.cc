@@ -7,7 +7,9 @@
 //   main type is pool[i % |pool|] of the pool shuffled with the seed; a job has
 //   it with probability main_type_fraction, otherwise one of the pool's other
 //   types, uniformly.
-// - Run times are written as duration_s (isolated, slowest type).
+// - Run times are written as duration_s (isolated, slowest type); with
+//   run_times, each job draws one of them uniformly (one draw, in place of
+//   the style's run-time draws) and keeps the style's workers.
 // Style "gavel", Gavel's job-size mix (Narayanan et al., OSDI 2020, simulation
 // setup): each job's tenant uniform; run time 60 * 10^U(1.5, 3) s with
 // probability 0.8, else 60 * 10^U(3, 4) s; workers 1, 2, 4, 8 with probability
@@ -140,6 +142,9 @@ Workload generate_workload(const GeneratorOptions& options, const ProfileCatalog
   if (!(options.arrivals_per_hour > 0) || !std::isfinite(options.arrivals_per_hour))
     bad_option("arrivals_per_hour",
                fmt::format("must be a finite number > 0, got {}", options.arrivals_per_hour));
+  for (double r : options.run_times)
+    if (!(r > 0) || !std::isfinite(r))
+      bad_option("run_times", fmt::format("must be finite seconds > 0, got {}", r));
   if (!(options.main_type_fraction >= 0 && options.main_type_fraction <= 1))
     bad_option("main_type_fraction",
                fmt::format("must be between 0 and 1, got {}", options.main_type_fraction));
@@ -226,19 +231,43 @@ Workload generate_workload(const GeneratorOptions& options, const ProfileCatalog
         }
         w -= share.probability;
       }
-      double r = std::sqrt(-2.0 * std::log1p(-uniform()));  // Box-Muller, cosine half
-      double z = r * std::cos(2.0 * std::numbers::pi * uniform());
-      job.duration_s = venus_duration(job.workers, z);
+      if (options.run_times.empty()) {
+        double r = std::sqrt(-2.0 * std::log1p(-uniform()));  // Box-Muller, cosine half
+        double z = r * std::cos(2.0 * std::numbers::pi * uniform());
+        job.duration_s = venus_duration(job.workers, z);
+      }
     } else {
-      bool long_job = uniform() >= 0.8;
-      double exponent = long_job ? 3.0 + uniform() : 1.5 + 1.5 * uniform();
-      job.duration_s = 60.0 * std::pow(10.0, exponent);
+      if (options.run_times.empty()) {
+        bool long_job = uniform() >= 0.8;
+        double exponent = long_job ? 3.0 + uniform() : 1.5 + 1.5 * uniform();
+        job.duration_s = 60.0 * std::pow(10.0, exponent);
+      }
       double w = uniform();
       job.workers = w < 0.7 ? 1 : w < 0.8 ? 2 : w < 0.95 ? 4 : 8;
     }
+    if (!options.run_times.empty()) job.duration_s = options.run_times[index(options.run_times.size())];
     jobs.push_back(std::move(job));
   }
   return text_input::make_workload(std::move(jobs));
+}
+
+std::vector<double> read_run_times(const std::string& path, std::size_t* zeros) {
+  text_input::LineTable t(path, ',', true);
+  if (!t.next()) throw InputError(path, "header", "empty file, expected a header line");
+  std::vector<double> out;
+  *zeros = 0;
+  while (t.next()) {
+    if (t.cells().size() != 1)
+      t.fail("run time", fmt::format("expected one column, got {}", t.cells().size()));
+    const double v = text_input::finite_cell(t.cells()[0], t, "run time");
+    if (v < 0) t.fail("run time", fmt::format("must be >= 0 seconds, got {}", v));
+    if (v == 0)
+      ++*zeros;
+    else
+      out.push_back(v);
+  }
+  if (out.empty()) throw InputError(path, "run time", "no run time > 0");
+  return out;
 }
 
 }  // namespace fairgpu
