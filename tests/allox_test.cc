@@ -5,6 +5,7 @@
 // Restart overhead is 0 and every processing time an integer number of
 // seconds, with a scheduling point every second, so the simulated JCTs are
 // exact.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,8 +32,7 @@ SimResult run(const Cluster& c, const ProfileCatalogue& profiles, const Workload
   ClusterModel model = bind_model(c, profiles, w, 0.0);
   RoundPolicyOptions o;
   o.round_s = 1.0;
-  o.allox_alpha = alpha;
-  auto p = make_round_policy("allox", o);
+  auto p = make_round_policy(fmt::format("allox:alpha={}", alpha), o);
   return simulate(model, w, *p);
 }
 

@@ -54,6 +54,10 @@ class CliTest : public testing::Test {
   std::filesystem::path dir_;
 };
 
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
 std::size_t count_lines(const std::string& s) {
   return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
 }
@@ -240,17 +244,40 @@ TEST_F(CliTest, UnknownPolicyListsTheValidNames) {
     EXPECT_NE(r.err.find(name), std::string::npos) << name << " in " << r.err;
 }
 
-TEST_F(CliTest, PoliciesListsEveryPolicy) {
+TEST_F(CliTest, PoliciesListsEveryPolicyAndItsKeys) {
   RunResult r = run({"policies"});
   ASSERT_EQ(r.status, 0) << r.err;
-  // Two headings, then one line per policy.
-  EXPECT_EQ(count_lines(r.out), 2 + round_policy_names().size());
-  EXPECT_EQ(round_policy_names().size(),
-            PolicyRegistry::builtin().all().size() + time_sharing_policy_descriptions().size());
-  for (const auto& name : round_policy_names()) {
-    std::string line_start = "\n  " + name + " ";
-    EXPECT_NE(r.out.find(line_start), std::string::npos) << name << " in\n" << r.out;
-  }
+  ASSERT_EQ(round_policy_catalogue().size(), round_policy_names().size());
+  // Two lines of usage, two headings, one line per policy and one per key.
+  std::size_t keys = 0;
+  for (const auto& p : round_policy_catalogue()) keys += p.keys.size();
+  EXPECT_EQ(count_lines(r.out), 4 + round_policy_names().size() + keys);
+  // Each policy's line, then its keys (key=default, help, what it accepts),
+  // before the next policy's line.
+  auto section = [&](const std::string& name) {
+    std::size_t at = r.out.find("\n  " + name + " ");
+    if (at == std::string::npos) return std::string();
+    std::size_t end = r.out.find("\n  ", at + 3);
+    while (end != std::string::npos && r.out.compare(end, 5, "\n    ") == 0)
+      end = r.out.find("\n  ", end + 3);
+    return r.out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  };
+  for (const auto& name : round_policy_names())
+    EXPECT_FALSE(section(name).empty()) << name << " in\n" << r.out;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {"themis", {"filter=0.8", "fraction of jobs", "a number in (0, 1]", "lease=900", "round=10"}},
+      {"allox", {"alpha=1 ", "fraction of tenants", "a number in (0, 1]"}},
+      {"tiresias", {"thresholds=3600 ", "'/'", "strictly ascending", "promote=8 "}},
+      {"astraea", {"fair-share=quota", "one of quota | demand"}},
+      {"ftf", {"round=360", "level=job"}},
+      {"oef-coop", {"level=tenant", "one of tenant | job", "round=300", "demands=on", "on or off"}},
+      {"gavel", {"level=job", "round=360"}},
+  };
+  for (const auto& [name, parts] : expected)
+    for (const auto& part : parts)
+      EXPECT_TRUE(contains(section(name), part)) << part << " under " << name << ":\n" << section(name);
+  EXPECT_FALSE(contains(section("oef-coop"), "filter=")) << section("oef-coop");
+  EXPECT_FALSE(contains(section("fifo"), "alpha=")) << section("fifo");
 }
 
 TEST_F(CliTest, HelpListsSubcommands) {

@@ -276,7 +276,7 @@ TEST(Drf, NeverOverbooksCpusOrMemoryAndFinishesEveryJob) {
   Workload w = workload(jobs, {{"t0", 1.0}, {"t1", 2.0}, {"t2", 1.0}});
   ClusterModel model = bind_model(c, linear_profile(), w, 10.0);
   RoundPolicyOptions o;
-  o.lease_s = 300;
+  o.set("lease", "300");
   CheckedDrf policy(o);
   SimResult r = simulate(model, w, policy);
   for (const auto& j : r.jobs) {

@@ -62,7 +62,7 @@ TEST(Astraea, Fig6EqualGpuTimeByMinute30) {
   // they run. t=1200: Job2 = Job3 = 1800/2400 = 0.75 < Job1 = 3600/2400 = 1.5:
   // they renew. t=1800: all at 3600 GPU-s (60 GPU-minutes each, Fig. 6c).
   RoundPolicyOptions o;
-  o.lease_s = 600;
+  o.set("lease", "600");
   SimResult r = run(slow_cluster({6}), fig6(), "astraea", o, 1800, 0.0);
   for (const char* id : {"Job1", "Job2", "Job3"})
     EXPECT_NEAR(rec(r, id).attained_gpu_seconds, 3600.0, 1e-6) << id;
@@ -86,7 +86,7 @@ TEST(Themis, Fig6FinishTimeFairnessGivesTheBigJobHalf) {
   // Each 20 minutes Job1 gets 6 x 600 of the 6 x 1200 GPU-seconds (1/2),
   // Job2 and Job3 3 x 600 each (1/4): Astraea §4.1.2, Fig. 6b.
   RoundPolicyOptions o;
-  o.lease_s = 600;
+  o.set("lease", "600");
   for (double horizon : {1200.0, 2400.0}) {
     SimResult r = run(slow_cluster({6}), fig6(), "themis", o, horizon, 0.0);
     const double total = 6 * horizon;
@@ -188,7 +188,7 @@ TEST(GangRound, SpreadGangMovesOntoOneNodeWhenOneFrees) {
   Workload w = workload({job("a", "t", "lin", 3, 0, 300), job("b", "t", "lin", 3, 0, 3e6),
                          job("c", "t", "lin", 2, 5, 4000)});
   RoundPolicyOptions o;
-  o.lease_s = 300;
+  o.set("lease", "300");
   SimResult r = run(slow_cluster({4, 4}), w, "fifo", o, INFINITY, 10.0);
   EXPECT_NEAR(rec(r, "a").finish, 110.0, 1e-6);
   EXPECT_EQ(rec(r, "c").cross_node_placements, 1);

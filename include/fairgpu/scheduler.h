@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "fairgpu/cluster.h"
+#include "fairgpu/policy_options.h"
 #include "fairgpu/profile.h"
 #include "fairgpu/sim_result.h"
 #include "fairgpu/workload.h"
@@ -216,39 +217,48 @@ class RoundPolicy {
   virtual RoundPlan plan(const SchedulerState& state) = 0;
 };
 
+// What applies to a round policy besides its own `NAME:key=value` settings:
+// the alias flags (`--level`, `--round`, `--lease`, `--tenant-demands`,
+// `--themis-filter`, ...) and the serve config's `policy_options`. Only what
+// every round policy has is a field (its level and its interval, also the
+// live manager's scheduling interval); everything else is a key a policy
+// declares in its own file (policy_options.h), set here as text. Order of
+// precedence, lowest first: the policy's default, level and round_s, the
+// settings, the specifier's own values.
 struct RoundPolicyOptions {
-  std::string level;     // "" = the policy's default, "tenant" or "job"
-  double round_s = 0.0;  // 0 = the policy's default
-  // Tenant level: demand- and gang-aware shares (each tenant's share capped
-  // by the GPUs its active jobs can use, speedups from its jobs' gang rates).
-  // Off, shares follow the paper (1-worker speedups of the job type and
-  // weights only) and the placer hands GPUs a tenant cannot use to the others;
-  // the allocation is then recomputed only when a tenant's set of job types
-  // changes, not on every arrival.
-  bool tenant_demands = true;
+  std::string level;     // key `level`: "" = the policy's default, "tenant" or "job"
+  double round_s = 0.0;  // key `round`: 0 = the policy's default
 
-  // Time-sharing policies (each policy file says which it reads). Their
-  // defaults are Astraea's evaluation setting (§6.1.3) for every preemptive
-  // one, so a comparison isolates the ordering: 900 s leases asked about every
-  // 10 s (round_s is the scheduling interval).
-  double lease_s = 0.0;                 // lease term; 0 = the policy's default
-  double themis_filter = 0.8;           // Themis: fraction f of jobs, worst rho first, that bid
-  double allox_alpha = 1.0;             // AlloX: fraction of tenants, lowest progress first
-  // Tiresias: attained-service thresholds between its queues (GPU-seconds,
-  // ascending) and the starvation guard's multiple of a job's last run.
-  std::vector<double> tiresias_thresholds = {3600.0};
-  double tiresias_promote = 8.0;
-  std::string astraea_fair_share = "quota";  // Astraea: "quota" (eq. 16) or "demand" (eq. 8)
+  struct Setting {
+    std::string policy;  // "" = every policy that declares `key`, else that policy only
+    std::string key;
+    std::string value;
+  };
+  std::vector<Setting> settings = {};  // later ones win
+  // `key=value` for every policy that declares `key` (a policy that does not
+  // ignores it), or with `policy` for that policy only (checked against its
+  // keys whichever policy runs).
+  void set(std::string key, std::string value, std::string policy = {}) {
+    settings.push_back({std::move(policy), std::move(key), std::move(value)});
+  }
 };
 
-// Round policies by name: every share policy (wrapped) and the time-sharing
-// policies. Throws InputError for an unknown name or an unsupported level.
-std::unique_ptr<RoundPolicy> make_round_policy(std::string_view name,
+// Round policies by specifier, `NAME` or `NAME:key=value[:key=value...]`
+// (policy_options.h): every share policy (wrapped) and the time-sharing
+// policies; the policy reports itself under the full specifier. Throws
+// InputError for an unknown name, key or bad value.
+std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
                                                const RoundPolicyOptions& options);
 std::vector<std::string> round_policy_names();
-// The time-sharing policies' names and one-line descriptions (the share
-// policies describe themselves in PolicyRegistry).
-std::vector<std::pair<std::string, std::string>> time_sharing_policy_descriptions();
+
+// For `fairgpu policies` and --help: every round policy, share policies first.
+struct RoundPolicyInfo {
+  std::string name;
+  std::string description;  // one line
+  bool share = false;       // a share policy (tenant or job level), else time-sharing
+  std::vector<OptionSpec> keys;
+};
+std::vector<RoundPolicyInfo> round_policy_catalogue();
 
 // Carries out plans and reports progress back into the state.
 class Executor {

@@ -99,17 +99,31 @@ std::string run_audit(const AuditArgs& a) {
   return allocation_to_text(problem, given.x, {"", -1, &report});
 }
 
+// Every round policy with its description and, under it, its keys: key=default,
+// what the key accepts and its help.
 std::string run_policies() {
-  const auto& all = PolicyRegistry::builtin().all();
-  std::size_t width = 0;
-  for (const auto& p : all) width = std::max(width, p.name.size());
-  const auto time_sharing = time_sharing_policy_descriptions();
-  for (const auto& [name, description] : time_sharing) width = std::max(width, name.size());
-  std::string out = "share policies (tenant or job level):\n";
-  for (const auto& p : all) out += fmt::format("  {:<{}}  {}\n", p.name, width, p.description);
-  out += "time-sharing policies (job level):\n";
-  for (const auto& [name, description] : time_sharing)
-    out += fmt::format("  {:<{}}  {}\n", name, width, description);
+  const auto all = round_policy_catalogue();
+  std::size_t width = 0, key_width = 0;
+  for (const auto& p : all) {
+    width = std::max(width, p.name.size());
+    for (const auto& k : p.keys)
+      key_width = std::max(key_width, k.key.size() + 1 + k.default_value.size());
+  }
+  std::string out =
+      "Name a policy NAME or NAME:key=value[:key=value...] (simulate --policy, compare\n"
+      "--policies, serve's \"policy\"), e.g. allox:alpha=0.2; a list value is '/'-separated.\n";
+  bool share = false, first = true;
+  for (const auto& p : all) {
+    if (first || p.share != share)
+      out += p.share ? "share policies (tenant or job level):\n"
+                     : "time-sharing policies (job level):\n";
+    first = false;
+    share = p.share;
+    out += fmt::format("  {:<{}}  {}\n", p.name, width, p.description);
+    for (const auto& k : p.keys)
+      out += fmt::format("      {:<{}}  {} ({})\n", k.key + "=" + k.default_value, key_width,
+                         k.help, describe_accepted(k));
+  }
   return out;
 }
 
@@ -161,7 +175,8 @@ int run(int argc, char** argv) {
   audit->add_flag("--json", aud.json, "print the audit as JSON");
   audit->add_flag("--no-sp-probe", aud.no_sp_probe, "skip the strategy-proofness probe");
 
-  auto* policies = app.add_subcommand("policies", "list the registered policies");
+  auto* policies = app.add_subcommand(
+      "policies", "list the registered policies and each one's keys (NAME:key=value)");
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
   cli::add_agent_command(app, commands);

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "fairgpu/input_error.h"
+#include "fairgpu/policy_options.h"
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
@@ -61,33 +62,42 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--gen-style", s.generator.style,
                 "job mix of the generated workload: gavel (default) | venus (SenseTime's "
                 "Venus, Astraea §3.1)");
-  c->add_option("--level", a.policy_options.level,
-                "tenant | job (default: tenant for OEF and the other share policies, job for "
-                "gavel)");
-  c->add_flag("--tenant-demands,!--paper-shares", a.policy_options.tenant_demands,
-              "tenant level: demand- and gang-aware shares (default): each tenant's share is "
-              "capped by the GPUs its active jobs can use and its speedups are its jobs' gang "
-              "rates; --paper-shares: 1-worker speedups and weights only, as in OEF");
-  c->add_option("--round", a.policy_options.round_s,
-                "round / scheduling interval in seconds (default: the policy's: OEF 300, Gavel "
-                "360, time-sharing policies 10)");
+  // Aliases of policy keys (see 'fairgpu policies'): each applies to every
+  // chosen policy that declares the key; a specifier's own key=value wins.
   RoundPolicyOptions& p = a.policy_options;
-  c->add_option("--lease", p.lease_s,
-                "time-sharing policies: lease term in seconds (default 900, Astraea §6.1.3; "
-                "--round sets their scheduling interval, default 10)");
-  c->add_option("--themis-filter", p.themis_filter,
-                "themis: fraction of jobs, worst finish-time fairness first, that bid (default "
-                "0.8)");
-  c->add_option("--allox-alpha", p.allox_alpha,
-                "allox: fraction of tenants, lowest progress first, considered (default 1)");
-  c->add_option("--tiresias-thresholds", p.tiresias_thresholds,
-                "tiresias: attained GPU-seconds between its queues, ascending (default 3600)")
-      ->delimiter(',');
-  c->add_option("--tiresias-promote", p.tiresias_promote,
-                "tiresias: promote a job waiting longer than this multiple of its last run "
-                "(default 8)");
-  c->add_option("--astraea-fair-share", p.astraea_fair_share,
-                "astraea: tenant fair share quota (eq. 16, default) or demand (eq. 8)");
+  c->add_option("--level", p.level,
+                "alias of key level, every policy: tenant | job (default: tenant for OEF and "
+                "the other share policies, job for gavel and the time-sharing policies)");
+  c->add_flag_callback(
+      "--tenant-demands", [&p] { p.set("demands", "on"); },
+      "alias of key demands=on (the default), share policies: at tenant level demand- and "
+      "gang-aware shares: each tenant's share is capped by the GPUs its active jobs can use "
+      "and its speedups are its jobs' gang rates");
+  c->add_flag_callback(
+      "--paper-shares", [&p] { p.set("demands", "off"); },
+      "alias of key demands=off, share policies: 1-worker speedups and weights only, as in "
+      "OEF");
+  c->add_option("--round", p.round_s,
+                "alias of key round, every policy: round / scheduling interval in seconds "
+                "(default: the policy's: OEF 300, Gavel 360, time-sharing policies 10)");
+  auto alias = [&](const char* flag, const char* key, const char* policy, const char* help) {
+    c->add_option_function<std::string>(
+        flag, [&p, key, policy](const std::string& v) { p.set(key, v, policy); }, help);
+  };
+  alias("--lease", "lease", "",
+        "alias of key lease, time-sharing policies: lease term in seconds (default 900, "
+        "Astraea §6.1.3; --round sets their scheduling interval, default 10)");
+  alias("--themis-filter", "filter", "themis", "alias of themis:filter=F");
+  alias("--allox-alpha", "alpha", "allox", "alias of allox:alpha=A");
+  c->add_option_function<std::string>(
+      "--tiresias-thresholds",
+      [&p](std::string v) {
+        std::replace(v.begin(), v.end(), ',', '/');
+        p.set("thresholds", v, "tiresias");
+      },
+      "alias of tiresias:thresholds=T1/T2/... (here comma-separated: T1,T2,...)");
+  alias("--tiresias-promote", "promote", "tiresias", "alias of tiresias:promote=M");
+  alias("--astraea-fair-share", "fair-share", "astraea", "alias of astraea:fair-share=quota|demand");
   c->add_option("--restart-overhead", s.restart_overhead_s,
                 "seconds of progress a (re)started job loses (default 10; a profile may set "
                 "its own)");
@@ -168,7 +178,7 @@ std::string run_simulate(const SimArgs& a) {
   Scenario sc = load(a);
   SimResult r = run_one(sc, a.policy, a);
   SimSummary s = summarise(r, a.summary);
-  std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + a.policy : a.out;
+  std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + policy_folder_name(a.policy) : a.out;
   write_files(dir, {{"jobs.csv", jobs_csv(r)},
                     {"tenants.csv", tenants_csv(r)},
                     {"utilisation.csv", utilisation_csv(r)},
@@ -180,15 +190,21 @@ std::string run_simulate(const SimArgs& a) {
 }
 
 std::vector<std::string> split_policies(const std::string& list) {
-  std::vector<std::string> out;
+  std::vector<std::string> out, folders;
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
-    // Each run writes <out>/<policy>/: a repeated name would overwrite its first run.
+    // Each run writes <out>/<folder>/: a repeated name would overwrite its first run.
     if (std::find(out.begin(), out.end(), item) != out.end())
       throw InputError("options", "policies", fmt::format("'{}' is given twice", item));
+    std::string folder = policy_folder_name(item);
+    if (std::find(folders.begin(), folders.end(), folder) != folders.end())
+      throw InputError("options", "policies",
+                       fmt::format("'{}' writes to the same folder '{}' as another policy", item,
+                                   folder));
     out.push_back(item);
+    folders.push_back(std::move(folder));
   }
   if (out.empty()) throw InputError("options", "policies", "no policy given");
   return out;
@@ -205,13 +221,13 @@ std::string run_compare(const SimArgs& a) {
     SimResult r = run_one(sc, n, a);
     SimSummary s = summarise(r, a.summary);
     std::string label = n + (a.policy_options.level.empty() ? "" : "@" + r.level);
-    files.push_back({n + "/jobs.csv", jobs_csv(r)});
-    files.push_back({n + "/summary.json", summary_json(r, s)});
+    files.push_back({policy_folder_name(n) + "/jobs.csv", jobs_csv(r)});
+    files.push_back({policy_folder_name(n) + "/summary.json", summary_json(r, s)});
     runs.emplace_back(label, s);
   }
   files.push_back({"compare.csv", compare_csv(runs)});
   std::string dir = a.out.empty() ? "fairgpu-out/compare" : a.out;
-  for (const auto& n : names) std::filesystem::create_directories(dir + "/" + n);
+  for (const auto& n : names) std::filesystem::create_directories(dir + "/" + policy_folder_name(n));
   write_files(dir, files);
   return fmt::format("{}\n{}\nwrote {}/ (compare.csv, <policy>/jobs.csv, <policy>/summary.json)\n",
                      sc.description, compare_table(runs), dir);
@@ -254,11 +270,14 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   auto* simulate = app.add_subcommand(
       "simulate", "run a trace on a cluster under one policy (built-in scenario by default)");
   add_scenario_options(simulate, *sim);
-  simulate->add_option("--policy", sim->policy, "policy (default oef-coop); see 'fairgpu policies'");
+  simulate->add_option("--policy", sim->policy,
+                       "NAME or NAME:key=value[:key=value...], e.g. allox:alpha=0.2 (default "
+                       "oef-coop); 'fairgpu policies' lists the names and each one's keys");
   simulate->add_option("--out", sim->out,
                        "folder for jobs.csv, tenants.csv, utilisation.csv, "
                        "tenant_windows.csv, summary.json "
-                       "(default fairgpu-out/simulate-<policy>)");
+                       "(default fairgpu-out/simulate-<policy>, ':' in the policy written as "
+                       "'_' and '=' as '-')");
   commands.push_back({simulate, [sim] { return run_simulate(*sim); }});
 
   auto cmp = std::make_shared<SimArgs>();
@@ -266,8 +285,14 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
       "compare", "run one trace under several policies and print one table");
   add_scenario_options(compare, *cmp);
   compare->add_option("--policies", cmp->policies,
-                      "comma-separated (default oef-noncoop,oef-coop,gavel,gandiva-fair,max-min)");
-  compare->add_option("--out", cmp->out, "folder for the outputs (default fairgpu-out/compare)");
+                      "comma-separated, each NAME or NAME:key=value[:key=value...], so variants "
+                      "of one policy run side by side under their full names, e.g. "
+                      "allox,allox:alpha=0.2 (default oef-noncoop,oef-coop,gavel,gandiva-fair,"
+                      "max-min); 'fairgpu policies' lists each policy's keys");
+  compare->add_option("--out", cmp->out,
+                      "folder for the outputs (default fairgpu-out/compare); each policy's "
+                      "files go to a subfolder named by it, ':' written as '_' and '=' as '-' "
+                      "(allox:alpha=0.2 -> allox_alpha-0.2/)");
   const char* window_help =
       "seconds per window of the tenant fairness metric rho_tenant (Astraea eq. 12; default "
       "3600)";

@@ -1,6 +1,8 @@
 // Reading `fairgpu serve`'s JSON configuration (see config.h).
 #include "live/config.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "trace/text_input.h"
@@ -43,6 +45,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
   if (auto* v = r.optional(doc, "data_dir")) c.data_dir = r.name(*v, "data_dir");
   c.checkpoint_dir = c.data_dir + "/checkpoints";
   if (auto* v = r.optional(doc, "checkpoint_dir")) c.checkpoint_dir = r.name(*v, "checkpoint_dir");
+  // "NAME" or "NAME:key=value[:key=value...]" (policy_options.h).
   if (auto* v = r.optional(doc, "policy")) c.policy = r.name(*v, "policy");
   if (auto* v = r.optional(doc, "round_s")) c.policy_options.round_s = r.positive(*v, "round_s");
   if (auto* v = r.optional(doc, "policy_options")) {
@@ -51,39 +54,32 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     r.only_keys(*v, p,
                 {"level", "lease_s", "tenant_demands", "themis_filter", "allox_alpha",
                  "tiresias_thresholds", "tiresias_promote", "astraea_fair_share"});
+    // Aliases of policy keys, as the command line's flags (the policy's own
+    // key=value wins); values are checked by the policy.
     RoundPolicyOptions& o = c.policy_options;
+    auto number = [&](const char* key) {
+      return fmt::format("{}", r.positive(*r.optional(*v, key), child(p, key)));
+    };
     if (auto* x = r.optional(*v, "level")) o.level = r.name(*x, child(p, "level"));
-    if (auto* x = r.optional(*v, "lease_s")) o.lease_s = r.positive(*x, child(p, "lease_s"));
+    if (r.optional(*v, "lease_s")) o.set("lease", number("lease_s"));
     if (auto* x = r.optional(*v, "tenant_demands")) {
       if (!x->is_boolean()) r.fail(child(p, "tenant_demands"), "expected true or false");
-      o.tenant_demands = x->get<bool>();
+      o.set("demands", x->get<bool>() ? "on" : "off");
     }
-    if (auto* x = r.optional(*v, "themis_filter")) {
-      o.themis_filter = r.positive(*x, child(p, "themis_filter"));
-      if (o.themis_filter > 1) r.fail(child(p, "themis_filter"), "must be in (0, 1]");
-    }
-    if (auto* x = r.optional(*v, "allox_alpha")) {
-      o.allox_alpha = r.positive(*x, child(p, "allox_alpha"));
-      if (o.allox_alpha > 1) r.fail(child(p, "allox_alpha"), "must be in (0, 1]");
-    }
+    if (r.optional(*v, "themis_filter")) o.set("filter", number("themis_filter"), "themis");
+    if (r.optional(*v, "allox_alpha")) o.set("alpha", number("allox_alpha"), "allox");
     if (auto* x = r.optional(*v, "tiresias_thresholds")) {
       const std::string f = child(p, "tiresias_thresholds");
       r.expect_array(*x, f, "ascending GPU-second thresholds");
-      o.tiresias_thresholds.clear();
-      for (std::size_t i = 0; i < x->size(); ++i) {
-        double t = r.positive((*x)[i], element(f, i));
-        if (!o.tiresias_thresholds.empty() && t <= o.tiresias_thresholds.back())
-          r.fail(element(f, i), "thresholds must ascend");
-        o.tiresias_thresholds.push_back(t);
-      }
+      std::string list;
+      for (std::size_t i = 0; i < x->size(); ++i)
+        list += fmt::format("{}{}", i ? "/" : "", r.positive((*x)[i], element(f, i)));
+      o.set("thresholds", list, "tiresias");
     }
-    if (auto* x = r.optional(*v, "tiresias_promote"))
-      o.tiresias_promote = r.positive(*x, child(p, "tiresias_promote"));
-    if (auto* x = r.optional(*v, "astraea_fair_share")) {
-      o.astraea_fair_share = r.name(*x, child(p, "astraea_fair_share"));
-      if (o.astraea_fair_share != "quota" && o.astraea_fair_share != "demand")
-        r.fail(child(p, "astraea_fair_share"), "expected \"quota\" or \"demand\"");
-    }
+    if (r.optional(*v, "tiresias_promote"))
+      o.set("promote", number("tiresias_promote"), "tiresias");
+    if (auto* x = r.optional(*v, "astraea_fair_share"))
+      o.set("fair-share", r.name(*x, child(p, "astraea_fair_share")), "astraea");
   }
   for (auto [key, out] : {std::pair{"heartbeat_s", &c.heartbeat_s},
                           std::pair{"heartbeat_timeout_s", &c.heartbeat_timeout_s},
@@ -98,7 +94,12 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
   try {  // the policy and its options, named in this file's terms
     make_round_policy(c.policy, c.policy_options);
   } catch (const InputError& e) {
-    r.fail(e.field() == "policy" ? "policy" : "policy_options", e.problem());
+    // A key's error names the policy and key: "policy themis: filter: ...".
+    const bool key_error = e.source().rfind("policy ", 0) == 0;
+    const bool in_specifier = c.policy.find(":" + e.field() + "=") != std::string::npos;
+    if (!key_error) r.fail(e.field() == "policy" ? "policy" : "policy_options", e.problem());
+    r.fail(in_specifier ? "policy" : "policy_options",
+           fmt::format("{}: {}: {}", e.source(), e.field(), e.problem()));
   }
   if (auto* v = r.optional(doc, "max_retries")) {
     if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > 1000)

@@ -124,8 +124,7 @@ struct Unit {
 
 class Allox final : public TimeSharingPolicy {
  public:
-  explicit Allox(const RoundPolicyOptions& o)
-      : TimeSharingPolicy("allox", o), alpha_(o.allox_alpha) {}
+  explicit Allox(const PolicyOptions& o) : TimeSharingPolicy(o), alpha_(o.number("alpha")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -346,7 +345,15 @@ class Allox final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewAlloxPolicy(const RoundPolicyOptions& options) {
+std::vector<OptionSpec> AlloxKeys() {
+  auto keys = time_sharing_keys();
+  keys.push_back(number_option("alpha", 1.0,
+                               "fraction of tenants, lowest progress first, considered", 0.0,
+                               1.0, true));
+  return keys;
+}
+
+std::unique_ptr<RoundPolicy> NewAlloxPolicy(const PolicyOptions& options) {
   return std::make_unique<Allox>(options);
 }
 

@@ -38,8 +38,8 @@ namespace {
 
 class Astraea final : public TimeSharingPolicy {
  public:
-  explicit Astraea(const RoundPolicyOptions& o)
-      : TimeSharingPolicy("astraea", o), demand_capped_(o.astraea_fair_share == "demand") {}
+  explicit Astraea(const PolicyOptions& o)
+      : TimeSharingPolicy(o), demand_capped_(o.choice("fair-share") == "demand") {}
 
   RoundPlan plan(const SchedulerState& s) override {
     advance_fair_shares(s);
@@ -155,7 +155,15 @@ class Astraea final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewAstraeaPolicy(const RoundPolicyOptions& options) {
+std::vector<OptionSpec> AstraeaKeys() {
+  auto keys = time_sharing_keys();
+  keys.push_back(choice_option("fair-share", "quota",
+                               "tenant fair share: quota (eq. 16) or demand (eq. 8)",
+                               {"quota", "demand"}));
+  return keys;
+}
+
+std::unique_ptr<RoundPolicy> NewAstraeaPolicy(const PolicyOptions& options) {
   return std::make_unique<Astraea>(options);
 }
 

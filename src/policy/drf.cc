@@ -67,7 +67,7 @@ Vec demand(const Job& j) {
 
 class Drf final : public TimeSharingPolicy {
  public:
-  explicit Drf(const RoundPolicyOptions& o) : TimeSharingPolicy("drf", o) {}
+  explicit Drf(const PolicyOptions& o) : TimeSharingPolicy(o) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     if (!checked_) check_demands(s);
@@ -170,7 +170,7 @@ class Drf final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewDrfPolicy(const RoundPolicyOptions& options) {
+std::unique_ptr<RoundPolicy> NewDrfPolicy(const PolicyOptions& options) {
   return std::make_unique<Drf>(options);
 }
 

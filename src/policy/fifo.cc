@@ -18,8 +18,7 @@ namespace {
 
 class Fifo final : public TimeSharingPolicy {
  public:
-  Fifo(const RoundPolicyOptions& o, bool backfill)
-      : TimeSharingPolicy(backfill ? "fifo-backfill" : "fifo", o), backfill_(backfill) {}
+  Fifo(const PolicyOptions& o, bool backfill) : TimeSharingPolicy(o), backfill_(backfill) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -40,7 +39,7 @@ class Fifo final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewFifoPolicy(const RoundPolicyOptions& options, bool backfill) {
+std::unique_ptr<RoundPolicy> NewFifoPolicy(const PolicyOptions& options, bool backfill) {
   return std::make_unique<Fifo>(options, backfill);
 }
 

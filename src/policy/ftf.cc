@@ -293,10 +293,9 @@ constexpr double kGavelRoundS = 360.0;
 
 class Ftf final : public RoundPolicy {
  public:
-  explicit Ftf(const RoundPolicyOptions& o)
-      : interval_(o.round_s > 0.0 ? o.round_s : kGavelRoundS) {}
+  explicit Ftf(const PolicyOptions& o) : name_(o.full_name()), interval_(o.number("round")) {}
 
-  std::string_view name() const override { return "ftf"; }
+  std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
 
   RoundPlan plan(const SchedulerState& s) override {
@@ -350,13 +349,20 @@ class Ftf final : public RoundPolicy {
     double isolated_throughput = 0.0;  // at the last solve
     double isolated_time = 0.0;       // t^iso so far
   };
+  std::string name_;
   double interval_;
   std::vector<Track> track_;  // by job index
 };
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewFtfPolicy(const RoundPolicyOptions& options) {
+std::vector<OptionSpec> FtfKeys() {
+  return {choice_option("level", "job", "job only: the policy decides job by job", {"job"}),
+          number_option("round", kGavelRoundS, "round length in seconds (Gavel's 360)", 0.0,
+                        std::numeric_limits<double>::infinity(), true)};
+}
+
+std::unique_ptr<RoundPolicy> NewFtfPolicy(const PolicyOptions& options) {
   return std::make_unique<Ftf>(options);
 }
 

@@ -29,7 +29,7 @@ namespace {
 
 class Hived final : public TimeSharingPolicy {
  public:
-  explicit Hived(const RoundPolicyOptions& o) : TimeSharingPolicy("hived", o) {}
+  explicit Hived(const PolicyOptions& o) : TimeSharingPolicy(o) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -87,7 +87,7 @@ class Hived final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewHivedPolicy(const RoundPolicyOptions& options) {
+std::unique_ptr<RoundPolicy> NewHivedPolicy(const PolicyOptions& options) {
   return std::make_unique<Hived>(options);
 }
 

@@ -1,27 +1,38 @@
-// Factories of the round policies (registered by name in round_registry.cc).
+// Factories of the round policies and the keys each declares (registered by
+// name in round_registry.cc; keys: policy_options.h).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "fairgpu/policy_options.h"
 #include "fairgpu/scheduler.h"
 
 namespace fairgpu::policy {
 
 // A share policy (oef-*, gavel, gandiva-fair, max-min, max-sum-throughput) at
-// tenant or job level.
+// tenant or job level. Its keys are the share round policy's, the defaults
+// depending on the policy (gavel: job level, 360 s rounds).
+std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name);
 std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
-                                                 const RoundPolicyOptions& options);
+                                                 const PolicyOptions& options);
 
-// Time-sharing policies: job level, gang scheduled, one file each.
-std::unique_ptr<RoundPolicy> NewAstraeaPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewThemisPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewFtfPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewTiresiasPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewAlloxPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewFifoPolicy(const RoundPolicyOptions& options, bool backfill);
-std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewHivedPolicy(const RoundPolicyOptions& options);
-std::unique_ptr<RoundPolicy> NewDrfPolicy(const RoundPolicyOptions& options);
+// Time-sharing policies: job level, gang scheduled, one file each. Those
+// without keys of their own declare time_sharing_keys() (time_sharing.h).
+std::vector<OptionSpec> AstraeaKeys();
+std::unique_ptr<RoundPolicy> NewAstraeaPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> ThemisKeys();
+std::unique_ptr<RoundPolicy> NewThemisPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> FtfKeys();
+std::unique_ptr<RoundPolicy> NewFtfPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> TiresiasKeys();
+std::unique_ptr<RoundPolicy> NewTiresiasPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> AlloxKeys();
+std::unique_ptr<RoundPolicy> NewAlloxPolicy(const PolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewFifoPolicy(const PolicyOptions& options, bool backfill);
+std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const PolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewHivedPolicy(const PolicyOptions& options);
+std::unique_ptr<RoundPolicy> NewDrfPolicy(const PolicyOptions& options);
 
 }  // namespace fairgpu::policy

@@ -1,15 +1,16 @@
 // Round policies by name: every share policy of the registry, wrapped so it
 // runs rounds (tenant or job level), and the time-sharing policies, which
-// decide job by job at job level.
+// decide job by job at job level. Each declares its keys in its own file;
+// here a specifier `NAME:key=value...` is resolved against them.
 #include <fmt/format.h>
 
 #include <cmath>
-#include <functional>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/scheduler.h"
 #include "policy/round_policies.h"
+#include "policy/time_sharing.h"
 
 namespace fairgpu {
 namespace {
@@ -17,30 +18,37 @@ namespace {
 struct TimeSharingPolicy {
   const char* name;
   const char* description;
-  std::function<std::unique_ptr<RoundPolicy>(const RoundPolicyOptions&)> make;
+  std::vector<OptionSpec> (*keys)();
+  std::unique_ptr<RoundPolicy> (*make)(const PolicyOptions&);
 };
 
+std::vector<OptionSpec> common_keys() { return policy::time_sharing_keys(); }
+
+// Adding a time-sharing policy: its file (keys and factory, declared in
+// round_policies.h) and one line here.
 const std::vector<TimeSharingPolicy>& time_sharing_policies() {
   using namespace policy;
   static const std::vector<TimeSharingPolicy> all = {
       {"astraea", "Astraea: long-term GPU-time fairness, two-phase selection, leases",
-       NewAstraeaPolicy},
+       AstraeaKeys, NewAstraeaPolicy},
       {"themis", "Themis: finish-time fairness filter, then efficiency among the worst off",
-       NewThemisPolicy},
+       ThemisKeys, NewThemisPolicy},
       {"ftf", "Gavel finish-time fairness: min max rho (LP search on rho), Gavel's rounds",
-       NewFtfPolicy},
-      {"tiresias", "Tiresias-L: discretised 2D least-attained-service", NewTiresiasPolicy},
+       FtfKeys, NewFtfPolicy},
+      {"tiresias", "Tiresias-L: discretised 2D least-attained-service", TiresiasKeys,
+       NewTiresiasPolicy},
       {"allox", "AlloX: min-cost matching of jobs to GPU queue positions, alpha fairness",
-       NewAlloxPolicy},
-      {"fifo", "first in, first out; no backfilling",
-       [](const RoundPolicyOptions& o) { return NewFifoPolicy(o, false); }},
+       AlloxKeys, NewAlloxPolicy},
+      {"fifo", "first in, first out; no backfilling", common_keys,
+       [](const PolicyOptions& o) { return NewFifoPolicy(o, false); }},
       {"fifo-backfill", "first in, first out; later jobs fill GPUs the head cannot use",
-       [](const RoundPolicyOptions& o) { return NewFifoPolicy(o, true); }},
+       common_keys, [](const PolicyOptions& o) { return NewFifoPolicy(o, true); }},
       {"yarn-cs", "YARN capacity scheduler: static per-tenant quota, FIFO inside a tenant",
-       NewYarnCsPolicy},
-      {"hived", "HiveD: quota, plus preemptible borrowing of idle quota", NewHivedPolicy},
+       common_keys, NewYarnCsPolicy},
+      {"hived", "HiveD: quota, plus preemptible borrowing of idle quota", common_keys,
+       NewHivedPolicy},
       {"drf", "DRF: dominant-resource fairness over GPUs, CPUs and memory across tenants",
-       NewDrfPolicy},
+       common_keys, NewDrfPolicy},
   };
   return all;
 }
@@ -51,27 +59,22 @@ const TimeSharingPolicy* find_time_sharing(std::string_view name) {
   return nullptr;
 }
 
-void check_options(const RoundPolicyOptions& o) {
-  auto bad = [](const char* field, const std::string& problem) {
-    throw InputError("options", field, problem);
-  };
-  if (o.round_s < 0.0 || !std::isfinite(o.round_s))
-    bad("round", "must be a finite number of seconds > 0");
-  if (o.lease_s < 0.0 || !std::isfinite(o.lease_s))
-    bad("lease", "must be a finite number of seconds > 0");
-  if (!(o.themis_filter > 0.0 && o.themis_filter <= 1.0))
-    bad("themis-filter", "must be in (0, 1]");
-  if (!(o.allox_alpha > 0.0 && o.allox_alpha <= 1.0)) bad("allox-alpha", "must be in (0, 1]");
-  double last = 0.0;
-  for (double t : o.tiresias_thresholds) {
-    if (!(t > last) || !std::isfinite(t))
-      bad("tiresias-thresholds", "must be finite GPU-seconds > 0, strictly ascending");
-    last = t;
-  }
-  if (!(o.tiresias_promote > 0.0) || !std::isfinite(o.tiresias_promote))
-    bad("tiresias-promote", "must be a finite multiple > 0");
-  if (o.astraea_fair_share != "quota" && o.astraea_fair_share != "demand")
-    bad("astraea-fair-share", fmt::format("'{}' is not quota or demand", o.astraea_fair_share));
+// The keys of a registered policy; throws InputError for an unknown name.
+std::vector<OptionSpec> keys_of(const std::string& name) {
+  if (const TimeSharingPolicy* p = find_time_sharing(name)) return p->keys();
+  if (PolicyRegistry::builtin().find(name)) return policy::ShareRoundPolicyKeys(name);
+  std::string valid;
+  for (const auto& n : round_policy_names()) valid += (valid.empty() ? "" : ", ") + n;
+  throw InputError("options", "policy", fmt::format("unknown policy '{}' (valid: {})", name, valid));
+}
+
+// Applies the options' fields and settings that concern `o`'s policy.
+void apply_aliases(const RoundPolicyOptions& options, PolicyOptions& o) {
+  if (!options.level.empty() && o.declares("level")) o.set("level", options.level);
+  if (options.round_s > 0.0 && o.declares("round"))
+    o.set("round", fmt::format("{}", options.round_s));
+  for (const auto& s : options.settings)
+    if (s.policy.empty() ? o.declares(s.key) : s.policy == o.policy()) o.set(s.key, s.value);
 }
 
 }  // namespace
@@ -82,28 +85,32 @@ std::vector<std::string> round_policy_names() {
   return names;
 }
 
-std::vector<std::pair<std::string, std::string>> time_sharing_policy_descriptions() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& p : time_sharing_policies()) out.emplace_back(p.name, p.description);
+std::vector<RoundPolicyInfo> round_policy_catalogue() {
+  std::vector<RoundPolicyInfo> out;
+  for (const auto& p : PolicyRegistry::builtin().all())
+    out.push_back({p.name, p.description, true, policy::ShareRoundPolicyKeys(p.name)});
+  for (const auto& p : time_sharing_policies())
+    out.push_back({p.name, p.description, false, p.keys()});
   return out;
 }
 
-std::unique_ptr<RoundPolicy> make_round_policy(std::string_view name,
+std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
                                                const RoundPolicyOptions& options) {
-  check_options(options);
-  if (const TimeSharingPolicy* p = find_time_sharing(name)) {
-    if (!options.level.empty() && options.level != "job")
-      throw InputError("options", "level",
-                       fmt::format("{} decides job by job: only --level job applies", name));
-    return p->make(options);
+  if (options.round_s < 0.0 || !std::isfinite(options.round_s))
+    throw InputError("options", "round", "must be a finite number of seconds > 0");
+  const PolicySpecifier spec = parse_policy_specifier(specifier);
+  PolicyOptions o(spec.name, keys_of(spec.name), spec.full);
+  apply_aliases(options, o);
+  for (const auto& [key, value] : spec.values) o.set(key, value);
+  // A setting for one policy is checked whichever policy runs (`--themis-filter 2`
+  // is an error with any --policy).
+  for (const auto& s : options.settings) {
+    if (s.policy.empty() || s.policy == spec.name) continue;
+    PolicyOptions other(s.policy, keys_of(s.policy));
+    other.set(s.key, s.value);
   }
-  if (!PolicyRegistry::builtin().find(name)) {
-    std::string valid;
-    for (const auto& n : round_policy_names()) valid += (valid.empty() ? "" : ", ") + n;
-    throw InputError("options", "policy",
-                     fmt::format("unknown policy '{}' (valid: {})", name, valid));
-  }
-  return policy::NewShareRoundPolicy(std::string(name), options);
+  if (const TimeSharingPolicy* p = find_time_sharing(spec.name)) return p->make(o);
+  return policy::NewShareRoundPolicy(spec.name, o);
 }
 
 }  // namespace fairgpu

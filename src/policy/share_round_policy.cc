@@ -18,10 +18,12 @@
 //     with backfilling.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -432,18 +434,34 @@ class ShareRoundPolicy final : public RoundPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
-                                                 const RoundPolicyOptions& options) {
+// The keys of every share policy run in rounds. A key of the placer or the
+// rounds goes here (with its default, range and one line of help) and is read
+// in NewShareRoundPolicy; `name` is the share policy's registered name, for
+// keys or defaults that differ between them.
+std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
   // Round lengths from the papers: OEF 5 min (§6.1.1), Gavel 6 min.
   const bool gavel = name == "gavel";
-  const std::string level = options.level.empty() ? (gavel ? "job" : "tenant") : options.level;
-  if (level != "tenant" && level != "job")
-    throw InputError("options", "level", fmt::format("'{}' is not tenant or job", level));
-  double round = options.round_s > 0.0 ? options.round_s : (gavel ? 360.0 : 300.0);
-  auto share = gavel && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
+  return {
+      choice_option("level", gavel ? "job" : "tenant",
+                    "tenant (shares per tenant, OEF's placer) or job (Gavel's priority rounds)",
+                    {"tenant", "job"}),
+      number_option("round", gavel ? 360.0 : 300.0, "round length in seconds", 0.0,
+                    std::numeric_limits<double>::infinity(), true),
+      bool_option("demands", true,
+                  "tenant level: demand- and gang-aware shares (off: 1-worker speedups and "
+                  "weights only, as in OEF)"),
+  };
+}
+
+std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
+                                                 const PolicyOptions& options) {
+  const std::string& level = options.choice("level");
+  const double round = options.number("round");
+  auto share = name == "gavel" && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
   placement::RoundingOptions rounding;
-  return std::make_unique<ShareRoundPolicy>(name, std::move(share), level == "tenant", round,
-                                            options.tenant_demands, rounding);
+  return std::make_unique<ShareRoundPolicy>(options.full_name(), std::move(share),
+                                            level == "tenant", round, options.flag("demands"),
+                                            rounding);
 }
 
 }  // namespace fairgpu::policy

@@ -10,7 +10,7 @@
 // a job that has had nothing yet has ρ = ∞.
 //
 // Each scheduling point, over the jobs whose lease has ended or that wait:
-// 1. the fraction f (--themis-filter, default 0.8) of active jobs with the
+// 1. the fraction f (key filter, alias --themis-filter, default 0.8) of active jobs with the
 //    worst ρ are eligible (Themis's fairness knob: 1 - f of the jobs, the
 //    best off, sit the lease out);
 // 2. GPUs go to eligible jobs where they add the most normalised throughput
@@ -36,8 +36,7 @@ namespace {
 
 class Themis final : public TimeSharingPolicy {
  public:
-  explicit Themis(const RoundPolicyOptions& o)
-      : TimeSharingPolicy("themis", o), filter_(o.themis_filter) {}
+  explicit Themis(const PolicyOptions& o) : TimeSharingPolicy(o), filter_(o.number("filter")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -110,7 +109,15 @@ class Themis final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewThemisPolicy(const RoundPolicyOptions& options) {
+std::vector<OptionSpec> ThemisKeys() {
+  auto keys = time_sharing_keys();
+  keys.push_back(number_option("filter", 0.8,
+                               "fraction of jobs, worst finish-time fairness first, that bid",
+                               0.0, 1.0, true));
+  return keys;
+}
+
+std::unique_ptr<RoundPolicy> NewThemisPolicy(const PolicyOptions& options) {
   return std::make_unique<Themis>(options);
 }
 

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 #include <string>
 #include <utility>
 #include <string_view>
 
+#include "fairgpu/policy_options.h"
 #include "fairgpu/scheduler.h"
 
 namespace fairgpu::policy {
@@ -35,13 +38,22 @@ inline double done_now(const SchedulerState& s, const Job& j) {
   return std::min(d, j.work);
 }
 
-// Name, level "job", interval and lease from the options or the defaults.
+// The keys every time-sharing policy declares (its file adds its own):
+// level (job only: they decide job by job), round and lease.
+inline std::vector<OptionSpec> time_sharing_keys(double round_s = kDefaultIntervalS) {
+  return {choice_option("level", "job", "job only: the policy decides job by job", {"job"}),
+          number_option("round", round_s, "seconds between scheduling points", 0.0,
+                        std::numeric_limits<double>::infinity(), true),
+          number_option("lease", kDefaultLeaseS, "lease term in seconds (Astraea §6.1.3)", 0.0,
+                        std::numeric_limits<double>::infinity(), true)};
+}
+
+// Name (the full specifier), level "job", interval and lease (keys round
+// and lease).
 class TimeSharingPolicy : public RoundPolicy {
  public:
-  TimeSharingPolicy(std::string name, const RoundPolicyOptions& o)
-      : name_(std::move(name)),
-        interval_(o.round_s > 0.0 ? o.round_s : kDefaultIntervalS),
-        lease_(o.lease_s > 0.0 ? o.lease_s : kDefaultLeaseS) {}
+  explicit TimeSharingPolicy(const PolicyOptions& o)
+      : name_(o.full_name()), interval_(o.number("round")), lease_(o.number("lease")) {}
   std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
   double lease() const { return lease_; }

@@ -20,6 +20,7 @@
 // that never ran is never "starved" (it is in the top queue already).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "placement/gang_round.h"
@@ -31,10 +32,8 @@ namespace {
 
 class Tiresias final : public TimeSharingPolicy {
  public:
-  explicit Tiresias(const RoundPolicyOptions& o)
-      : TimeSharingPolicy("tiresias", o),
-        thresholds_(o.tiresias_thresholds),
-        promote_(o.tiresias_promote) {}
+  explicit Tiresias(const PolicyOptions& o)
+      : TimeSharingPolicy(o), thresholds_(o.numbers("thresholds")), promote_(o.number("promote")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -74,7 +73,19 @@ class Tiresias final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewTiresiasPolicy(const RoundPolicyOptions& options) {
+std::vector<OptionSpec> TiresiasKeys() {
+  auto keys = time_sharing_keys();
+  keys.push_back(list_option("thresholds", "3600",
+                             "attained GPU-seconds between its queues, '/'-separated, ascending "
+                             "(e.g. 3600/7200)",
+                             0.0, true, true));
+  keys.push_back(number_option("promote", 8.0,
+                               "promote a job waiting longer than this multiple of its last run",
+                               0.0, std::numeric_limits<double>::infinity(), true));
+  return keys;
+}
+
+std::unique_ptr<RoundPolicy> NewTiresiasPolicy(const PolicyOptions& options) {
   return std::make_unique<Tiresias>(options);
 }
 

@@ -23,7 +23,7 @@ namespace {
 
 class YarnCs final : public TimeSharingPolicy {
  public:
-  explicit YarnCs(const RoundPolicyOptions& o) : TimeSharingPolicy("yarn-cs", o) {}
+  explicit YarnCs(const PolicyOptions& o) : TimeSharingPolicy(o) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -54,7 +54,7 @@ class YarnCs final : public TimeSharingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const RoundPolicyOptions& options) {
+std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const PolicyOptions& options) {
   return std::make_unique<YarnCs>(options);
 }
 
