@@ -3,7 +3,8 @@
 // jobs submitted with `fairgpu submit` that run `fairgpu-train`, the demo
 // SGD workload, which checkpoints on revoke and resumes under its next lease.
 //
-//  - Two tenants (weights 2 and 1), 20 jobs, oef-coop with 2 s rounds: every
+//  - Two tenants (weights 2 and 1), 20 jobs, oef-coop with 2 s rounds and no quantum (the
+//    paper's per-round rounding, so leases turn over): every
 //    job finishes with exactly the weights and loss of an uninterrupted run
 //    of its seed; jobs are preempted and move across GPU types; while both
 //    tenants have backlog their GPU shares follow the policy's 2:1.
@@ -95,7 +96,7 @@ class LiveEndToEnd : public ::testing::Test {
     json config = {{"listen", "127.0.0.1:0"},
                    {"data_dir", (dir_ / "data").string()},
                    {"checkpoint_dir", (dir_ / "ckpt").string()},
-                   {"policy", "oef-coop"},
+                   {"policy", "oef-coop:quantum=0"},
                    {"round_s", 2},
                    {"heartbeat_s", 0.2},
                    {"heartbeat_timeout_s", 3},

@@ -102,7 +102,7 @@ TEST(SimCore, RoundRobinInsideATenantPaysRestartOverhead) {
   // 3 (finishing at 1200).
   auto r = run(toy_cluster({{"fast", 1}}),
                workload({job("A", "t", "a", 1, 0, 1740), job("B", "t", "a", 1, 0, 1740)}),
-               "oef-coop");
+               "oef-coop:quantum=0");
   EXPECT_NEAR(rec(r, "A").finish, 900.0, 1e-6);
   EXPECT_NEAR(rec(r, "B").finish, 1200.0, 1e-6);
   EXPECT_EQ(rec(r, "A").restarts, 1);
@@ -117,7 +117,7 @@ TEST(SimCore, OefRoundingAlternatesHalfShares) {
   // so the deviations make them take turns: A B B A A B B A A B.
   auto r = run(toy_cluster({{"fast", 1}}),
                workload({job("A", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 0, 1e6)}),
-               "oef-coop", "", 300, 3000);
+               "oef-coop:quantum=0", "", 300, 3000);
   ASSERT_EQ(r.rounds.size(), 10u);
   const int expected[10] = {0, 1, 1, 0, 0, 1, 1, 0, 0, 1};
   for (std::size_t i = 0; i < r.rounds.size(); ++i) {
@@ -140,7 +140,7 @@ TEST(SimCore, OefRoundingTracksTheFractionalAllocationOverTime) {
     jobs.push_back(job("b" + std::to_string(i), "t2", "b", 1, 0, 1e9));
   }
   const int rounds = 40;
-  auto r = run(toy_cluster({{"slow", 3}, {"fast", 3}}), workload(jobs), "oef-coop", "", 300,
+  auto r = run(toy_cluster({{"slow", 3}, {"fast", 3}}), workload(jobs), "oef-coop:quantum=0", "", 300,
                300.0 * rounds);
   ShareProblem p;
   p.gpu_types = {"slow", "fast"};

@@ -24,8 +24,8 @@
 //   - GPUs still free go to waiting jobs of the entities furthest below their
 //     share (renewing preempted ones in place first; entities saving up for a
 //     gang last, their head job first): no GPU idles while a job that fits
-//     waits; leftovers cost no credit (no share claimed them this round) and
-//     are outside the quantum;
+//     waits; a leftover costs credit only on a type the entity is owed, and
+//     is outside the quantum (only jobs within their share move, below);
 //   - a running job moves onto idle faster GPUs when the gain repays its
 //     restart within the lease;
 //   - credits are clamped to +-(ideal total + largest gang) x max(1, quantum
@@ -133,15 +133,18 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<char> taken(s.jobs.size(), 0), flagged(s.jobs.size(), 0);
   std::vector<std::size_t> next_in_share, next_waiting;
 
-  // Only GPUs held within the share count against it: leftovers are GPUs no
-  // share claimed this round, so taking one costs its entity no credit (and
-  // a type it is not owed does not crowd out the types it is).
+  // A leftover GPU counts against the entity only on a type it is owed
+  // (its fractional share claimed part of it); on another type it costs no
+  // credit, so a slow GPU nobody wanted does not crowd out the types the
+  // entity's share is on.
   auto charge = [&](std::size_t e, std::size_t i, std::vector<DeviceRef> devices, bool in_share) {
-    if (in_share) {
-      for (DeviceRef d : devices) ++held[e][s.type_of(d)];
-      held_total[e] += s.jobs[i].workers;
-      next_in_share.push_back(i);
+    for (DeviceRef d : devices) {
+      const std::size_t t = s.type_of(d);
+      if (!in_share && !(want[e][t] - held[e][t] > 1e-9)) continue;
+      ++held[e][t];
+      ++held_total[e];
     }
+    if (in_share) next_in_share.push_back(i);
     out.push_back({i, std::move(devices), lease_end});
     entity_of_out.push_back(in_share ? e : n);
     taken[i] = 1;
@@ -274,10 +277,21 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // for a gang try that gang first and the rest of their jobs last.
   auto hand_out_leftovers = [&] {
     if (free.total_free() == 0) return;
+    // On equal deficits, an entity whose next job runs now goes first: it is
+    // renewed in place rather than another job restarted there.
+    std::vector<char> renews(n, 0);
+    for (std::size_t e = 0; e < n; ++e)
+      for (std::size_t i : ordered[e])
+        if (!taken[i]) {
+          renews[e] = s.jobs[i].state == JobState::kRunning;
+          break;
+        }
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return want_total[a] - held_total[a] > want_total[b] - held_total[b];
+      const double da = want_total[a] - held_total[a], db = want_total[b] - held_total[b];
+      if (std::fabs(da - db) > 1e-9) return da > db;
+      return renews[a] > renews[b];
     });
     for (std::size_t e : order) {
       if (!saving[e]) continue;

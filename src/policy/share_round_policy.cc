@@ -41,12 +41,14 @@ namespace {
 class ShareRoundPolicy final : public RoundPolicy {
  public:
   ShareRoundPolicy(std::string name, std::unique_ptr<SharePolicy> share, bool tenant_level,
-                   double interval, bool tenant_demands, placement::RoundingOptions rounding)
+                   double interval, bool tenant_demands, double demand_resolve_s,
+                   placement::RoundingOptions rounding)
       : name_(std::move(name)),
         share_(std::move(share)),
         tenant_level_(tenant_level),
         tenant_demands_(tenant_demands),
         interval_(interval),
+        demand_resolve_s_(demand_resolve_s),
         placer_(rounding) {}
 
   std::string_view name() const override { return name_; }
@@ -413,9 +415,9 @@ class ShareRoundPolicy final : public RoundPolicy {
   bool tenant_level_;
   bool tenant_demands_;
   double interval_;
+  double demand_resolve_s_;  // tenant level with demands: see plan()
   bool solved_ = false;
   double solved_at_ = 0.0;
-  double demand_resolve_s_ = 900.0;
   ShareProblem problem_;
   std::vector<double> demand_;  // per problem tenant: its demand cap (kNoDemand: none)
   std::vector<double> usable_demand_;  // per problem tenant: GPUs its active jobs can use
@@ -450,6 +452,17 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
       bool_option("demands", true,
                   "tenant level: demand- and gang-aware shares (off: 1-worker speedups and "
                   "weights only, as in OEF)"),
+      number_option("quantum", placement::RoundingOptions{}.quantum_s,
+                    "tenant level: seconds a job started within its share keeps its GPUs "
+                    "(0: every round decides afresh, as in OEF)",
+                    0.0, std::numeric_limits<double>::infinity()),
+      bool_option("move", placement::RoundingOptions{}.move_to_faster,
+                  "tenant level: move running jobs onto idle faster GPUs when the gain repays "
+                  "the restart within the round"),
+      number_option("resolve", 900.0,
+                    "tenant level with demands: seconds between re-solves for demand changes "
+                    "alone (a new class of jobs re-solves at once)",
+                    0.0, std::numeric_limits<double>::infinity()),
   };
 }
 
@@ -459,9 +472,11 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
   const double round = options.number("round");
   auto share = name == "gavel" && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
   placement::RoundingOptions rounding;
+  rounding.quantum_s = options.number("quantum");
+  rounding.move_to_faster = options.flag("move");
   return std::make_unique<ShareRoundPolicy>(options.full_name(), std::move(share),
                                             level == "tenant", round, options.flag("demands"),
-                                            rounding);
+                                            options.number("resolve"), rounding);
 }
 
 }  // namespace fairgpu::policy
