@@ -3,8 +3,8 @@
 // jobs submitted with `fairgpu submit` that run `fairgpu-train`, the demo
 // SGD workload, which checkpoints on revoke and resumes under its next lease.
 //
-//  - Two tenants (weights 2 and 1), 20 jobs, oef-coop with 2 s rounds and no quantum (the
-//    paper's per-round rounding, so leases turn over): every
+//  - Two tenants (weights 2 and 1), 20 jobs, oef-coop with 2 s rounds and no
+//    quantum (the paper's per-round rounding, so leases turn over): every
 //    job finishes with exactly the weights and loss of an uninterrupted run
 //    of its seed; jobs are preempted and move across GPU types; while both
 //    tenants have backlog their GPU shares follow the policy's 2:1.

@@ -124,6 +124,21 @@ TEST(OefPlacer, LoadedGangMixEveryJobStartsWithBoundedWaitAndFewRestarts) {
               big_gpu_hours, worst_big_wait / 3600, worst_ratio, restarts_per_job);
 }
 
+TEST(OefPlacer, PaperSharesGangsSaveUpInsteadOfStarving) {
+  // The paper's shares (1-worker speedups, one row per tenant and job type):
+  // a tenant's 1-, 2-, 4- and 8-GPU jobs take turns on one share, so a gang
+  // that does not fit has its tenant start nothing else until its credit
+  // covers it (before: skipped every round, 7 jobs never started).
+  const Scenario sc = gang_mix();
+  for (const char* policy : {"oef-coop:demands=off", "oef-noncoop:demands=off"}) {
+    const SimResult r = run(sc, policy, "tenant", 24 * 3600.0);
+    const SimSummary s = summarise(r);
+    EXPECT_EQ(s.never_started_jobs, 0) << policy;
+    EXPECT_LE(double(s.restarts) / double(r.jobs.size()), 14.2 / 2) << policy;
+    EXPECT_EQ(s.plan_idle_waiting_gpu_hours, 0.0) << policy;
+  }
+}
+
 TEST(OefPlacer, NoIdleGpuAtSchedulingPointsAtEitherLevel) {
   const Scenario sc = gang_mix();
   for (const auto& [policy, level] :

@@ -210,9 +210,24 @@ std::vector<std::string> split_policies(const std::string& list) {
   return out;
 }
 
-std::string run_compare(const SimArgs& a) {
-  check_args(a);
-  auto names = split_policies(a.policies);
+// Share policies compared side by side run on one round length, 300 s (OEF
+// §6.1.1) unless --round or a specifier says otherwise: Gavel's own 360 s
+// applies when it runs alone.
+SimArgs with_common_share_round(SimArgs a, const std::vector<std::string>& names) {
+  if (a.policy_options.round_s > 0) return a;
+  std::vector<std::string> share;
+  for (const RoundPolicyInfo& info : round_policy_catalogue())
+    for (const std::string& n : names)
+      if (info.share && parse_policy_specifier(n).name == info.name) share.push_back(info.name);
+  if (share.size() < 2) return a;
+  for (const std::string& name : share) a.policy_options.set("round", "300", name);
+  return a;
+}
+
+std::string run_compare(const SimArgs& args) {
+  check_args(args);
+  auto names = split_policies(args.policies);
+  const SimArgs a = with_common_share_round(args, names);
   for (const auto& n : names) make_round_policy(n, a.policy_options);  // validate all first
   Scenario sc = load(a);
   std::vector<std::pair<std::string, SimSummary>> runs;
