@@ -26,6 +26,7 @@
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
 #include "test_files.h"
+#include "toy_model.h"
 
 namespace fairgpu {
 namespace {
@@ -137,6 +138,29 @@ TEST(OefPlacer, PaperSharesGangsSaveUpInsteadOfStarving) {
     EXPECT_LE(double(s.restarts) / double(r.jobs.size()), 14.2 / 2) << policy;
     EXPECT_EQ(s.plan_idle_waiting_gpu_hours, 0.0) << policy;
   }
+}
+
+TEST(OefPlacer, RunningJobMovesOntoAnIdleFasterGpu) {
+  // One slow and one fast GPU (toy model). B's type-a job gains 3x on fast,
+  // A's type-b job 1.5x, so B gets the fast GPU and A the slow one; B ends
+  // at 110 s. From the round at 300 s the fast GPU is idle: A moves there,
+  // since 1.5 it/s x (300 - 10 s restart) beats 1 it/s x 300 s.
+  const Workload w = toy::workload(
+      {toy::job("A", "ta", "b", 1, 0, 1e6), toy::job("B", "tb", "a", 1, 0, 300)});
+  const ClusterModel model =
+      bind_model(toy::toy_cluster({{"slow", 1}, {"fast", 1}}), toy::toy_profiles(), w, 10.0);
+  auto run_a = [&](const char* policy) {
+    auto p = make_round_policy(policy, {});
+    SimOptions o;
+    o.horizon_s = 3000;
+    return toy::rec(simulate(model, w, *p, o), "A");
+  };
+  const JobRecord moved = run_a("oef-coop"), stayed = run_a("oef-coop:move=off");
+  EXPECT_EQ(moved.restarts, 1);
+  EXPECT_EQ(stayed.restarts, 0);
+  // Stayed: 2990 s at 1 it/s. Moved: 290 s at 1 it/s, then 2700 - 10 s at 1.5.
+  EXPECT_NEAR(stayed.done, 2990.0, 1e-6);
+  EXPECT_NEAR(moved.done, 290.0 + 2690.0 * 1.5, 1e-6);
 }
 
 TEST(OefPlacer, NoIdleGpuAtSchedulingPointsAtEitherLevel) {

@@ -326,7 +326,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t q = 0; q < out.size(); ++q) {
       Assignment& a = out[q];
       const Job& j = s.jobs[a.job];
-      if (j.state != JobState::kRunning || a.devices != j.devices) continue;
+      // Kept jobs within their share (a leftover's charge depends on where it is).
+      if (entity_of_out[q] == n || j.state != JobState::kRunning || a.devices != j.devices)
+        continue;
       std::size_t best_type = k;
       double best = j.rate;
       for (std::size_t t = 0; t < k; ++t) {
@@ -340,10 +342,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (best_type == k) continue;
       const std::size_t e = entity_of_out[q];
       std::vector<DeviceRef> devices = free.pick(best_type, j.workers);
-      if (e < n) {
-        for (DeviceRef d : a.devices) --held[e][s.type_of(d)];
-        for (DeviceRef d : devices) ++held[e][s.type_of(d)];
-      }
+      for (DeviceRef d : a.devices) --held[e][s.type_of(d)];
+      for (DeviceRef d : devices) ++held[e][s.type_of(d)];
       free.give_back(a.devices);
       a.devices = std::move(devices);
       moved = true;
