@@ -75,8 +75,12 @@ class LiveManager : public ::testing::Test {
                                       {{"node", node}, {"gpu_type", type}, {"devices", devices}});
     return a["epoch"].get<std::int64_t>();
   }
-  json beat(const std::string& node, std::int64_t epoch, json runs = json::array()) {
-    return manager_->heartbeat(as("agent-token"), {{"node", node}, {"epoch", epoch}, {"runs", runs}});
+  // The runs as a vector: `beat(n, e, {running(...)})` is then a one-element
+  // list under every compiler (a json parameter reads a single braced element
+  // as a copy under clang and as an array under GCC).
+  json beat(const std::string& node, std::int64_t epoch, std::vector<json> runs = {}) {
+    return manager_->heartbeat(as("agent-token"),
+                               {{"node", node}, {"epoch", epoch}, {"runs", json(runs)}});
   }
   static json running(std::int64_t lease, double iterations) {
     return {{"lease", lease}, {"state", "running"}, {"iterations", iterations}};
