@@ -430,6 +430,27 @@ TEST_F(SimCliTest, AlibabaTraceWithItsNodeList) {
   EXPECT_DOUBLE_EQ(summary["makespan_s"].get<double>(), 7200.0);
 }
 
+// allox on a job of duration_s 1e16: its matching costs (1e19 ms) used to
+// overflow LEMON's NetworkSimplex (undefined behaviour; it looped forever).
+// Now the run ends at the horizon, with the short jobs finished around it.
+TEST_F(SimCliTest, AlloxWithAnAbsurdlyLongJobFinishes) {
+  const fs::path trace = dir_ / "long.csv";
+  std::ofstream(trace) << "job_id,tenant,job_type,num_workers,arrival_s,duration_s\n"
+                          "j1,alice,A3C,1,0,1e16\n"
+                          "j2,bob,A3C,2,0,600\n"
+                          "j3,alice,ResNet-18 (batch size 64),4,60,1e300\n"
+                          "j4,bob,A3C,24,120,900\n"
+                          "j5,carol,A3C,1,130,300\n";
+  RunResult r = run_binary({"simulate", "--quiet", "--policy", "allox", "--trace", trace.string(),
+                            "--horizon-hours", "3", "--out", (dir_ / "a").string()},
+                           dir_, cwd(), 60);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json summary = json::parse(slurp(dir_ / "a" / "summary.json"));
+  EXPECT_EQ(summary["jobs"], 5);
+  EXPECT_EQ(summary["finished_jobs"], 3);  // j2, j4, j5 on the built-in 72 GPUs
+  EXPECT_EQ(summary["unfinished_jobs"], 2);
+}
+
 struct BadRun {
   std::vector<std::string> args;
   std::vector<std::string> must_contain;  // e.g. the file, the line, the field
