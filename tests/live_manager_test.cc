@@ -450,6 +450,40 @@ TEST_F(LiveManager, AdminAddsTenantsAndChangesWeights) {
   EXPECT_EQ(manager_->jobs(as("carol-token"), "")["jobs"].size(), 1u);
 }
 
+// Weights outside [kMinWeight, kMaxWeight] are a 400 naming the field (they
+// used to be accepted and then fail the share LP at the next scheduling
+// point); at the ends of the range the policy plans.
+TEST_F(LiveManager, ExtremeWeightsAreRejectedAndTheRangeSchedules) {
+  start();
+  auto error = [&](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string range = "weight: must be in [0.0001, 10000]";
+  for (double w : {1e300, 1e-300, 1e20, 1e-20}) {
+    EXPECT_EQ(error([&] { manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", w}}); }),
+              range);
+    EXPECT_EQ(error([&] {
+                manager_->submit(as("alice-token"), {{"job_type", "mlp"}, {"workers", 1},
+                                                     {"iterations", 10}, {"command", "true"},
+                                                     {"weight", w}});
+              }),
+              range);
+  }
+  manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", 1e-4}});
+  manager_->set_tenant(as("admin-token"), {{"name", "bob"}, {"weight", 1e4}});
+  const std::int64_t e = reg("f1", "fast", 2);
+  submit("alice-token");
+  submit("bob-token");
+  EXPECT_NO_THROW(manager_->schedule());
+  EXPECT_FALSE(actions(beat("f1", e), "launch").empty());
+}
+
 TEST_F(LiveManager, MetricsInPrometheusFormat) {
   start();
   reg("f1", "fast", 2);
@@ -492,6 +526,8 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, agent_token, tenants)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
+  EXPECT_EQ(error("{" + tokens + R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
+            "serve.json: tenants[0].weight: must be in [0.0001, 10000], got 1e+300");
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "listen": "localhost"})"),
             "serve.json: listen: expected HOST:PORT, got localhost");
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "grace_s": -3})"),
