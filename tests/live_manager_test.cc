@@ -484,6 +484,29 @@ TEST_F(LiveManager, ExtremeWeightsAreRejectedAndTheRangeSchedules) {
   EXPECT_FALSE(actions(beat("f1", e), "launch").empty());
 }
 
+// Agents' numbers that do not fit the types they are kept in: a 409 or a
+// 400, not an undefined conversion (seen writing tests/fuzz/fuzz_live_api.cc).
+TEST_F(LiveManager, OutOfRangeEpochAndDeviceIdsAreAnswered) {
+  start();
+  reg("f1", "fast", 2);
+  for (double epoch : {1e300, -1e300, 1.5}) {
+    try {
+      manager_->heartbeat(as("agent-token"), {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+      ADD_FAILURE() << "epoch " << epoch << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 409) << e.what();
+    }
+  }
+  try {
+    manager_->register_agent(as("agent-token"),
+                             {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", {0, 4294967296LL}}});
+    ADD_FAILURE() << "device id 2^32 accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(std::string(e.what()), "devices[1]: expected a device id in 0..2147483647");
+  }
+}
+
 TEST_F(LiveManager, MetricsInPrometheusFormat) {
   start();
   reg("f1", "fast", 2);
