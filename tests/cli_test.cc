@@ -239,8 +239,10 @@ TEST_F(CliTest, BadInputsExitTwoWithOneLine) {
 TEST_F(CliTest, ExtremeWeightsExitTwoNamingTheFieldAndTheRangeSolves) {
   auto problem = [&](const std::string& name, const std::string& w0, const std::string& w1) {
     return write(name, R"({"gpu_types": ["k80", "v100"], "capacity": {"k80": 4, "v100": 4},
-        "tenants": [{"name": "a", "weight": )" + w0 + R"(, "speedup": [1, 3]},
-                    {"name": "b", "weight": )" + w1 + R"(, "speedup": [1, 2]},
+        "tenants": [{"name": "a", "weight": )" +
+                           w0 + R"(, "speedup": [1, 3]},
+                    {"name": "b", "weight": )" +
+                           w1 + R"(, "speedup": [1, 2]},
                     {"name": "c", "speedup": [1, 4]}]})");
   };
   struct Bad {
@@ -280,7 +282,8 @@ TEST_F(CliTest, ExtremeSpeedsCapacitiesAndDemandsExitTwoNamingTheField) {
                      const std::string& demand) {
     return write("p.json", R"({"gpu_types": ["k80", "v100"], "capacity": {"k80": )" + capacity +
                                R"(, "v100": 4}, "tenants": [{"name": "a", "speedup": )" + speedup +
-                               R"(, "demand": )" + demand + R"(}, {"name": "b", "speedup": [1, 2]}]})");
+                               R"(, "demand": )" + demand +
+                               R"(}, {"name": "b", "speedup": [1, 2]}]})");
   };
   struct Bad {
     std::string capacity, speedup, demand, message;
@@ -295,8 +298,8 @@ TEST_F(CliTest, ExtremeSpeedsCapacitiesAndDemandsExitTwoNamingTheField) {
   };
   for (const std::string policy : {"oef-coop", "oef-noncoop", "gavel", "max-sum-throughput"}) {
     for (const auto& b : bad) {
-      RunResult r = run({"allocate", "--input", problem(b.capacity, b.speedup, b.demand),
-                         "--policy", policy});
+      RunResult r = run(
+          {"allocate", "--input", problem(b.capacity, b.speedup, b.demand), "--policy", policy});
       EXPECT_EQ(r.status, 2) << policy << " " << b.message << ": " << r.err;
       EXPECT_NE(r.err.find(b.message), std::string::npos) << r.err;
     }

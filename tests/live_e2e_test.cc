@@ -14,9 +14,9 @@
 //  - kill -9 of the server mid-run and a restart on the same store; kill -9
 //    of an agent and a restart: every job still finishes exactly once with
 //    the right result, and a restart loses at most one lease of progress.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -107,8 +107,9 @@ class LiveEndToEnd : public ::testing::Test {
                    {"profile_iterations", 60},
                    {"admin_token", "admin-token"},
                    {"agent_token", "agent-token"},
-                   {"tenants", {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
-                                {{"name", "bob"}, {"token", "bob-token"}}}}};
+                   {"tenants",
+                    {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
+                     {{"name", "bob"}, {"token", "bob-token"}}}}};
     std::ofstream(dir_ / "serve.json") << config.dump(2);
   }
   void TearDown() override {
@@ -235,7 +236,8 @@ class LiveEndToEnd : public ::testing::Test {
     for (const auto& [node, agent] : agents_) {
       std::string log = slurp(agent->log());
       for (std::sregex_iterator it(log.begin(), log.end(), launch), end; it != end; ++it)
-        runs[(*it)[2]].push_back({std::stol((*it)[1]), dir_ / ("agent-" + node) / "runs" / (*it)[1].str()});
+        runs[(*it)[2]].push_back(
+            {std::stol((*it)[1]), dir_ / ("agent-" + node) / "runs" / (*it)[1].str()});
     }
     ASSERT_EQ(runs.size(), n);
     const std::regex resumed(R"(resumed from .* at iteration (\d+))");
@@ -246,7 +248,8 @@ class LiveEndToEnd : public ::testing::Test {
       long reached = 0;
       for (const auto& [lease, run_dir] : list) {
         const std::string log = slurp(run_dir / "log");
-        for (std::size_t at = log.find("final loss:"); at != std::string::npos; at = log.find("final loss:", at + 1))
+        for (std::size_t at = log.find("final loss:"); at != std::string::npos;
+             at = log.find("final loss:", at + 1))
           ++finals;
         std::smatch m;
         if (std::regex_search(log, m, resumed)) {
@@ -265,22 +268,25 @@ class LiveEndToEnd : public ::testing::Test {
   // revoking), read from the store as the server commits it.
   void expect_no_device_shared() {
     sqlite3* db = nullptr;
-    if (sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                        nullptr) != SQLITE_OK) {
       sqlite3_close(db);
       return;  // not created yet
     }
     sqlite3_busy_timeout(db, 2000);
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT id, node, devices FROM leases WHERE status IN ('active', 'revoking')",
-                           -1, &st, nullptr) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(
+            db, "SELECT id, node, devices FROM leases WHERE status IN ('active', 'revoking')", -1,
+            &st, nullptr) == SQLITE_OK) {
       std::map<std::pair<std::string, int>, long> holder;
       while (sqlite3_step(st) == SQLITE_ROW) {
         const long lease = sqlite3_column_int64(st, 0);
         const std::string node = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-        for (int d : json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 2))).get<std::vector<int>>()) {
+        for (int d : json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 2)))
+                         .get<std::vector<int>>()) {
           auto [it, fresh] = holder.emplace(std::make_pair(node, d), lease);
-          EXPECT_TRUE(fresh) << node << " device " << d << " held by leases " << it->second << " and " << lease;
+          EXPECT_TRUE(fresh) << node << " device " << d << " held by leases " << it->second
+                             << " and " << lease;
         }
       }
       ++device_samples_;
@@ -439,12 +445,14 @@ TEST_F(LiveEndToEnd, ChaosKillNineOfServerAndAgentsWithRestarts) {
   constexpr int kIterations = 1200;
   constexpr int kFaults = 8;
   std::map<std::string, int> seed_of;
-  for (int i = 0; i < 10; ++i) seed_of[submit(i % 2 ? "bob" : "alice", 300 + i, kIterations)] = 300 + i;
+  for (int i = 0; i < 10; ++i)
+    seed_of[submit(i % 2 ? "bob" : "alice", 300 + i, kIterations)] = 300 + i;
   std::mt19937 rng(13);
   const std::vector<std::string> nodes = {"a-slow", "a-mid", "a-fast"};
   auto pause = [&](int lo_ms, int hi_ms) {
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(std::uniform_int_distribution<int>(lo_ms, hi_ms)(rng));
+    const auto until =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(lo_ms, hi_ms)(rng));
     while (std::chrono::steady_clock::now() < until) {
       expect_no_device_shared();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -453,7 +461,8 @@ TEST_F(LiveEndToEnd, ChaosKillNineOfServerAndAgentsWithRestarts) {
   int server_kills = 0, agent_kills = 0;
   for (int f = 0; f < kFaults; ++f) {
     pause(800, 2500);
-    const int target = std::uniform_int_distribution<int>(0, 5)(rng);  // half the faults: the server
+    const int target =
+        std::uniform_int_distribution<int>(0, 5)(rng);  // half the faults: the server
     if (target >= 3) {
       server_->stop(SIGKILL);
       ++server_kills;
@@ -472,8 +481,8 @@ TEST_F(LiveEndToEnd, ChaosKillNineOfServerAndAgentsWithRestarts) {
   expect_results_match(jobs, seed_of, kIterations);
   expect_each_job_ran_once(seed_of.size());
   EXPECT_GT(device_samples_, 20);
-  std::cout << "faults: " << server_kills << " server, " << agent_kills << " agent kill -9, all survived; "
-            << device_samples_ << " store samples\n";
+  std::cout << "faults: " << server_kills << " server, " << agent_kills
+            << " agent kill -9, all survived; " << device_samples_ << " store samples\n";
 }
 
 }  // namespace

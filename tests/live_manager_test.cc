@@ -466,11 +466,15 @@ TEST_F(LiveManager, ExtremeWeightsAreRejectedAndTheRangeSchedules) {
   };
   const std::string range = "weight: must be in [0.0001, 10000]";
   for (double w : {1e300, 1e-300, 1e20, 1e-20}) {
-    EXPECT_EQ(error([&] { manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", w}}); }),
+    EXPECT_EQ(error([&] {
+                manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", w}});
+              }),
               range);
     EXPECT_EQ(error([&] {
-                manager_->submit(as("alice-token"), {{"job_type", "mlp"}, {"workers", 1},
-                                                     {"iterations", 10}, {"command", "true"},
+                manager_->submit(as("alice-token"), {{"job_type", "mlp"},
+                                                     {"workers", 1},
+                                                     {"iterations", 10},
+                                                     {"command", "true"},
                                                      {"weight", w}});
               }),
               range);
@@ -491,15 +495,16 @@ TEST_F(LiveManager, OutOfRangeEpochAndDeviceIdsAreAnswered) {
   reg("f1", "fast", 2);
   for (double epoch : {1e300, -1e300, 1.5}) {
     try {
-      manager_->heartbeat(as("agent-token"), {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+      manager_->heartbeat(as("agent-token"),
+                          {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
       ADD_FAILURE() << "epoch " << epoch << " accepted";
     } catch (const ApiError& e) {
       EXPECT_EQ(e.status(), 409) << e.what();
     }
   }
   try {
-    manager_->register_agent(as("agent-token"),
-                             {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", {0, 4294967296LL}}});
+    manager_->register_agent(
+        as("agent-token"), {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", {0, 4294967296LL}}});
     ADD_FAILURE() << "device id 2^32 accepted";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
@@ -549,7 +554,8 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, agent_token, tenants)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
-  EXPECT_EQ(error("{" + tokens + R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
+  EXPECT_EQ(error("{" + tokens +
+                  R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
             "serve.json: tenants[0].weight: must be in [0.0001, 10000], got 1e+300");
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "listen": "localhost"})"),
             "serve.json: listen: expected HOST:PORT, got localhost");

@@ -481,8 +481,8 @@ TEST_F(SimCliTest, ExtremeTraceWeightsExitTwoAndTheRangeSimulates) {
   };
   for (const std::string policy : {"oef-coop", "oef-noncoop", "gavel"}) {
     for (const auto& b : bad) {
-      std::vector<std::string> args = {"simulate", "--quiet", "--policy", policy,
-                                       "--out", (dir_ / "bad").string()};
+      std::vector<std::string> args = {"simulate", "--quiet", "--policy",
+                                       policy,     "--out",   (dir_ / "bad").string()};
       args.insert(args.end(), b.args.begin(), b.args.end());
       RunResult r = run(args);
       EXPECT_EQ(r.status, 2) << policy << " " << b.where << ": " << r.err;

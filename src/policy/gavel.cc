@@ -37,7 +37,8 @@ Matrix gavel_utilities(const ShareProblem& p) {
     const auto& w = p.entities[e].speedup;
     double equal_split = p.value(e, p.equal_share(e, total_weight).data());
     // An entity that can use none of the devices (equal split 0) has utility 0.
-    for (std::size_t j = 0; j < p.num_types(); ++j) a(e, j) = equal_split > 0 ? w[j] / equal_split : 0.0;
+    for (std::size_t j = 0; j < p.num_types(); ++j)
+      a(e, j) = equal_split > 0 ? w[j] / equal_split : 0.0;
   }
   return a;
 }

@@ -177,7 +177,8 @@ class ProblemParser {
     double demand = kNoDemand;
     if (const json* d = Reader::optional(j, "demand"))
       demand = r_.positive(*d, child(path, "demand"));
-    if (const json* d = Reader::optional(j, "demand"); d && !(demand >= kMinAmount && demand <= kMaxAmount))
+    if (const json* d = Reader::optional(j, "demand");
+        d && !(demand >= kMinAmount && demand <= kMaxAmount))
       r_.fail(child(path, "demand"), "must be in [0.001, 1000000], got " + d->dump());
     exactly_one(j, path, {"speedup", "throughput", "job_types"});
     const json* job_types = Reader::optional(j, "job_types");

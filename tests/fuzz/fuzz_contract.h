@@ -45,8 +45,8 @@ inline std::string_view text(const std::uint8_t* data, std::size_t size) {
 inline const std::string& scratch_file() {
   static const std::string path = [] {
     const char* dir = std::getenv("TMPDIR");
-    return std::string(dir && *dir ? dir : "/tmp") + "/fairgpu-fuzz-" +
-           std::to_string(::getpid()) + ".in";
+    return std::string(dir && *dir ? dir : "/tmp") + "/fairgpu-fuzz-" + std::to_string(::getpid()) +
+           ".in";
   }();
   return path;
 }
