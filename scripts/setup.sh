@@ -11,6 +11,7 @@ packages=(
   liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
   libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
 )
 
 missing=()

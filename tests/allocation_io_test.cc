@@ -131,7 +131,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"string for a number", problem_with(R"({"name": "a", "speedup": [1, "2"]})"),
                  "tenants[0].speedup[1]", "expected a number, got string"},
         BadInput{"zero weight", problem_with(R"({"name": "a", "weight": 0, "speedup": [1, 2]})"),
-                 "tenants[0].weight", "> 0"},
+                 "tenants[0].weight", "must be in [0.0001, 10000], got 0"},
         BadInput{"negative demand",
                  problem_with(R"({"name": "a", "demand": -1, "speedup": [1, 2]})"),
                  "tenants[0].demand", "> 0"},

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +233,86 @@ TEST_F(CliTest, BadInputsExitTwoWithOneLine) {
     EXPECT_EQ(r.err.rfind("fairgpu: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(c.must_contain1), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(c.must_contain2), std::string::npos) << r.err;
+  }
+}
+
+// Extreme but once-accepted weights: outside [kMinWeight, kMaxWeight] they
+// are an input error naming the field (exit 2), never the LP's failure
+// (exit 1); at the ends of the range, and at their ratio 1e8, the share
+// LPs of oef-coop, oef-noncoop and gavel solve.
+TEST_F(CliTest, ExtremeWeightsExitTwoNamingTheFieldAndTheRangeSolves) {
+  auto problem = [&](const std::string& name, const std::string& w0, const std::string& w1) {
+    return write(name, R"({"gpu_types": ["k80", "v100"], "capacity": {"k80": 4, "v100": 4},
+        "tenants": [{"name": "a", "weight": )" +
+                           w0 + R"(, "speedup": [1, 3]},
+                    {"name": "b", "weight": )" +
+                           w1 + R"(, "speedup": [1, 2]},
+                    {"name": "c", "speedup": [1, 4]}]})");
+  };
+  struct Bad {
+    std::string w0, w1, field;
+  };
+  const std::vector<Bad> bad = {{"1e-300", "1e300", "tenants[0].weight"},
+                                {"1", "1e20", "tenants[1].weight"},
+                                {"1e300", "1", "tenants[0].weight"},
+                                {"1e-20", "1", "tenants[0].weight"}};
+  for (const std::string policy : {"oef-coop", "oef-noncoop", "gavel"}) {
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+      const std::string input = problem("bad" + std::to_string(i) + ".json", bad[i].w0, bad[i].w1);
+      RunResult r = run({"allocate", "--input", input, "--policy", policy, "--json"});
+      EXPECT_EQ(r.status, 2) << policy << " " << bad[i].w0 << ":" << bad[i].w1 << ": " << r.err;
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find(bad[i].field + ": must be in [0.0001, 10000]"), std::string::npos)
+          << r.err;
+    }
+    for (const auto& [w0, w1] : std::vector<std::pair<std::string, std::string>>{
+             {"1e-4", "1e-4"}, {"1e4", "1e4"}, {"1e-4", "1e4"}, {"1e4", "1e-4"}}) {
+      const std::string input = problem("ok.json", w0, w1);
+      RunResult r = run({"allocate", "--input", input, "--policy", policy, "--json"});
+      ASSERT_EQ(r.status, 0) << policy << " " << w0 << ":" << w1 << ": " << r.err;
+      json out = json::parse(r.out);
+      check_allocation_json(json::parse(slurp(input)), out, policy);
+      EXPECT_GT(out["total_throughput"].get<double>(), 0.0) << r.out;
+    }
+  }
+}
+
+// The same for speeds, capacities and demands beyond what the LPs resolve:
+// a speedup of 1e300 used to end in "LP error" (exit 1) and a capacity of
+// 1e300 in CLP's assertion (abort, exit 134).
+TEST_F(CliTest, ExtremeSpeedsCapacitiesAndDemandsExitTwoNamingTheField) {
+  auto problem = [&](const std::string& capacity, const std::string& speedup,
+                     const std::string& demand) {
+    return write("p.json", R"({"gpu_types": ["k80", "v100"], "capacity": {"k80": )" + capacity +
+                               R"(, "v100": 4}, "tenants": [{"name": "a", "speedup": )" + speedup +
+                               R"(, "demand": )" + demand +
+                               R"(}, {"name": "b", "speedup": [1, 2]}]})");
+  };
+  struct Bad {
+    std::string capacity, speedup, demand, message;
+  };
+  const std::vector<Bad> bad = {
+      {"4", "[1, 1e300]", "2", "tenants[0].speedup[1]: must be 0 or within a factor 10000"},
+      {"4", "[1e-300, 1]", "2", "tenants[0].speedup[1]: must be 0 or within a factor 10000"},
+      {"4", "[1, 1e20]", "2", "tenants[0].speedup[1]: must be 0 or within a factor 10000"},
+      {"1e300", "[1, 2]", "2", "capacity.k80: must be 0 or in [0.001, 1000000]"},
+      {"1e-300", "[1, 2]", "2", "capacity.k80: must be 0 or in [0.001, 1000000]"},
+      {"4", "[1, 2]", "1e-300", "tenants[0].demand: must be in [0.001, 1000000]"},
+  };
+  for (const std::string policy : {"oef-coop", "oef-noncoop", "gavel", "max-sum-throughput"}) {
+    for (const auto& b : bad) {
+      RunResult r = run(
+          {"allocate", "--input", problem(b.capacity, b.speedup, b.demand), "--policy", policy});
+      EXPECT_EQ(r.status, 2) << policy << " " << b.message << ": " << r.err;
+      EXPECT_NE(r.err.find(b.message), std::string::npos) << r.err;
+    }
+    for (const auto& [capacity, speedup, demand] : std::vector<std::array<std::string, 3>>{
+             {"1e6", "[1, 1e4]", "1e6"}, {"1e-3", "[1, 1e-4]", "1e-3"}, {"0", "[1, 0]", "2"}}) {
+      const std::string input = problem(capacity, speedup, demand);
+      RunResult r = run({"allocate", "--input", input, "--policy", policy, "--json"});
+      ASSERT_EQ(r.status, 0) << policy << " " << capacity << " " << speedup << ": " << r.err;
+    }
   }
 }
 

@@ -75,8 +75,12 @@ class LiveManager : public ::testing::Test {
                                       {{"node", node}, {"gpu_type", type}, {"devices", devices}});
     return a["epoch"].get<std::int64_t>();
   }
-  json beat(const std::string& node, std::int64_t epoch, json runs = json::array()) {
-    return manager_->heartbeat(as("agent-token"), {{"node", node}, {"epoch", epoch}, {"runs", runs}});
+  // The runs as a vector: `beat(n, e, {running(...)})` is then a one-element
+  // list under every compiler (a json parameter reads a single braced element
+  // as a copy under clang and as an array under GCC).
+  json beat(const std::string& node, std::int64_t epoch, std::vector<json> runs = {}) {
+    return manager_->heartbeat(as("agent-token"),
+                               {{"node", node}, {"epoch", epoch}, {"runs", json(runs)}});
   }
   static json running(std::int64_t lease, double iterations) {
     return {{"lease", lease}, {"state", "running"}, {"iterations", iterations}};
@@ -446,6 +450,68 @@ TEST_F(LiveManager, AdminAddsTenantsAndChangesWeights) {
   EXPECT_EQ(manager_->jobs(as("carol-token"), "")["jobs"].size(), 1u);
 }
 
+// Weights outside [kMinWeight, kMaxWeight] are a 400 naming the field (they
+// used to be accepted and then fail the share LP at the next scheduling
+// point); at the ends of the range the policy plans.
+TEST_F(LiveManager, ExtremeWeightsAreRejectedAndTheRangeSchedules) {
+  start();
+  auto error = [&](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string range = "weight: must be in [0.0001, 10000]";
+  for (double w : {1e300, 1e-300, 1e20, 1e-20}) {
+    EXPECT_EQ(error([&] {
+                manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", w}});
+              }),
+              range);
+    EXPECT_EQ(error([&] {
+                manager_->submit(as("alice-token"), {{"job_type", "mlp"},
+                                                     {"workers", 1},
+                                                     {"iterations", 10},
+                                                     {"command", "true"},
+                                                     {"weight", w}});
+              }),
+              range);
+  }
+  manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", 1e-4}});
+  manager_->set_tenant(as("admin-token"), {{"name", "bob"}, {"weight", 1e4}});
+  const std::int64_t e = reg("f1", "fast", 2);
+  submit("alice-token");
+  submit("bob-token");
+  EXPECT_NO_THROW(manager_->schedule());
+  EXPECT_FALSE(actions(beat("f1", e), "launch").empty());
+}
+
+// Agents' numbers that do not fit the types they are kept in: a 409 or a
+// 400, not an undefined conversion (seen writing tests/fuzz/fuzz_live_api.cc).
+TEST_F(LiveManager, OutOfRangeEpochAndDeviceIdsAreAnswered) {
+  start();
+  reg("f1", "fast", 2);
+  for (double epoch : {1e300, -1e300, 1.5}) {
+    try {
+      manager_->heartbeat(as("agent-token"),
+                          {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+      ADD_FAILURE() << "epoch " << epoch << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 409) << e.what();
+    }
+  }
+  try {
+    manager_->register_agent(
+        as("agent-token"), {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", {0, 4294967296LL}}});
+    ADD_FAILURE() << "device id 2^32 accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(std::string(e.what()), "devices[1]: expected a device id in 0..2147483647");
+  }
+}
+
 TEST_F(LiveManager, MetricsInPrometheusFormat) {
   start();
   reg("f1", "fast", 2);
@@ -488,6 +554,9 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, agent_token, tenants)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
+  EXPECT_EQ(error("{" + tokens +
+                  R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
+            "serve.json: tenants[0].weight: must be in [0.0001, 10000], got 1e+300");
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "listen": "localhost"})"),
             "serve.json: listen: expected HOST:PORT, got localhost");
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "grace_s": -3})"),

@@ -36,12 +36,14 @@ inline std::string quote(const std::string& s) {
 }
 
 // Runs FAIRGPU_BINARY with `args`, in `cwd` when given; `scratch` holds the
-// captured streams.
+// captured streams. With `timeout_s` > 0 a run still going after that long is
+// killed (status 137): a hang fails the test instead of stalling the suite.
 inline RunResult run_binary(const std::vector<std::string>& args,
                             const std::filesystem::path& scratch,
-                            const std::filesystem::path& cwd = {}) {
+                            const std::filesystem::path& cwd = {}, int timeout_s = 0) {
   std::string cmd;
   if (!cwd.empty()) cmd.append("cd ").append(quote(cwd.string())).append(" && ");
+  if (timeout_s > 0) cmd.append("timeout -s KILL ").append(std::to_string(timeout_s)).append(" ");
   // Appends, not "literal" + string: the latter trips GCC 12's -Wrestrict
   // false positive (bug 105329) under -O3 -Werror.
   cmd.append(quote(FAIRGPU_BINARY));

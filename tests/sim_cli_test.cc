@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -457,6 +458,76 @@ TEST_F(SimCliTest, AlibabaTraceWithItsNodeList) {
   // The run stops at the first arrival + 2 h with jobs left.
   EXPECT_GT(summary["unfinished_jobs"].get<int>(), 0);
   EXPECT_DOUBLE_EQ(summary["makespan_s"].get<double>(), 7200.0);
+}
+
+// allox on a job of duration_s 1e16: its matching costs (1e19 ms) used to
+// overflow LEMON's NetworkSimplex (undefined behaviour; it looped forever).
+// Now the run ends at the horizon, with the short jobs finished around it.
+TEST_F(SimCliTest, AlloxWithAnAbsurdlyLongJobFinishes) {
+  const fs::path trace = dir_ / "long.csv";
+  std::ofstream(trace) << "job_id,tenant,job_type,num_workers,arrival_s,duration_s\n"
+                          "j1,alice,A3C,1,0,1e16\n"
+                          "j2,bob,A3C,2,0,600\n"
+                          "j3,alice,ResNet-18 (batch size 64),4,60,1e300\n"
+                          "j4,bob,A3C,24,120,900\n"
+                          "j5,carol,A3C,1,130,300\n";
+  RunResult r = run_binary({"simulate", "--quiet", "--policy", "allox", "--trace", trace.string(),
+                            "--horizon-hours", "3", "--out", (dir_ / "a").string()},
+                           dir_, cwd(), 60);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json summary = json::parse(slurp(dir_ / "a" / "summary.json"));
+  EXPECT_EQ(summary["jobs"], 5);
+  EXPECT_EQ(summary["finished_jobs"], 3);  // j2, j4, j5 on the built-in 72 GPUs
+  EXPECT_EQ(summary["unfinished_jobs"], 2);
+}
+
+// Weights outside [kMinWeight, kMaxWeight] in a trace are an input error on
+// their line and column (exit 2), not the share LPs' failure (exit 1); at the
+// ends of the range the LP policies simulate.
+TEST_F(SimCliTest, ExtremeTraceWeightsExitTwoAndTheRangeSimulates) {
+  auto trace = [&](const std::string& name, const std::string& a, const std::string& b,
+                   const std::string& priority) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path) << "job_id,tenant,job_type,num_workers,arrival_s,duration_s,weight,"
+                           "priority_weight\n"
+                        << "j1,alice,A3C,1,0,600," << a << ",1\n"
+                        << "j2,bob,A3C,2,0,900," << b << "," << priority << "\n"
+                        << "j3,alice,A3C,1,60,300," << a << ",1\n";
+    return path.string();
+  };
+  const std::string gavel = (dir_ / "extreme.trace").string();
+  std::ofstream(gavel) << "ResNet-18 (batch size 64)\tpython3 main.py\t.\t--num_steps\t1\t"
+                          "1000\t1\t1e300\t-1\t0\n";
+  struct Bad {
+    std::vector<std::string> args;
+    std::string where;
+  };
+  const std::vector<Bad> bad = {
+      {{"--trace", trace("a.csv", "1e-300", "1e300", "1")}, "a.csv:2: weight"},
+      {{"--trace", trace("b.csv", "1", "1e20", "1")}, "b.csv:3: weight"},
+      {{"--trace", trace("c.csv", "1", "1", "1e-20")}, "c.csv:3: priority_weight"},
+      {{"--trace", gavel}, "extreme.trace:1: priority_weight"},
+  };
+  for (const std::string policy : {"oef-coop", "oef-noncoop", "gavel"}) {
+    for (const auto& b : bad) {
+      std::vector<std::string> args = {"simulate", "--quiet", "--policy",
+                                       policy,     "--out",   (dir_ / "bad").string()};
+      args.insert(args.end(), b.args.begin(), b.args.end());
+      RunResult r = run(args);
+      EXPECT_EQ(r.status, 2) << policy << " " << b.where << ": " << r.err;
+      EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+      EXPECT_TRUE(contains(r.err, b.where + ": must be in [0.0001, 10000]")) << r.err;
+      EXPECT_FALSE(fs::exists(dir_ / "bad"));
+    }
+    for (const auto& [a, b, priority] :
+         std::vector<std::array<std::string, 3>>{{"1e-4", "1e4", "1e-4"}, {"1e4", "1e-4", "1e4"}}) {
+      const fs::path out = dir_ / ("ok-" + policy);
+      RunResult r = run({"simulate", "--quiet", "--policy", policy, "--trace",
+                         trace("ok.csv", a, b, priority), "--out", out.string()});
+      ASSERT_EQ(r.status, 0) << policy << " " << a << ":" << b << ":" << priority << ": " << r.err;
+      EXPECT_EQ(json::parse(slurp(out / "summary.json"))["finished_jobs"], 3);
+    }
+  }
 }
 
 struct BadRun {

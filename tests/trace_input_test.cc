@@ -218,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "tenant 'alice' has weight 1 on line 2"},
         BadFile{Reader::kNative, "bad-trace-empty.csv", 0, "", "no jobs"},
         BadFile{Reader::kNative, "bad-trace-no-header.csv", 1, "header", "missing header line"},
-        BadFile{Reader::kNative, "bad-trace-zero-weight.csv", 3, "weight", "> 0"},
+        BadFile{Reader::kNative, "bad-trace-zero-weight.csv", 3, "weight", "must be in [0.0001, 10000], got '0'"},
         BadFile{Reader::kNative, "bad-trace-empty-tenant.csv", 3, "tenant", "missing value"},
         BadFile{Reader::kGavel, "bad-gavel-column-count.trace", 2, "",
                 "expected 10 tab-separated columns"},

@@ -120,7 +120,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     r.only_keys(tenants[i], p, {"name", "weight", "token"});
     TenantConfig t;
     t.name = r.name(r.required(tenants[i], p, "name"), child(p, "name"));
-    if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.positive(*w, child(p, "weight"));
+    if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.weight(*w, child(p, "weight"));
     t.token = r.name(r.required(tenants[i], p, "token"), child(p, "token"));
     if (t.token.size() < 8) r.fail(child(p, "token"), "must be at least 8 characters");
     if (!names.insert(t.name).second) r.fail(child(p, "name"), "repeats tenant '" + t.name + "'");

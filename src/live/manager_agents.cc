@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -28,8 +29,9 @@ json Manager::register_agent(const Caller& c, const json& body) {
   if (dev == body.end() || !dev->is_array()) bad("devices", "expected an array of device ids");
   std::vector<int> devices;
   for (std::size_t i = 0; i < dev->size(); ++i) {
-    if (!(*dev)[i].is_number_integer() || (*dev)[i].get<long long>() < 0)
-      bad(fmt::format("devices[{}]", i), "expected a device id >= 0");
+    if (!(*dev)[i].is_number_integer() || (*dev)[i].get<long long>() < 0 ||
+        (*dev)[i].get<long long>() > std::numeric_limits<int>::max())
+      bad(fmt::format("devices[{}]", i), "expected a device id in 0..2147483647");
     devices.push_back((*dev)[i].get<int>());
   }
   std::vector<int> sorted = devices;
@@ -174,7 +176,9 @@ json Manager::heartbeat(const Caller& c, const json& body) {
   {
     std::lock_guard lock(mu_);
     auto nit = nodes_.find(name);
-    if (nit == nodes_.end() || nit->second.s.epoch != static_cast<std::int64_t>(epoch) ||
+    // Compared as doubles: converting an epoch such as 1e300 to an integer
+    // is undefined behaviour, and 1.5 matches no epoch.
+    if (nit == nodes_.end() || static_cast<double>(nit->second.s.epoch) != epoch ||
         nit->second.s.state == "lost")
       throw ApiError(409, fmt::format("stale epoch for node {}: register again", name));
     NodeEntry& n = nit->second;

@@ -38,7 +38,7 @@ json Manager::submit(const Caller& c, const json& body) {
   if (!(s.iterations > 0)) bad("iterations", "must be > 0");
   if (body.contains("weight")) {
     s.weight = need_number(body, "weight");
-    if (!(s.weight > 0)) bad("weight", "must be > 0");
+    if (!weight_in_range(s.weight)) bad("weight", weight_range_text());
   }
   auto cmd = body.find("command");
   if (cmd == body.end()) bad("command", "missing required field");
@@ -182,7 +182,7 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     TenantConfig t = it == tenant_index_.end() ? TenantConfig{name, 1.0, ""} : config_.tenants[it->second];
     if (body.contains("weight")) {
       t.weight = need_number(body, "weight");
-      if (!(t.weight > 0)) bad("weight", "must be > 0");
+      if (!weight_in_range(t.weight)) bad("weight", weight_range_text());
     }
     if (body.contains("token") || it == tenant_index_.end()) {
       const std::string token = need_string(body, "token");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fairgpu/weight.h"
 #include "live/manager.h"
 
 namespace fairgpu::live::request {

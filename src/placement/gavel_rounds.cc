@@ -62,7 +62,7 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
     const Job& j = s.jobs[jobs[r]];
     bool same_type = j.state == JobState::kRunning &&
                      std::all_of(j.devices.begin(), j.devices.end(),
-                                 [&](DeviceRef d) { return s.type_of(d) == t; });
+                                 [&, t = t](DeviceRef d) { return s.type_of(d) == t; });
     if (same_type && free.take(j.devices))
       out.push_back({jobs[r], j.devices, lease_end});
     else

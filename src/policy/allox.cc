@@ -85,6 +85,11 @@ namespace fairgpu::policy {
 namespace {
 
 constexpr double kCostPerSecond = 1000.0;  // integer arc costs in milliseconds
+
+// A non-negative cost as an integer, `cap` where it is larger (or NaN).
+long long integer_cost(double x, double cap) {
+  return x < cap ? std::llround(x) : std::llround(cap);
+}
 constexpr std::size_t kNoType = std::numeric_limits<std::size_t>::max();
 
 // Seconds until a running job frees its GPUs at its current rate.
@@ -243,15 +248,23 @@ class Allox final : public TimeSharingPolicy {
     struct ArcSpec {
       int from, to;
       long long cap, cost;
+      double seconds;  // the cost in seconds
       std::size_t group;
       int level;
     };
     std::vector<ArcSpec> arcs;
     const int sink = static_cast<int>(waiting.size());
     int nodes = sink + 1;
+    // Seconds; the first term only from level 2 on, so an infinite p (a
+    // job of absurd length) gives an infinite cost, not 0 * inf = NaN.
+    auto seconds_of = [&](const Waiting& w, const Group& g, int level) {
+      const double p = w.p[g.type];
+      return (level > 1 ? (level - 1) * p : 0.0) + (p + g.offset) / w.g;
+    };
+    // The matching's candidate order, in milliseconds (saturated, never an
+    // overflowing conversion).
     auto cost_of = [&](const Waiting& w, const Group& g, int level) {
-      const double c = (level - 1) * w.p[g.type] + (w.p[g.type] + g.offset) / w.g;
-      return std::llround(c * kCostPerSecond);
+      return integer_cost(seconds_of(w, g, level) * kCostPerSecond, std::ldexp(1.0, 62));
     };
     struct Next {
       long long cost;
@@ -278,16 +291,31 @@ class Allox final : public TimeSharingPolicy {
         Group& g = groups[n.group];
         while (static_cast<int>(g.level_node.size()) < n.level) {
           g.level_node.push_back(nodes);
-          arcs.push_back({nodes, sink, g.size, 0, n.group, 0});
+          arcs.push_back({nodes, sink, g.size, 0, 0.0, n.group, 0});
           ++nodes;
         }
         const long long cap = std::min(w.g, g.size);
-        arcs.push_back({static_cast<int>(wi), g.level_node[n.level - 1], cap, n.cost, n.group,
-                        n.level});
+        arcs.push_back({static_cast<int>(wi), g.level_node[n.level - 1], cap, n.cost,
+                        seconds_of(w, g, n.level), n.group, n.level});
         usable += w.g == 1 ? g.size : cap;
         heap.push_back({cost_of(w, g, n.level + 1), n.group, n.level + 1});
         std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
+    }
+
+    // NetworkSimplex's potentials start at +-(2^63 - 1) / 2 and add costs
+    // along tree paths of at most `nodes` arcs: with a larger cost they
+    // overflow (undefined; a job of duration_s 1e16 made it loop forever).
+    // So nodes * max cost stays <= 2^60: in milliseconds whenever that holds
+    // (any realistic trace, identical matchings), else in the finest unit
+    // that keeps it, which only merges near-ties among absurdly long jobs.
+    const double budget = std::ldexp(1.0, 60) / nodes;
+    double max_seconds = 0.0;
+    for (const ArcSpec& a : arcs) max_seconds = std::max(max_seconds, a.seconds);
+    if (!(max_seconds * kCostPerSecond <= budget)) {
+      const double per_second = budget / max_seconds;  // 0 when max_seconds is inf
+      for (ArcSpec& a : arcs)
+        a.cost = a.level == 0 ? 0 : integer_cost(a.seconds * per_second, budget);
     }
 
     lemon::SmartDigraph graph;

@@ -36,7 +36,9 @@ Matrix gavel_utilities(const ShareProblem& p) {
   for (std::size_t e = 0; e < p.num_entities(); ++e) {
     const auto& w = p.entities[e].speedup;
     double equal_split = p.value(e, p.equal_share(e, total_weight).data());
-    for (std::size_t j = 0; j < p.num_types(); ++j) a(e, j) = w[j] / equal_split;
+    // An entity that can use none of the devices (equal split 0) has utility 0.
+    for (std::size_t j = 0; j < p.num_types(); ++j)
+      a(e, j) = equal_split > 0 ? w[j] / equal_split : 0.0;
   }
   return a;
 }

@@ -415,7 +415,7 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
   std::string out;
   header(out);
   for (const auto& [name, summary] : runs)
-    row(out, name, [&summary](const CompareColumn& c) {
+    row(out, name, [&summary = summary](const CompareColumn& c) {
       return fixed(c.get(summary) * c.scale, c.precision);
     });
   if (runs.empty()) return out;
@@ -425,7 +425,7 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
   out += fmt::format("\nratio to {} (value / {}'s; - where undefined)\n", base_name, base_name);
   header(out);
   for (const auto& [name, summary] : runs)
-    row(out, name, [&summary, &base](const CompareColumn& c) {
+    row(out, name, [&summary = summary, &base = base](const CompareColumn& c) {
       double x = ratio(c.get(summary), c.get(base));
       return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
     });

@@ -42,6 +42,17 @@ std::string make_message(const std::string& source, const std::string& field,
   return m + one_line(problem);
 }
 
+// The share policies' LPs carry capacities, demands and speed ratios in their
+// coefficients, and CLP solves to tolerances around 1e-7 (and asserts on an
+// objective coefficient above 1e25): a speedup of 1e300 or a capacity of
+// 1e-300 once ended in "LP error" (exit 1) or an abort. Like weights
+// (fairgpu/weight.h) these are bounded where they are read, so such a value is
+// an input error naming its field (exit 2). The bounds leave room for any
+// real cluster: up to a million devices of a type, speeds within a factor
+// 1e4 of the first GPU type (or 0: cannot run there).
+constexpr double kMinAmount = 1e-3, kMaxAmount = 1e6;  // capacity (or 0), demand
+constexpr double kMinSpeed = 1e-4, kMaxSpeed = 1e4;    // relative to the first GPU type (or 0)
+
 using text_input::child;
 using text_input::element;
 using text_input::join;
@@ -108,7 +119,10 @@ class ProblemParser {
       std::string path = child("capacity", g);
       auto it = j.find(g);
       if (it == j.end()) r_.fail(path, "missing (every GPU type needs a capacity)");
-      p_.capacity.push_back(r_.non_negative(*it, path));
+      const double c = r_.non_negative(*it, path);
+      if (c != 0 && !(c >= kMinAmount && c <= kMaxAmount))
+        r_.fail(path, "must be 0 or in [0.001, 1000000], got " + it->dump());
+      p_.capacity.push_back(c);
     }
     if (!(p_.total_capacity() > 0)) r_.fail("capacity", "total capacity is 0; no GPU to share");
   }
@@ -125,7 +139,12 @@ class ProblemParser {
       r_.fail(element(field, 0),
               "must be > 0: speeds are normalised to the first GPU type (" + p_.gpu_types[0] + ")");
     double base = v[0];
-    for (double& s : v) s /= base;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i] /= base;
+      if (v[i] != 0 && !(v[i] >= kMinSpeed && v[i] <= kMaxSpeed))
+        r_.fail(element(field, i), "must be 0 or within a factor 10000 of " + element(field, 0) +
+                                       " (speeds are relative to the first GPU type)");
+    }
     return v;
   }
 
@@ -154,10 +173,13 @@ class ProblemParser {
     if (!names.insert(name).second) r_.fail(name_path, "duplicate tenant name '" + name + "'");
     double weight = 1.0;
     if (const json* w = Reader::optional(j, "weight"))
-      weight = r_.positive(*w, child(path, "weight"));
+      weight = r_.weight(*w, child(path, "weight"));
     double demand = kNoDemand;
     if (const json* d = Reader::optional(j, "demand"))
       demand = r_.positive(*d, child(path, "demand"));
+    if (const json* d = Reader::optional(j, "demand");
+        d && !(demand >= kMinAmount && demand <= kMaxAmount))
+      r_.fail(child(path, "demand"), "must be in [0.001, 1000000], got " + d->dump());
     exactly_one(j, path, {"speedup", "throughput", "job_types"});
     const json* job_types = Reader::optional(j, "job_types");
     if (!job_types) {

@@ -106,7 +106,7 @@ class ClusterParser : private text_input::JsonReader {
                        spec.type_name());
       name(ordered_json(gpu_type), path.empty() ? "\"\"" : path);
       only_keys(spec, path, {"nodes", "gpus_per_node", "cpus_per_node", "memory_gb_per_node"});
-      auto required = [&](const char* key) -> const ordered_json& {
+      auto required = [&, &spec = spec](const char* key) -> const ordered_json& {
         return JsonReader::required(spec, path, key);
       };
       int nodes = count(required("nodes"), child(path, "nodes"), kMaxNodesPerType);

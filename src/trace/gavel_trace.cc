@@ -52,7 +52,8 @@ Workload read_gavel_trace(const std::string& path, const TraceOptions& options) 
     if (!(job.iterations > 0)) t.fail(field(5), "must be > 0, got '" + c[5] + "'");
     job.workers = static_cast<int>(text_input::whole_cell(c[6], t, field(6), 1, kMaxWorkers));
     job.weight = text_input::finite_cell(c[7], t, field(7));
-    if (!(job.weight > 0)) t.fail(field(7), "must be > 0, got '" + c[7] + "'");
+    if (!weight_in_range(job.weight))
+      t.fail(field(7), weight_range_text() + ", got '" + c[7] + "'");
     if (text_input::finite_cell(c[8], t, field(8)) >= 0) ++with_slo;
     job.arrival_s = text_input::finite_cell(c[9], t, field(9));
     if (job.arrival_s < 0) t.fail(field(9), "must be >= 0, got '" + c[9] + "'");

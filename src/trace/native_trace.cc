@@ -77,11 +77,11 @@ Workload read_native_trace(const std::string& path) {
       job.iterations = t.positive("iterations");
     else
       job.duration_s = t.positive("duration_s");
-    if (!t.cell("priority_weight").empty()) job.weight = t.positive("priority_weight");
+    if (!t.cell("priority_weight").empty()) job.weight = t.weight("priority_weight");
     if (!t.cell("cpus").empty()) job.cpus = t.non_negative("cpus");
     if (!t.cell("memory_gb").empty()) job.memory_gb = t.non_negative("memory_gb");
     if (!t.cell("weight").empty()) {
-      double w = t.positive("weight");
+      double w = t.weight("weight");
       auto [it, fresh] = given_weight.emplace(job.tenant, Weight{w, t.table().line()});
       if (!fresh && it->second.value != w)
         t.fail("weight", fmt::format("tenant '{}' has weight {} on line {}; all rows of a tenant "

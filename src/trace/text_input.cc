@@ -302,6 +302,13 @@ double HeaderTable::positive(std::string_view column) const {
   return v;
 }
 
+double HeaderTable::weight(std::string_view column) const {
+  double v = number(column);
+  if (!weight_in_range(v))
+    fail(std::string(column), weight_range_text() + ", got '" + std::string(cell(column)) + "'");
+  return v;
+}
+
 std::int64_t HeaderTable::whole(std::string_view column, std::int64_t lo, std::int64_t hi) const {
   return whole_cell(cell(column), table_, std::string(column), lo, hi);
 }

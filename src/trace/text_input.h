@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fairgpu/input_error.h"
+#include "fairgpu/weight.h"
 #include "fairgpu/workload.h"
 
 namespace fairgpu::text_input {
@@ -99,6 +100,13 @@ class JsonReader {
     return v;
   }
 
+  // A tenant's or job's weight: within [kMinWeight, kMaxWeight] (fairgpu/weight.h).
+  double weight(const nlohmann::ordered_json& j, const std::string& path) const {
+    double v = number(j, path);
+    if (!weight_in_range(v)) fail(path, weight_range_text() + ", got " + j.dump());
+    return v;
+  }
+
   // A non-empty name without control characters (names end up in tables).
   std::string name(const nlohmann::ordered_json& j, const std::string& path) const {
     if (!j.is_string()) fail(path, std::string("expected a string, got ") + j.type_name());
@@ -171,6 +179,7 @@ class HeaderTable {
   double number(std::string_view column) const;        // finite
   double non_negative(std::string_view column) const;  // finite, >= 0
   double positive(std::string_view column) const;      // finite, > 0
+  double weight(std::string_view column) const;        // in [kMinWeight, kMaxWeight]
   // A whole number in [lo, hi] (written "4" or "4.0").
   std::int64_t whole(std::string_view column, std::int64_t lo, std::int64_t hi) const;
   std::string name(std::string_view column) const;  // non-empty, no control characters

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of tests/fuzz/ for SECONDS each (default 30),
+# built by scripts/sanitize.sh into build-sanitize/ (built here if missing).
+# Seeds are read where they lie (examples/, tests/data, ../shared/data,
+# tests/fuzz/seeds); new inputs go to build-sanitize/fuzz/<target>/corpus,
+# kept between runs. A finding (crash, sanitizer report, a contract broken,
+# a hang past -timeout) fails the run and leaves its input as
+# build-sanitize/fuzz/<target>/crash-*, timeout-* or leak-*; replay it with
+#   build-sanitize/fuzz_<target> <that file>
+#
+#   scripts/fuzz.sh            # CI: 30 s per target
+#   scripts/fuzz.sh 600        # by hand: 10 minutes per target
+#   scripts/fuzz.sh 600 cluster native_trace   # only these targets
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-30}
+shift || true
+root=$PWD
+shared=$(cd .. && pwd)/shared/data
+build=build-sanitize
+[ -x "$build/fuzz_cluster" ] || ./scripts/sanitize.sh -N >/dev/null
+
+# Seeds per target: files and folders (a folder's files, not recursive).
+seeds_for() {
+  case "$1" in
+    allocation) echo examples/allocate.json examples/paper-three-users.json examples/weighted.json \
+                     examples/oef-like-cluster.json tests/data/gavel-capped-levels.json \
+                     tests/data/bad-*.json ;;
+    audit_allocation) echo tests/data/bad-allocation-over-capacity.json tests/fuzz/seeds/audit_allocation ;;
+    cluster) echo examples/*cluster*.json tests/data/sim-*cluster*.json tests/data/bad-cluster-*.json ;;
+    profiles) echo tests/data/bad-profiles-*.json ;;
+    native_trace) echo examples/small-trace.csv tests/data/bad-trace-*.csv tests/data/sim-*.csv ;;
+    gavel_trace) echo tests/data/bad-gavel-*.trace "$shared"/gavel/*.trace "$shared"/shockwave/120-jobs.trace ;;
+    alibaba_nodes) echo tests/data/bad-alibaba-node-*.csv "$shared"/alibaba-gpu-v2023/openb_node_list_gpu_node.csv ;;
+    alibaba_pods) echo tests/data/bad-alibaba-pod-*.csv "$shared"/alibaba-gpu-v2023/openb_pod_list_multigpu50.csv ;;
+    serve_config) echo examples/serve.json ;;
+    live_api) echo tests/fuzz/seeds/live_api ;;
+  esac
+}
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(allocation audit_allocation cluster profiles native_trace gavel_trace alibaba_nodes
+           alibaba_pods serve_config live_api)
+fi
+failed=()
+for t in "${targets[@]}"; do
+  work=$build/fuzz/$t
+  mkdir -p "$work/corpus" "$work/seeds"
+  # libFuzzer reads folders: the seeds as links to where they lie.
+  find "$work/seeds" -type l -delete
+  for s in $(seeds_for "$t"); do
+    if [ -d "$s" ]; then for f in "$s"/*; do [ -f "$f" ] && ln -sf "$(realpath "$f")" "$work/seeds/"; done
+    elif [ -f "$s" ]; then ln -sf "$(realpath "$s")" "$work/seeds/"; fi
+  done
+  log=$work/log.txt
+  # -timeout: an input taking longer is a hang (a finding). -max_len keeps
+  # inputs small enough that every one is parsed, solved and audited.
+  if (cd "$work" && "$root/$build/fuzz_$t" -max_total_time="$seconds" -timeout=20 \
+        -max_len=4096 -rss_limit_mb=4096 -print_final_stats=1 -print_funcs=0 corpus seeds >log.txt 2>&1); then
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+    printf 'fuzz %-17s ok: %s inputs in %s s\n' "$t" "$runs" "$seconds"
+  else
+    printf 'fuzz %-17s FAILED (see %s):\n' "$t" "$log"
+    grep -E 'ERROR|contract broken|runtime error|Test unit written' "$log" | head -5 || true
+    failed+=("$t")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: findings in ${failed[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The second CI stage: builds fairgpu, its tests and the libFuzzer targets
+# with clang, AddressSanitizer and UndefinedBehaviorSanitizer into
+# build-sanitize/, then runs the whole test suite there. Any sanitizer report
+# fails the run (UBSan does not recover; ASan aborts on its first error).
+# scripts/fuzz.sh reuses the same build for its targets.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+# fuzzer-no-link only adds libFuzzer's coverage hooks (no-ops outside a fuzz
+# target), so the tests and the fuzz targets share one build.
+flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link"
+flags+=" -fno-sanitize-recover=all"
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_COMPILER=clang++ -DFAIRGPU_WERROR=ON -DFAIRGPU_BUILD_FUZZ=ON \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DFAIRGPU_TRAIN_FLAGS=-O2 >/dev/null
+cmake --build build-sanitize -j "$(nproc)"
+
+# halt_on_error is ASan's default; detect_leaks stays on (LeakSanitizer).
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# Serially, like scripts/test.sh: the live and pacing tests measure wall-clock rates.
+ctest --test-dir build-sanitize --output-on-failure "$@"

@@ -1,0 +1,9 @@
+// Cluster JSON (--cluster): parse_cluster_json.
+#include "fairgpu/cluster.h"
+#include "fuzz_contract.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fairgpu::fuzz::expect_input_error_or_success(
+      [&] { fairgpu::parse_cluster_json(fairgpu::fuzz::text(data, size), "fuzz"); });
+  return 0;
+}

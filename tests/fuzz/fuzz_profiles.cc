@@ -1,0 +1,9 @@
+// Gavel-format throughput profiles (--profiles): parse_gavel_profiles.
+#include "fairgpu/profile.h"
+#include "fuzz_contract.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  fairgpu::fuzz::expect_input_error_or_success(
+      [&] { fairgpu::parse_gavel_profiles(fairgpu::fuzz::text(data, size), "fuzz"); });
+  return 0;
+}
