@@ -50,7 +50,7 @@ TEST(PolicySpecifier, MalformedOnesAreOneLineErrors) {
       {"allox:alpha=0.2:alpha=0.3", "key 'alpha' is given twice"},
   };
   for (const auto& [text, problem] : cases) {
-    std::string e = error_of([&] { parse_policy_specifier(text); });
+    std::string e = error_of([&text = text] { parse_policy_specifier(text); });
     EXPECT_NE(e.find("options: policy: '" + text + "'"), std::string::npos) << text << ": " << e;
     EXPECT_NE(e.find(problem), std::string::npos) << text << ": " << e;
   }
