@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
@@ -254,6 +255,39 @@ TEST(OefCoop, IdenticalTenantsMatchFullLp) {
   EXPECT_NEAR(p.total_throughput(x), want, 1e-6 * want);
   // Copies 0 (weight 1) and 1 (weight 2) of the same vector: 1:2 bundles.
   for (std::size_t j = 0; j < p.num_types(); ++j) EXPECT_NEAR(2 * x(0, j), x(6, j), 1e-9);
+}
+
+// A round policy's oef-coop remembers the envy rows that bound its recent
+// solves and starts the next solve from them. Over a sequence of related
+// problems (tenants leave and arrive, weights and capacity change, a pool of
+// 10 speedup vectors so entities group), every remembered solve must still
+// reach the full LP's optimum and be envy-free.
+TEST(OefCoop, RememberedSolvesStayOptimalAcrossChangingProblems) {
+  ShareProblem pool = testing::random_problem(21, 10, 3);
+  auto remembering = make_share_policy("oef-coop");
+  remembering->remember_between_solves();
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<std::size_t> pick(0, pool.num_entities() - 1);
+  std::uniform_int_distribution<int> weight(1, 3), tenants(8, 24), grow(0, 4);
+  for (int step = 0; step < 25; ++step) {
+    ShareProblem p;
+    p.gpu_types = pool.gpu_types;
+    p.capacity = pool.capacity;
+    for (double& m : p.capacity) m += grow(rng);
+    const int n = tenants(rng);
+    for (int t = 0; t < n; ++t)
+      p.add_tenant("t" + std::to_string(t), pool.entities[pick(rng)].speedup, weight(rng));
+    const Matrix x = remembering->allocate(p);
+    ASSERT_EQ(check_feasible(p, x, 1e-7), "") << "step " << step;
+    const double want = reference::full_coop_total(p);
+    EXPECT_NEAR(p.total_throughput(x), want, 1e-6 * want) << "step " << step;
+    for (std::size_t l = 0; l < p.num_entities(); ++l) {
+      const double own = p.throughput(l, x) / p.entities[l].weight;
+      for (std::size_t i = 0; i < p.num_entities(); ++i)
+        EXPECT_LE(p.value(l, x.row(i)) / p.entities[i].weight, own * (1 + 1e-6))
+            << "step " << step << ": t" << l << " envies t" << i;
+    }
+  }
 }
 
 // Demands on random instances: feasibility, capped sharing incentive and

@@ -22,6 +22,11 @@ class SharePolicy {
   virtual std::string_view name() const = 0;
   // Never fails on a valid problem (validated at the input boundary).
   virtual Matrix allocate(const ShareProblem& problem) const = 0;
+  // For a policy solved again and again on slowly changing problems (the
+  // round policies): it may keep what it learned from one solve to start the
+  // next. Results stay optimal for the same LP; where the optimum is not
+  // unique, another optimal allocation may be returned than without it.
+  virtual void remember_between_solves() {}
 };
 
 struct PolicyInfo {

@@ -49,7 +49,9 @@ class ShareRoundPolicy final : public RoundPolicy {
         tenant_demands_(tenant_demands),
         interval_(interval),
         demand_resolve_s_(demand_resolve_s),
-        placer_(rounding) {}
+        placer_(rounding) {
+    share_->remember_between_solves();
+  }
 
   std::string_view name() const override { return name_; }
   std::string_view level() const override { return tenant_level_ ? "tenant" : "job"; }
