@@ -215,7 +215,7 @@ class AgentThread {
 constexpr const char* kJob =
     "trap 'echo usr1 > \"$FAIRGPU_CHECKPOINT_DIR/usr1\"; exit 0' USR1; "
     "echo \"$$ $FAIRGPU_JOB_ID $FAIRGPU_LEASE_ID $FAIRGPU_GPU_TYPE $FAIRGPU_NUM_WORKERS "
-    "$CUDA_VISIBLE_DEVICES $MY_VAR\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+    "$CUDA_VISIBLE_DEVICES $MY_VAR $(id -u)\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
     "echo 1234 > \"$FAIRGPU_PROGRESS_FILE\"; "
     "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
     "while true; do sleep 0.05; done";
@@ -225,6 +225,8 @@ class Agent : public ::testing::Test {
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "fairgpu-agent-XXXXXX").string();
     dir_ = mkdtemp(tmpl.data());
+    // A root agent runs jobs as other users, who must pass through.
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   }
   void TearDown() override {
     agent_.stop();
@@ -262,6 +264,8 @@ class Agent : public ::testing::Test {
     return {{"action", "launch"},
             {"lease", lease},
             {"job", job},
+            {"tenant", "alice"},
+            {"tenant_slot", 3},
             {"command", command},
             {"env", {{"MY_VAR", "hello"}}},
             {"devices", {2, 3}},
@@ -313,14 +317,16 @@ TEST_F(Agent, RegistersAndRunsALaunchWithTheProtocolsEnvironment) {
   pid_t pgid = started("j-000013");
   ASSERT_GT(pgid, 0) << agent_.lines();
   std::istringstream env(slurp(ckpt("j-000013") + "/env"));
-  std::string pid, job, lease, type, workers, devices, var;
-  env >> pid >> job >> lease >> type >> workers >> devices >> var;
+  std::string pid, job, lease, type, workers, devices, var, uid;
+  env >> pid >> job >> lease >> type >> workers >> devices >> var >> uid;
   EXPECT_EQ(job, "j-000013");
   EXPECT_EQ(lease, "18");
   EXPECT_EQ(type, "v100");
   EXPECT_EQ(workers, "2");
   EXPECT_EQ(devices, "2,3");
   EXPECT_EQ(var, "hello");
+  // A root agent runs the job as uid_base + the tenant's slot, never as root.
+  EXPECT_EQ(uid, geteuid() == 0 ? "200003" : std::to_string(geteuid()));
   EXPECT_EQ(getpgid(pgid), pgid);
 
   ASSERT_TRUE(wait_for(

@@ -40,12 +40,12 @@ struct World {
     c.heartbeat_s = 1;
     c.heartbeat_timeout_s = 5;
     c.admin_token = "admin-token";
-    c.agent_token = "agent-token";
-    c.tenants = {{"alice", 1.0, "alice-token"}, {"bob", 2.0, "bob-token"}};
+    c.tenants = {{"alice", 1.0, "alice-token", ""}, {"bob", 2.0, "bob-token", ""}};
     manager = std::make_unique<Manager>(c, [this] { return now; });
     tenant = manager->authenticate("Bearer alice-token");
     admin = manager->authenticate("Bearer admin-token");
-    agent = manager->authenticate("Bearer agent-token");
+    agent = manager->authenticate(
+        "Bearer " + manager->issue_node_token(admin, "n1")["token"].get<std::string>());
     manager->register_agent(agent, {{"node", "n1"}, {"gpu_type", "k80"}, {"devices", {0, 1}}});
   }
   ~World() {
