@@ -652,16 +652,20 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
     return c.Post(path.c_str(), {{"Authorization", "Bearer " + token}}, body.dump(),
                   "application/json");
   };
-  auto r = post("/v1/agents/register", {{"node", "fake"}, {"gpu_type", "slow"}, {"devices", {0}}});
+  auto r =
+      post("/v1/agents/register", {{"node", "fake"}, {"gpu_type", "slow"}, {"devices", {0, 1}}});
   ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "");
   const std::int64_t epoch = json::parse(r->body)["epoch"];
-  r = cli.Post(
-      "/v1/jobs", {{"Authorization", "Bearer alice-token"}},
-      json{{"job_type", "mlp"}, {"workers", 1}, {"iterations", 100}, {"command", "true"}}.dump(),
-      "application/json");
-  ASSERT_TRUE(r && r->status == 201);
-  const std::string id = json::parse(r->body)["id"];
-  std::int64_t lease = 0;
+  std::vector<std::string> ids;
+  for (const char* tenant : {"alice", "bob"}) {
+    r = cli.Post("/v1/jobs", {{"Authorization", "Bearer " + std::string(tenant) + "-token"}},
+                 json{{"job_type", "mlp"}, {"workers", 1}, {"iterations", 100}, {"command", "true"}}
+                     .dump(),
+                 "application/json");
+    ASSERT_TRUE(r && r->status == 201);
+    ids.push_back(json::parse(r->body)["id"]);
+  }
+  std::map<std::string, std::int64_t> lease;  // job -> lease
   ASSERT_TRUE(testing_support::wait_for(
       [&] {
         auto a = post("/v1/agents/heartbeat",
@@ -669,47 +673,60 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
         if (!a || a->status != 200) return false;
         const json answer = json::parse(a->body);
         for (const json& action : answer["actions"])
-          if (action["action"] == "launch") lease = action["lease"];
-        return lease != 0;
+          if (action["action"] == "launch") lease[action["job"]] = action["lease"];
+        return lease.size() == 2;
       },
       20))
-      << get("/v1/jobs/" + id).dump() << get("/v1/cluster").dump() << slurp(dir_ / "server.log");
-  const json running = {{"lease", lease}, {"job", id}, {"state", "running"}, {"iterations", 10}};
-  r = post("/v1/agents/heartbeat", {{"node", "fake"}, {"epoch", epoch}, {"runs", {running}}});
+      << get("/v1/jobs").dump() << get("/v1/cluster").dump() << slurp(dir_ / "server.log");
+  auto running = [&](const std::string& id) {
+    return json{{"lease", lease[id]}, {"job", id}, {"state", "running"}, {"iterations", 10}};
+  };
+  const json both = {{"node", "fake"}, {"epoch", epoch}, {"runs", {running(ids[0]), running(ids[1])}}};
+  r = post("/v1/agents/heartbeat", both);
   ASSERT_EQ(r->status, 200) << r->body;
-  ASSERT_EQ(get("/v1/jobs/" + id)["iterations_done"], 10.0);
+  ASSERT_EQ(get("/v1/jobs/" + ids[0])["iterations_done"], 10.0);
 
+  // A clean exit of the first job, then the second job's run with a log
+  // tail that is a number.
   const json bad = {{"node", "fake"},
                     {"epoch", epoch},
                     {"runs",
-                     {{{"lease", lease},
-                       {"job", id},
+                     {{{"lease", lease[ids[0]]},
+                       {"job", ids[0]},
                        {"state", "exited"},
                        {"iterations", 100},
                        {"exit_code", 0},
                        {"signal", 0},
                        {"revoked", false},
                        {"log_tail", "forged"}},
-                      {{"lease", lease + 100}, {"state", "exited"}, {"log_tail", 5}}}}};
+                      {{"lease", lease[ids[1]]},
+                       {"job", ids[1]},
+                       {"state", "exited"},
+                       {"exit_code", 0},
+                       {"log_tail", 5}}}}};
   r = post("/v1/agents/heartbeat", bad);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(json::parse(r->body)["error"], "runs[1].log_tail: expected a string");
   auto expect_unchanged = [&] {
-    const json j = get("/v1/jobs/" + id);
-    EXPECT_EQ(j["state"], "running") << j.dump();
-    EXPECT_EQ(j["iterations_done"], 10.0) << j.dump();
-    EXPECT_EQ(j["log_tail"], "") << j.dump();
-    EXPECT_EQ(j["lease"], lease) << j.dump();
+    for (const std::string& id : ids) {
+      const json j = get("/v1/jobs/" + id);
+      EXPECT_EQ(j["state"], "running") << j.dump();
+      EXPECT_EQ(j["iterations_done"], 10.0) << j.dump();
+      EXPECT_EQ(j["log_tail"], "") << j.dump();
+      EXPECT_EQ(j["lease"], lease[id]) << j.dump();
+    }
   };
   expect_unchanged();
   server_->stop(SIGKILL);
   start_server(port_);
   expect_unchanged();
   // The agent's next (valid) heartbeat is answered as before the bad one.
-  r = post("/v1/agents/heartbeat", {{"node", "fake"}, {"epoch", epoch}, {"runs", {running}}});
+  r = post("/v1/agents/heartbeat", both);
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_EQ(json::parse(r->body)["actions"][0]["action"], "renew") << r->body;
+  const json answer = json::parse(r->body);
+  ASSERT_EQ(answer["actions"].size(), 2u) << r->body;
+  for (const json& action : answer["actions"]) EXPECT_EQ(action["action"], "renew") << r->body;
 }
 
 // Defects 4 and 8 of issue 12: bytes that are not UTF-8 get a JSON error, not
