@@ -155,6 +155,67 @@ TEST_F(LiveManager, LeasesLaunchRenewAndFinish) {
   EXPECT_EQ(done["finished_at"], now_);
 }
 
+// Issue 12, defects 10 and 11 and the pending reasons: a gang no node can
+// hold is refused at submission (400 naming workers and the largest gang);
+// a job that waits says why, squeue-style; lease times are never negative.
+TEST_F(LiveManager, ImpossibleGangsAreRefusedAndWaitingJobsSayWhy) {
+  start();
+  auto error_of = [&](int workers) -> std::string {
+    try {
+      submit("alice-token", "mlp", workers);
+    } catch (const ApiError& e) {
+      return std::to_string(e.status()) + " " + e.what();
+    }
+    return "accepted";
+  };
+  // No node yet: nothing is known, the job is taken and waits for one.
+  const std::string early = submit("bob-token")["id"];
+  EXPECT_EQ(job(early)["pending"]["reason"], "Resources");
+  EXPECT_EQ(job(early)["pending"]["detail"], "no node has registered");
+  const auto ef = reg("f1", "fast", 2);
+  const auto es = reg("s1", "slow", 2);
+  EXPECT_EQ(error_of(3),
+            "400 workers: 3 exceeds the largest gang this cluster can run, 2 (the most GPUs of "
+            "one node)");
+  EXPECT_EQ(error_of(64),
+            "400 workers: 64 exceeds the largest gang this cluster can run, 2 (the most GPUs of "
+            "one node)");
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
+  EXPECT_EQ(job(early)["pending"]["reason"], "Round");  // free devices: the next point
+  const std::string pair = submit("alice-token", "mlp", 2)["id"];
+  std::vector<std::string> singles;
+  for (int i = 0; i < 3; ++i) singles.push_back(submit("bob-token")["id"]);
+  manager_->schedule();
+  beat("f1", ef);
+  beat("s1", es);
+  int running = 0, priority = 0;
+  const json all = manager_->jobs(as("admin-token"), "");
+  for (const json& j : all["jobs"]) {
+    if (j["state"] == "running") {
+      ++running;
+      EXPECT_EQ(j["pending"], nullptr) << j.dump();
+    } else {
+      EXPECT_EQ(j["pending"]["reason"], "Priority") << j.dump();
+      ++priority;
+    }
+  }
+  EXPECT_EQ(running + priority, 5);
+  EXPECT_GT(priority, 0);
+  // Past the leases' end (the renewal is on its way): 0 s left, not < 0.
+  now_ += 75;
+  const json cluster = manager_->cluster(as("admin-token"));
+  for (const json& n : cluster["nodes"])
+    for (const json& h : n["holders"]) EXPECT_EQ(h["lease_end_in_s"], 0.0) << h.dump();
+  // Every node drained: the waiting jobs say so.
+  manager_->set_drained(as("admin-token"), "f1", true);
+  manager_->set_drained(as("admin-token"), "s1", true);
+  const json drained = manager_->jobs(as("admin-token"), "");
+  for (const json& j : drained["jobs"]) {
+    const std::string reason = j["pending"]["reason"];
+    EXPECT_TRUE(reason == "NodeDrained" || reason == "Stopping") << j.dump();
+  }
+}
+
 TEST_F(LiveManager, NewLeaseWaitsUntilTheDevicesPreviousRunStopped) {
   start();
   const auto e = reg("n1", "fast", 1);

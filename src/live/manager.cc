@@ -297,8 +297,12 @@ json Manager::pending_reason(const JobEntry& e) const {
   }
   if (e.s.state == "profiling")
     return reason("Profiling", "waiting for free devices to measure its job type on");
-  if (free_fit > 0) return reason("Round", "free devices; the next scheduling point places it");
-  return reason("Priority", "the policy gives the GPUs to other jobs this round (fair share)");
+  // Not yet seen by a scheduling point, with room for it: it waits for the
+  // next one. Otherwise the policy's last plan left it out (fair share:
+  // its tenant's share went to its other jobs, or to other tenants).
+  if (free_fit > 0 && e.s.submitted_at > last_point_)
+    return reason("Round", "the next scheduling point places it");
+  return reason("Priority", "the last scheduling point gave the GPUs to other jobs (fair share)");
 }
 
 // ---------------------------------------------------------------- the core
@@ -742,6 +746,7 @@ double Manager::schedule(double at) {
       activate_pending(tickets);
     }
     ++rounds_;
+    last_point_ = t;
     tickets.push_back(store_->put(StoredMeta{"rounds", std::to_string(rounds_)}));
     // Decisions are durable before any agent hears of them: heartbeats wait
     // on mu_, which is held until the commit.

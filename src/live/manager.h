@@ -210,6 +210,7 @@ class Manager {
   ProfileCatalogue catalogue_;
   std::int64_t next_lease_ = 1;
   double last_submitted_ = 0.0;
+  double last_point_ = -1.0;  // the time of the last scheduling point
 
   std::unique_ptr<ClusterModel> model_;
   SchedulerState state_;
