@@ -28,6 +28,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -316,6 +317,57 @@ class LiveEndToEnd : public ::testing::Test {
     sqlite3_finalize(st);
     sqlite3_close(db);
   }
+  // The interval during which every tenant has at least `n` unfinished
+  // jobs (submitted, not yet finished), from the store's jobs.
+  std::pair<double, double> contended_interval(int n) {
+    std::map<std::string, std::vector<double>> finishes;
+    double from = 0.0;
+    sqlite3* db = nullptr;
+    sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT tenant, submitted_at, finished_at FROM jobs", -1, &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      finishes[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))].push_back(
+          sqlite3_column_double(st, 2));
+      from = std::max(from, sqlite3_column_double(st, 1));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    double to = std::numeric_limits<double>::infinity();
+    for (auto& [tenant, f] : finishes) {
+      std::sort(f.begin(), f.end());
+      // Fewer than n left once its (size - n + 1)-th job finished.
+      const std::size_t k = f.size() >= static_cast<std::size_t>(n) ? f.size() - n : 0;
+      to = std::min(to, f[k]);
+    }
+    return {from, to};
+  }
+  // GPU-seconds of each tenant's leases (not profiling, once launched)
+  // inside [from, to], from the store.
+  std::map<std::string, double> gpu_seconds_by_tenant(double from, double to) {
+    std::map<std::string, double> out;
+    sqlite3* db = nullptr;
+    sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db,
+                       "SELECT jobs.tenant, leases.devices, leases.start, leases.end FROM leases "
+                       "JOIN jobs ON leases.job = jobs.id WHERE leases.profiling = 0 AND "
+                       "leases.status != 'pending'",
+                       -1, &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const double devices = static_cast<double>(
+          json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 1))).size());
+      const double overlap = std::min(to, sqlite3_column_double(st, 3)) -
+                             std::max(from, sqlite3_column_double(st, 2));
+      if (overlap > 0)
+        out[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] += devices * overlap;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+  }
   int device_samples_ = 0;
 
   fs::path dir_;
@@ -330,19 +382,7 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   std::map<std::string, int> seed_of;
   for (int i = 0; i < 20; ++i) seed_of[submit(i % 2 ? "bob" : "alice", 100 + i, kIterations)] = 100 + i;
 
-  // GPU shares sampled while both tenants have more jobs than half the GPUs.
-  double share_sum[2] = {0, 0};
-  int samples = 0;
-  json jobs = wait_all(20, 120, [&](const json& list) {
-    int waiting[2] = {0, 0};
-    for (const json& j : list)
-      if (j["state"] == "queued" || j["state"] == "running") ++waiting[j["tenant"] == "bob"];
-    if (waiting[0] < 4 || waiting[1] < 4) return;
-    json t = get("/v1/tenants");
-    if (t.is_null()) return;
-    for (const json& row : t["tenants"]) share_sum[row["name"] == "bob"] += row["share"].get<double>();
-    ++samples;
-  });
+  json jobs = wait_all(20, 120);
   ASSERT_FALSE(HasFailure());
   expect_results_match(jobs, seed_of, kIterations);
 
@@ -358,12 +398,19 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   EXPECT_GT(moved, 0) << "no job ran on more than one GPU type";
 
   // Same job type everywhere, weights 2:1: oef-coop's allocation gives alice
-  // two thirds of what the two hold (sampled GPU shares, pending launches
-  // and start-up included).
-  ASSERT_GE(samples, 5);
-  const double alice = share_sum[0] / samples, bob = share_sum[1] / samples;
-  std::cout << "mean GPU share while both wait: alice " << alice << ", bob " << bob << " (" << samples
-            << " samples)\n";
+  // two thirds of the GPU time the two hold while both have more jobs left
+  // than half the GPUs. Measured from the store, whatever the machine's
+  // load: the contended interval from the jobs' submission and finish
+  // times, the GPU time from the leases the server committed (devices x the
+  // part of [start, end] inside that interval; a lease's end is where the
+  // policy's round ended it).
+  const auto [from, to] = contended_interval(4);
+  ASSERT_GT(to - from, 4.0) << "both tenants waited for less than two rounds";
+  const auto held = gpu_seconds_by_tenant(from, to);
+  const double alice = held.count("alice") ? held.at("alice") : 0.0;
+  const double bob = held.count("bob") ? held.at("bob") : 0.0;
+  std::cout << "GPU-seconds while both wait (" << to - from << " s): alice " << alice << ", bob "
+            << bob << "; alice's share " << alice / (alice + bob) << "\n";
   EXPECT_NEAR(alice / (alice + bob), 2.0 / 3.0, 0.06);
 }
 
