@@ -537,6 +537,28 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
   EXPECT_NE(server_.last_report(42).at("log_tail").get<std::string>().find("command"),
             std::string::npos);
   EXPECT_EQ(server_.last_report(40).at("iterations"), 0);
+
+  // Issue 12: a root agent runs no job as root, and a lease_s_left of 1e300
+  // or a lease id past 2^53 is no undefined conversion.
+  json nobody = launch(43, "j-000043");
+  nobody.erase("tenant_slot");
+  server_.push(nobody);
+  json huge = launch(44, "j-000044", kJob, 1e300);
+  server_.push(huge);
+  json wild = launch(45, "j-000045");
+  wild["lease"] = 18446744073709551615ULL;
+  server_.push(wild);
+  if (geteuid() == 0) {
+    ASSERT_TRUE(reported(43, "launch_failed"));
+    EXPECT_NE(server_.last_report(43).at("log_tail").get<std::string>().find(
+                  "names neither unix_user nor tenant_slot"),
+              std::string::npos)
+        << server_.last_report(43);
+  }
+  ASSERT_TRUE(reported(44, "running")) << agent_.lines();
+  pgids_.push_back(started("j-000044"));
+  EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 1; }, 5))
+      << agent_.lines();
 }
 
 TEST_F(Agent, KillsLeftoversOfAnEarlierAgentBeforeRegistering) {

@@ -496,6 +496,9 @@ class Agent {
     double lease_s_left = action.at("lease_s_left").get<double>();
     std::string checkpoint_dir = action.value("checkpoint_dir", std::string());
     if (checkpoint_dir.empty()) checkpoint_dir = (state_dir_ / "checkpoints" / r.job).string();
+    // The job starts in its own directory: a relative path (a server config's
+    // "fairgpu-data/checkpoints") is the agent's, made absolute here.
+    checkpoint_dir = fs::absolute(checkpoint_dir).lexically_normal().string();
 
     // Whom the job runs as (agent.h): never as a root agent's root.
     std::optional<RunAs> run_as;
