@@ -74,7 +74,7 @@ cat > "$WORK/serve.json" <<EOF
 {"listen": "127.0.0.1:0", "data_dir": "$WORK/data", "checkpoint_dir": "$WORK/ckpt",
  "policy": "oef-coop", "round_s": 60, "heartbeat_s": 1, "heartbeat_timeout_s": 10,
  "grace_s": 10, "kill_after_s": 2, "profiles": "$WORK/profiles.json",
- "restart_overhead_s": $RESTART_S, "admin_token": "admin-token", "agent_token": "agent-token",
+ "restart_overhead_s": $RESTART_S, "admin_token": "admin-token",
  "tenants": [{"name": "t0", "token": "token-t0"}, {"name": "t1", "token": "token-t1"},
              {"name": "t2", "token": "token-t2"}]}
 EOF
@@ -83,7 +83,8 @@ PIDS+=($!)
 while [ ! -s "$WORK/port" ]; do sleep 0.1; done
 URL="http://127.0.0.1:$(cat "$WORK/port")"
 for node in slow mid fast; do
-  "$FAIRGPU" agent --server "$URL" --node "n-$node" --gpus "$node:2" --token agent-token \
+  "$FAIRGPU" node-token --server "$URL" --token admin-token "n-$node" > "$WORK/token-$node"
+  "$FAIRGPU" agent --server "$URL" --node "n-$node" --gpus "$node:2" --token-file "$WORK/token-$node" \
     --state-dir "$WORK/agent-$node" 2> "$WORK/agent-$node.log" &
   PIDS+=($!)
 done

@@ -49,8 +49,8 @@ ServeConfig config_in(const std::string& dir, const std::string& policy) {
   c.policy = policy;
   c.policy_options.round_s = 60;
   c.admin_token = "admin-token";
-  c.agent_token = "agent-token";
-  for (int t = 0; t < 20; ++t) c.tenants.push_back({"t" + std::to_string(t), 1.0 + t % 3, "token-" + std::to_string(t)});
+  for (int t = 0; t < 20; ++t)
+    c.tenants.push_back({"t" + std::to_string(t), 1.0 + t % 3, "token-" + std::to_string(t), ""});
   // Three job types on three GPU types, Gavel-like speedups.
   std::ofstream(dir + "/profiles.json") << R"json({
     "k80": {"('a', 1)": {"null": 1.0}, "('b', 1)": {"null": 1.0}, "('c', 1)": {"null": 1.0}},
@@ -151,12 +151,16 @@ BENCHMARK(LiveSubmitCommitEach)->UseRealTime()->Unit(benchmark::kMillisecond)->I
 struct BigCluster {
   explicit BigCluster(const std::string& policy, const std::string& name) : dir(fresh_dir(name)) {
     manager = std::make_unique<Manager>(config_in(dir, policy), [this] { return now; });
-    const Caller agent = manager->authenticate("Bearer agent-token");
+    const Caller admin = manager->authenticate("Bearer admin-token");
     const char* types[] = {"k80", "p100", "v100"};
     for (int n = 0; n < 1000; ++n)
-      manager->register_agent(agent, {{"node", "n" + std::to_string(n)},
-                                      {"gpu_type", types[n % 3]},
-                                      {"devices", {0, 1, 2, 3}}});
+      manager->register_agent(
+          manager->authenticate("Bearer " +
+                                manager->issue_node_token(admin, "n" + std::to_string(n))["token"]
+                                    .get<std::string>()),
+          {{"node", "n" + std::to_string(n)},
+           {"gpu_type", types[n % 3]},
+           {"devices", {0, 1, 2, 3}}});
     std::mt19937 rng(3);
     std::vector<std::thread> pool;
     for (int t = 0; t < 20; ++t)

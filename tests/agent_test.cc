@@ -215,7 +215,7 @@ class AgentThread {
 constexpr const char* kJob =
     "trap 'echo usr1 > \"$FAIRGPU_CHECKPOINT_DIR/usr1\"; exit 0' USR1; "
     "echo \"$$ $FAIRGPU_JOB_ID $FAIRGPU_LEASE_ID $FAIRGPU_GPU_TYPE $FAIRGPU_NUM_WORKERS "
-    "$CUDA_VISIBLE_DEVICES $MY_VAR\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+    "$CUDA_VISIBLE_DEVICES $MY_VAR $(id -u)\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
     "echo 1234 > \"$FAIRGPU_PROGRESS_FILE\"; "
     "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
     "while true; do sleep 0.05; done";
@@ -225,6 +225,8 @@ class Agent : public ::testing::Test {
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "fairgpu-agent-XXXXXX").string();
     dir_ = mkdtemp(tmpl.data());
+    // A root agent runs jobs as other users, who must pass through.
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   }
   void TearDown() override {
     agent_.stop();
@@ -262,6 +264,8 @@ class Agent : public ::testing::Test {
     return {{"action", "launch"},
             {"lease", lease},
             {"job", job},
+            {"tenant", "alice"},
+            {"tenant_slot", 3},
             {"command", command},
             {"env", {{"MY_VAR", "hello"}}},
             {"devices", {2, 3}},
@@ -313,14 +317,16 @@ TEST_F(Agent, RegistersAndRunsALaunchWithTheProtocolsEnvironment) {
   pid_t pgid = started("j-000013");
   ASSERT_GT(pgid, 0) << agent_.lines();
   std::istringstream env(slurp(ckpt("j-000013") + "/env"));
-  std::string pid, job, lease, type, workers, devices, var;
-  env >> pid >> job >> lease >> type >> workers >> devices >> var;
+  std::string pid, job, lease, type, workers, devices, var, uid;
+  env >> pid >> job >> lease >> type >> workers >> devices >> var >> uid;
   EXPECT_EQ(job, "j-000013");
   EXPECT_EQ(lease, "18");
   EXPECT_EQ(type, "v100");
   EXPECT_EQ(workers, "2");
   EXPECT_EQ(devices, "2,3");
   EXPECT_EQ(var, "hello");
+  // A root agent runs the job as uid_base + the tenant's slot, never as root.
+  EXPECT_EQ(uid, geteuid() == 0 ? "200003" : std::to_string(geteuid()));
   EXPECT_EQ(getpgid(pgid), pgid);
 
   ASSERT_TRUE(wait_for(
@@ -531,6 +537,28 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
   EXPECT_NE(server_.last_report(42).at("log_tail").get<std::string>().find("command"),
             std::string::npos);
   EXPECT_EQ(server_.last_report(40).at("iterations"), 0);
+
+  // Issue 12: a root agent runs no job as root, and a lease_s_left of 1e300
+  // or a lease id past 2^53 is no undefined conversion.
+  json nobody = launch(43, "j-000043");
+  nobody.erase("tenant_slot");
+  server_.push(nobody);
+  json huge = launch(44, "j-000044", kJob, 1e300);
+  server_.push(huge);
+  json wild = launch(45, "j-000045");
+  wild["lease"] = 18446744073709551615ULL;
+  server_.push(wild);
+  if (geteuid() == 0) {
+    ASSERT_TRUE(reported(43, "launch_failed"));
+    EXPECT_NE(server_.last_report(43).at("log_tail").get<std::string>().find(
+                  "names neither unix_user nor tenant_slot"),
+              std::string::npos)
+        << server_.last_report(43);
+  }
+  ASSERT_TRUE(reported(44, "running")) << agent_.lines();
+  pgids_.push_back(started("j-000044"));
+  EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 1; }, 5))
+      << agent_.lines();
 }
 
 TEST_F(Agent, KillsLeftoversOfAnEarlierAgentBeforeRegistering) {

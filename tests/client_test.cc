@@ -439,6 +439,10 @@ TEST_F(Client, BadSubmitFlagsSendNothing) {
     EXPECT_EQ(r.status, 2) << r.out;
     EXPECT_EQ(lines(r.err), 1u) << r.err;
   }
+  // Each mistake in its own words (issue 12: a missing command said "not both").
+  EXPECT_TRUE(contains(run(with({})).err, "command: missing:")) << run(with({})).err;
+  EXPECT_FALSE(contains(run(with({})).err, "not both"));
+  EXPECT_TRUE(contains(run(with({"--command", "x", "--", "prog"})).err, "not both"));
   EXPECT_TRUE(server_.received().empty());
 }
 

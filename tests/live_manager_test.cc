@@ -6,12 +6,15 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "fairgpu/input_error.h"
 #include "live/manager.h"
@@ -49,7 +52,7 @@ class LiveManager : public ::testing::Test {
     config_.profile_iterations = 50;
     config_.admin_token = "admin-token";
     config_.agent_token = "agent-token";
-    config_.tenants = {{"alice", 1.0, "alice-token"}, {"bob", 1.0, "bob-token"}};
+    config_.tenants = {{"alice", 1.0, "alice-token", ""}, {"bob", 1.0, "bob-token", ""}};
   }
   void TearDown() override {
     manager_.reset();
@@ -61,6 +64,13 @@ class LiveManager : public ::testing::Test {
     return *manager_;
   }
   Caller as(const std::string& token) { return manager_->authenticate("Bearer " + token); }
+  // The caller of a node's agent: its token, issued by the admin once.
+  Caller agent(const std::string& node) {
+    auto& token = node_tokens_[node];
+    if (token.empty())
+      token = manager_->issue_node_token(as("admin-token"), node)["token"].get<std::string>();
+    return as(token);
+  }
   json submit(const std::string& token, const std::string& type = "mlp", int workers = 1,
               double iterations = 1000) {
     return manager_->submit(as(token), {{"job_type", type},
@@ -71,7 +81,7 @@ class LiveManager : public ::testing::Test {
   std::int64_t reg(const std::string& node, const std::string& type, int gpus) {
     json devices = json::array();
     for (int d = 0; d < gpus; ++d) devices.push_back(d);
-    json a = manager_->register_agent(as("agent-token"),
+    json a = manager_->register_agent(agent(node),
                                       {{"node", node}, {"gpu_type", type}, {"devices", devices}});
     return a["epoch"].get<std::int64_t>();
   }
@@ -79,7 +89,7 @@ class LiveManager : public ::testing::Test {
   // list under every compiler (a json parameter reads a single braced element
   // as a copy under clang and as an array under GCC).
   json beat(const std::string& node, std::int64_t epoch, std::vector<json> runs = {}) {
-    return manager_->heartbeat(as("agent-token"),
+    return manager_->heartbeat(agent(node),
                                {{"node", node}, {"epoch", epoch}, {"runs", json(runs)}});
   }
   static json running(std::int64_t lease, double iterations) {
@@ -100,6 +110,7 @@ class LiveManager : public ::testing::Test {
 
   std::string dir_;
   ServeConfig config_;
+  std::map<std::string, std::string> node_tokens_;
   double now_ = 1000.0;
   std::unique_ptr<Manager> manager_;
 };
@@ -142,6 +153,67 @@ TEST_F(LiveManager, LeasesLaunchRenewAndFinish) {
   EXPECT_EQ(done["state"], "finished");
   EXPECT_EQ(done["iterations_done"], 1000.0);
   EXPECT_EQ(done["finished_at"], now_);
+}
+
+// Issue 12, defects 10 and 11 and the pending reasons: a gang no node can
+// hold is refused at submission (400 naming workers and the largest gang);
+// a job that waits says why, squeue-style; lease times are never negative.
+TEST_F(LiveManager, ImpossibleGangsAreRefusedAndWaitingJobsSayWhy) {
+  start();
+  auto error_of = [&](int workers) -> std::string {
+    try {
+      submit("alice-token", "mlp", workers);
+    } catch (const ApiError& e) {
+      return std::to_string(e.status()) + " " + e.what();
+    }
+    return "accepted";
+  };
+  // No node yet: nothing is known, the job is taken and waits for one.
+  const std::string early = submit("bob-token")["id"];
+  EXPECT_EQ(job(early)["pending"]["reason"], "Resources");
+  EXPECT_EQ(job(early)["pending"]["detail"], "no node has registered");
+  const auto ef = reg("f1", "fast", 2);
+  const auto es = reg("s1", "slow", 2);
+  EXPECT_EQ(error_of(3),
+            "400 workers: 3 exceeds the largest gang this cluster can run, 2 (the most GPUs of "
+            "one node)");
+  EXPECT_EQ(error_of(64),
+            "400 workers: 64 exceeds the largest gang this cluster can run, 2 (the most GPUs of "
+            "one node)");
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
+  EXPECT_EQ(job(early)["pending"]["reason"], "Round");  // free devices: the next point
+  const std::string pair = submit("alice-token", "mlp", 2)["id"];
+  std::vector<std::string> singles;
+  for (int i = 0; i < 3; ++i) singles.push_back(submit("bob-token")["id"]);
+  manager_->schedule();
+  beat("f1", ef);
+  beat("s1", es);
+  int running = 0, priority = 0;
+  const json all = manager_->jobs(as("admin-token"), "");
+  for (const json& j : all["jobs"]) {
+    if (j["state"] == "running") {
+      ++running;
+      EXPECT_EQ(j["pending"], nullptr) << j.dump();
+    } else {
+      EXPECT_EQ(j["pending"]["reason"], "Priority") << j.dump();
+      ++priority;
+    }
+  }
+  EXPECT_EQ(running + priority, 5);
+  EXPECT_GT(priority, 0);
+  // Past the leases' end (the renewal is on its way): 0 s left, not < 0.
+  now_ += 75;
+  const json cluster = manager_->cluster(as("admin-token"));
+  for (const json& n : cluster["nodes"])
+    for (const json& h : n["holders"]) EXPECT_EQ(h["lease_end_in_s"], 0.0) << h.dump();
+  // Every node drained: the waiting jobs say so.
+  manager_->set_drained(as("admin-token"), "f1", true);
+  manager_->set_drained(as("admin-token"), "s1", true);
+  const json drained = manager_->jobs(as("admin-token"), "");
+  for (const json& j : drained["jobs"]) {
+    const std::string reason = j["pending"]["reason"];
+    EXPECT_TRUE(reason == "NodeDrained" || reason == "Stopping") << j.dump();
+  }
 }
 
 TEST_F(LiveManager, NewLeaseWaitsUntilTheDevicesPreviousRunStopped) {
@@ -343,6 +415,42 @@ TEST_F(LiveManager, ProfilingRunHoldsItsDeviceOutsideThePolicy) {
   EXPECT_EQ(job(profiled)["state"], "profiling");
 }
 
+// Issue 12, defect 9: a job that never reports progress while profiled does
+// not hold a GPU lease after lease: each profile_timeout_s is a failed
+// attempt with its reason, and after max_retries more the job fails.
+TEST_F(LiveManager, ProfilingThatNeverReportsProgressTimesOutAndFails) {
+  config_.profile_timeout_s = 30;
+  start();
+  const auto e = reg("f1", "fast", 1);
+  const std::string id = submit("alice-token", "newnet")["id"];
+  for (int attempt = 0; attempt <= config_.max_retries; ++attempt) {
+    SCOPED_TRACE(attempt);
+    manager_->schedule();
+    auto l = actions(beat("f1", e), "launch");
+    ASSERT_EQ(l.size(), 1u);
+    const std::int64_t lease = l[0]["lease"];
+    EXPECT_EQ(job(id)["state"], "profiling");
+    now_ += 29;
+    EXPECT_FALSE(actions(beat("f1", e, {running(lease, 0)}), "renew").empty());
+    manager_->schedule();  // not yet: 29 s < 30 s
+    EXPECT_EQ(job(id)["failures"], attempt);
+    now_ += 2;
+    manager_->schedule();  // past its time: revoked, one failure more
+    EXPECT_EQ(job(id)["failures"], attempt + 1);
+    EXPECT_EQ(actions(beat("f1", e, {running(lease, 0)}), "revoke").size(), 1u);
+    now_ += 1;
+    beat("f1", e, {exited(lease, 0, 0, true)});
+  }
+  const json j = job(id);
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["failures"], config_.max_retries + 1);
+  EXPECT_EQ(j["log_tail"], "no 50 iterations within the 30 s profiling lease");
+  EXPECT_NE(j["finished_at"], nullptr);
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_TRUE(actions(beat("f1", e), "launch").empty()) << "a failed job is not profiled again";
+}
+
 TEST_F(LiveManager, FailingJobIsRetriedThenFailedWithItsLogTail) {
   start();
   const auto e = reg("n1", "fast", 1);
@@ -495,24 +603,127 @@ TEST_F(LiveManager, OutOfRangeEpochAndDeviceIdsAreAnswered) {
   reg("f1", "fast", 2);
   for (double epoch : {1e300, -1e300, 1.5}) {
     try {
-      manager_->heartbeat(as("agent-token"),
-                          {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+      manager_->heartbeat(agent("f1"), {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
       ADD_FAILURE() << "epoch " << epoch << " accepted";
     } catch (const ApiError& e) {
-      EXPECT_EQ(e.status(), 409) << e.what();
+      EXPECT_EQ(e.status(), 400) << e.what();
+      EXPECT_EQ(std::string(e.what()), "epoch: expected an integer in 0..9007199254740992");
     }
   }
-  try {
-    manager_->register_agent(
-        as("agent-token"), {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", {0, 4294967296LL}}});
-    ADD_FAILURE() << "device id 2^32 accepted";
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status(), 400);
-    EXPECT_EQ(std::string(e.what()), "devices[1]: expected a device id in 0..2147483647");
+  for (json device : {json(4294967296LL), json(2147483648LL), json(-1), json(1.5)}) {
+    try {
+      manager_->register_agent(agent("f2"),
+                               {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", {0, device}}});
+      ADD_FAILURE() << "device id " << device << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(std::string(e.what()), "devices[1]: expected an integer in 0..2147483647");
+    }
   }
 }
 
+// Issue 12, defects 6 and 7: names that would break the metrics' labels
+// are refused (and labels are escaped anyway); NUL bytes cannot reach a
+// job's argv or environment.
+TEST_F(LiveManager, TenantNamesAreRestrictedAndNulBytesRefused) {
+  start();
+  auto status_of = [&](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const ApiError& e) {
+      return std::to_string(e.status()) + " " + e.what();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(status_of([&] {
+              manager_->set_tenant(as("admin-token"), {{"name", "q\"}x"}, {"token", "token-q-00"}});
+            }),
+            "400 name: 'q\"}x': only letters, digits, '-', '_' and '.' are allowed");
+  auto job_with = [&](const json& command, const json& env) {
+    return status_of([&] {
+      manager_->submit(as("alice-token"), {{"job_type", "mlp"},
+                                           {"workers", 1},
+                                           {"iterations", 10},
+                                           {"command", command},
+                                           {"env", env}});
+    });
+  };
+  const std::string nul("a\0b", 3);
+  EXPECT_EQ(job_with(json::array({"true", nul}), json::object()),
+            "400 command[1]: must not contain a NUL byte");
+  EXPECT_EQ(job_with(nul, json::object()), "400 command: must not contain a NUL byte");
+  EXPECT_EQ(job_with("true", {{"K", nul}}), "400 env.K: must not contain a NUL byte");
+  EXPECT_EQ(job_with("true", {{nul, "v"}}), "400 env: must not contain a NUL byte");
+  EXPECT_EQ(job_with("true", {{"K", "v"}}), "accepted");
+  EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
+  // Node and GPU type names of agents, too.
+  EXPECT_EQ(status_of([&] {
+              manager_->register_agent(agent("f1"),
+                                       {{"node", "f1"}, {"gpu_type", "x\"}"}, {"devices", {0}}});
+            }),
+            "400 gpu_type: 'x\"}': only letters, digits, '-', '_' and '.' are allowed");
+}
+
+TEST(LiveConfigNames, TenantNamesAreRestricted) {
+  const std::string head = R"({"admin_token": "admin-0000", "tenants": [)";
+  try {
+    parse_serve_config(head + R"({"name": "q\"}x", "token": "token-q-00"}]})", "serve.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "serve.json: tenants[0].name: 'q\"}x': only letters, digits, '-', '_' and '.' are "
+              "allowed");
+  }
+  const ServeConfig c = parse_serve_config(
+      head + R"({"name": "a", "token": "token-a-00", "unix_user": "alice"}]})", "serve.json");
+  EXPECT_EQ(c.tenants.at(0).unix_user, "alice");
+}
+
+// Issue 12, defect 3: the busy timeout is set before the WAL pragma, so a
+// store another connection holds locked for a moment opens instead of
+// failing with "database is locked".
+TEST(LiveStore, OpensWhileAnotherConnectionHoldsTheLockForAMoment) {
+  const std::string dir = temp_dir("store-lock");
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/fairgpu.db").c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE t (x); BEGIN EXCLUSIVE; INSERT INTO t VALUES (1);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  std::string error;
+  try {
+    Store store(dir);
+    store.wait(store.put(StoredMeta{"k", "v"}));
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  release.join();
+  sqlite3_close(other);
+  EXPECT_EQ(error, "");
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 12, defect 8: one store, one server.
+TEST(LiveStore, ASecondStoreOnTheSameDirIsRefused) {
+  const std::string dir = temp_dir("store-twice");
+  Store first(dir);
+  try {
+    Store second(dir);
+    ADD_FAILURE() << "a second store opened " << dir;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is in use by another fairgpu serve"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(LiveManager, MetricsInPrometheusFormat) {
+  // A name from before names were restricted (the config parser refuses it
+  // now): its label is escaped.
+  config_.tenants.push_back({"q\"}x\\\n", 1.0, "token-q-00", ""});
   start();
   reg("f1", "fast", 2);
   submit("alice-token");
@@ -523,6 +734,8 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
   EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds gauge"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"q\\\"}x\\\\\\n\"} 0\n"), std::string::npos)
+      << m;
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ TEST(Process, ExecFailureIsLaunchFailedWithTheReason) {
   EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);  // every failed child was reaped
 }
 
-TEST(Process, ArgvCommandSeesAgentEnvJobEnvAndCheckpointDir) {
+// The job's environment is clean: the agent's own variables (its token
+// among them) never reach it; PATH, HOME and LANG do.
+TEST(Process, ArgvCommandSeesJobEnvAndCheckpointDirButNotTheAgentsEnv) {
   TempDir dir;
   setenv("FAIRGPU_TEST_AGENT_VAR", "from-agent", 1);
   setenv("FAIRGPU_TEST_OVERRIDDEN", "agent-value", 1);
@@ -201,7 +203,7 @@ TEST(Process, ArgvCommandSeesAgentEnvJobEnvAndCheckpointDir) {
   ASSERT_EQ(p->state(), ProcessState::kRunning) << p->failure();
   poll_until_ended(*p, 5.0);
   ASSERT_EQ(p->exit_code(), 0) << p->log_tail();
-  EXPECT_EQ(slurp(spec.checkpoint_dir + "/env"), "from-agent|job-value|j-000001|2,3|arg one\n");
+  EXPECT_EQ(slurp(spec.checkpoint_dir + "/env"), "|job-value|j-000001|2,3|arg one\n");
 }
 
 TEST(Process, StdoutAndStderrGoToTheLogAndTheTailIsTheLast2KB) {

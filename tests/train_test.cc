@@ -8,12 +8,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -321,12 +324,34 @@ TEST_F(TrainTest, LossFallsWithTraining) {
   EXPECT_EQ(full["seed"], 7);
 }
 
+// One version of a progress file: its count and when the writer made it
+// (the file is replaced by a rename, so its mtime is the write's time).
+struct ProgressStamp {
+  std::uint64_t iterations = 0;
+  double written_s = 0.0;  // CLOCK_REALTIME seconds
+};
+
+std::optional<ProgressStamp> stamp_progress(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  char buf[32] = {};
+  const bool ok = ::fstat(fd, &st) == 0;
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (!ok || n <= 0) return std::nullopt;
+  return ProgressStamp{std::strtoull(buf, nullptr, 10),
+                       static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9};
+}
+
 TEST_F(TrainTest, SpeedMapPacesTheRunToTheEmulatedRate) {
-  // Three runs of ~1 s side by side: 200 iterations/s x speed 1 (k80), x
+  // Three runs of ~2 s side by side: 200 iterations/s x speed 1 (k80), x
   // speed 2 (v100), and x 1.5 for two workers under --scaling. The rate is
-  // measured from the progress file, from its first change after the start
-  // (so start-up and data generation, slow on a busy CI machine, are not
-  // counted) to the end of the run.
+  // the pacer's: measured between the progress file's versions while the run
+  // trains, with the times its writer stamped them (mtime), from the first
+  // version after the start to the last one before the end. So start-up,
+  // data generation and the final evaluation (slow on a busy CI machine) are
+  // not counted, and neither is how late this test looked at the file.
   struct Case {
     std::string gpu, workers;
     double rate;
@@ -334,35 +359,35 @@ TEST_F(TrainTest, SpeedMapPacesTheRunToTheEmulatedRate) {
   struct Watch {
     std::unique_ptr<Child> child;
     fs::path progress;
-    std::optional<std::uint64_t> first;
-    Clock::time_point first_at, end_at;
+    std::optional<ProgressStamp> first, last;  // last: before the final write
     bool done = false;
   };
+  constexpr double kSeconds = 2.0;
   const std::vector<Case> cases{{"k80", "1", 200}, {"v100", "1", 400}, {"k80", "2", 300}};
   std::vector<Watch> runs(cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     runs[i].progress = dir_ / ("progress" + std::to_string(i));
     runs[i].child = std::make_unique<Child>(
-        std::vector<std::string>{"--iterations", std::to_string(static_cast<int>(cases[i].rate)),
+        std::vector<std::string>{"--iterations",
+                                 std::to_string(static_cast<int>(cases[i].rate * kSeconds)),
                                  "--base-rate", "200", "--speed-map", "k80=1,v100=2", "--scaling",
                                  "1=1,2=1.5", "--progress-file", runs[i].progress.string()},
         dir_ / ("run" + std::to_string(i)),
         std::map<std::string, std::string>{{"FAIRGPU_GPU_TYPE", cases[i].gpu},
                                            {"FAIRGPU_NUM_WORKERS", cases[i].workers}});
   }
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
   for (std::size_t done = 0; done < cases.size() && Clock::now() < deadline;) {
-    for (auto& w : runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      Watch& w = runs[i];
       if (w.done) continue;
       const bool exited = w.child->poll().has_value();
-      const auto now = Clock::now();
-      if (!w.first)
-        if (auto p = read_progress(w.progress); p && *p > 0) {
-          w.first = p;
-          w.first_at = now;
-        }
+      const auto total = static_cast<std::uint64_t>(cases[i].rate * kSeconds);
+      if (auto p = stamp_progress(w.progress); p && p->iterations > 0 && p->iterations < total) {
+        if (!w.first) w.first = p;
+        if (!w.last || p->iterations > w.last->iterations) w.last = p;
+      }
       if (exited) {
-        w.end_at = now;
         w.done = true;
         ++done;
       }
@@ -375,12 +400,16 @@ TEST_F(TrainTest, SpeedMapPacesTheRunToTheEmulatedRate) {
     ASSERT_TRUE(w.done);
     EXPECT_EQ(w.child->wait(), 0) << w.child->err();
     EXPECT_NE(final_loss_line(w.child->out()), "");
-    const auto total = static_cast<std::uint64_t>(cases[i].rate);
+    const auto total = static_cast<std::uint64_t>(cases[i].rate * kSeconds);
     EXPECT_EQ(read_progress(w.progress), total);
-    ASSERT_TRUE(w.first);
-    ASSERT_LT(*w.first, total / 4);
-    const double seconds = std::chrono::duration<double>(w.end_at - w.first_at).count();
-    const double measured = static_cast<double>(total - *w.first) / seconds;
+    ASSERT_TRUE(w.first && w.last);
+    // The window covers most of the run: from its first quarter to its last.
+    ASSERT_LT(w.first->iterations, total / 4);
+    ASSERT_GT(w.last->iterations, 3 * total / 4);
+    const double seconds = w.last->written_s - w.first->written_s;
+    const double measured = static_cast<double>(w.last->iterations - w.first->iterations) / seconds;
+    std::cout << cases[i].gpu << " x" << cases[i].workers << ": " << measured << " it/s over "
+              << seconds << " s (emulated " << cases[i].rate << ")\n";
     EXPECT_NEAR(measured, cases[i].rate, 0.15 * cases[i].rate) << seconds << " s";
   }
 }

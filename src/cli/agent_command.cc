@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,7 +30,40 @@ extern "C" void on_stop_signal(int) { g_stop.store(true); }
 struct AgentArgs {
   live::AgentOptions options;
   std::string gpus;
+  std::string token_file;
 };
+
+// The node token: --token-file, else FAIRGPU_AGENT_TOKEN (then wiped from
+// this process's environment block, so /proc/<agent>/environ no longer
+// shows it), else --token (visible in ps: for trying things out only).
+std::string read_token(AgentArgs& a) {
+  const int given = !a.token_file.empty() + !a.options.token.empty();
+  if (given > 1) throw InputError("--token-file", "", "give --token-file or --token, not both");
+  std::string token;
+  if (!a.token_file.empty()) {
+    std::ifstream in(a.token_file);
+    if (!in) throw InputError("--token-file", "", "cannot read " + a.token_file);
+    std::getline(in, token);
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    if (token.empty())
+      throw InputError(a.token_file, "", "empty: expected the node token on line 1");
+  } else if (!a.options.token.empty()) {
+    token = a.options.token;
+  } else if (char* env = std::getenv("FAIRGPU_AGENT_TOKEN")) {
+    token = env;
+    std::memset(env, 'x', std::strlen(env));
+    unsetenv("FAIRGPU_AGENT_TOKEN");
+  }
+  if (token.empty())
+    throw InputError("--token-file", "",
+                     "missing: the file holding this node's token (`fairgpu node-token NODE`), or "
+                     "set FAIRGPU_AGENT_TOKEN");
+  for (char c : token)
+    if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f)
+      throw InputError(a.token_file.empty() ? "token" : a.token_file, "",
+                       "the token holds a space or control character");
+  return token;
+}
 
 std::string host_name() {
   char buf[256] = {};
@@ -51,8 +87,7 @@ std::string run_agent_command(AgentArgs& a) {
                      "missing, and no nvidia-smi on PATH to discover the GPUs: pass --gpus "
                      "TYPE:N or TYPE:ID,ID,...");
   }
-  if (o.token.empty())
-    throw InputError("--token", "", "missing (or set FAIRGPU_AGENT_TOKEN to the agent token)");
+  o.token = read_token(a);
   live::check_agent_options(o);
 
   g_stop.store(false);
@@ -96,7 +131,15 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
                 "V100-SXM2-16GB\" -> v100)");
   c->add_option("--cpus", o.cpus, "CPUs to declare (default: this machine's)");
   c->add_option("--memory-gb", o.memory_gb, "memory to declare in GB (default: this machine's)");
-  c->add_option("--token", o.token, "the server's agent token")->envname("FAIRGPU_AGENT_TOKEN");
+  c->add_option("--token-file", args->token_file,
+                "file holding this node's token (`fairgpu node-token NODE`); default: the "
+                "FAIRGPU_AGENT_TOKEN variable");
+  c->add_option("--token", o.token,
+                "this node's token on the command line (visible to every user in ps: prefer "
+                "--token-file)");
+  c->add_option("--uid-base", o.uid_base,
+                "when run as root: jobs of a tenant without a unix_user run as uid = gid = this + "
+                "the tenant's slot (default 200000; the range must be unused)");
   c->add_option("--state-dir", o.state_dir,
                 "pid files, job logs and progress files (default: ./fairgpu-agent-<node>)");
   commands.emplace_back(c, [args] { return run_agent_command(*args); });

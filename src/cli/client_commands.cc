@@ -285,7 +285,11 @@ json job_from_flags(const SubmitArgs& a) {
   if (a.job_type.empty()) throw InputError("options", "--job-type", "is required (or use --file)");
   if (a.workers < 1) throw InputError("options", "--workers", "is required and must be >= 1");
   if (a.iterations < 1) throw InputError("options", "--iterations", "is required and must be >= 1");
-  if (a.argv.empty() == a.shell_command.empty())
+  if (a.argv.empty() && a.shell_command.empty())
+    throw InputError("options", "command",
+                     "missing: give the job's command after `--` (an argv) or as --command "
+                     "\"shell string\"");
+  if (!a.argv.empty() && !a.shell_command.empty())
     throw InputError("options", "command",
                      "give the job's command either after `--` (an argv) or as --command "
                      "\"shell string\", not both");
@@ -365,13 +369,19 @@ struct JobsArgs {
   std::string id;
 };
 
+// Why a job waits (squeue's REASON): "Priority", "Resources", ... or "-".
+std::string reason(const json& j) {
+  const json* p = member(j, "pending");
+  return p ? cell(*p, "reason") : "-";
+}
+
 std::string jobs_table(const json& jobs) {
-  Table t({"id", "tenant", "name", "job type", ">workers", "state", ">progress", "gpu/node",
-           ">restarts", ">preemptions"});
+  Table t({"id", "tenant", "name", "job type", ">workers", "state", "reason", ">progress",
+           "gpu/node", ">restarts", ">preemptions"});
   for (const auto& j : jobs)
     t.add({cell(j, "id"), cell(j, "tenant"), cell(j, "name"), cell(j, "job_type"),
-           cell(j, "workers"), cell(j, "state"), progress(j), placement(j), cell(j, "restarts"),
-           cell(j, "preemptions")});
+           cell(j, "workers"), cell(j, "state"), reason(j), progress(j), placement(j),
+           cell(j, "restarts"), cell(j, "preemptions")});
   return t.render();
 }
 
@@ -380,22 +390,25 @@ std::string job_detail(const json& j) {
   if (const json* code = member(j, "exit_code")) state += " (exit code " + cell(code) + ")";
   std::string gpus = placement(j);
   if (const json* lease = member(j, "lease")) gpus += ", lease " + cell(lease);
-  std::string out = fields({{"job", cell(j, "id")},
-                            {"name", cell(j, "name")},
-                            {"tenant", cell(j, "tenant")},
-                            {"job type", cell(j, "job_type")},
-                            {"workers", cell(j, "workers")},
-                            {"state", state},
-                            {"progress", progress(j)},
-                            {"command", command_text(member(j, "command"))},
-                            {"env", cell(j, "env")},
-                            {"gpu/node", gpus},
-                            {"submitted", when(j, "submitted_at")},
-                            {"started", when(j, "started_at")},
-                            {"finished", when(j, "finished_at")},
-                            {"restarts", cell(j, "restarts")},
-                            {"preemptions", cell(j, "preemptions")},
-                            {"failures", cell(j, "failures")}});
+  std::string out = fields(
+      {{"job", cell(j, "id")},
+       {"name", cell(j, "name")},
+       {"tenant", cell(j, "tenant")},
+       {"job type", cell(j, "job_type")},
+       {"workers", cell(j, "workers")},
+       {"state", state},
+       {"waits",
+        member(j, "pending") ? reason(j) + ": " + cell(*member(j, "pending"), "detail") : "-"},
+       {"progress", progress(j)},
+       {"command", command_text(member(j, "command"))},
+       {"env", cell(j, "env")},
+       {"gpu/node", gpus},
+       {"submitted", when(j, "submitted_at")},
+       {"started", when(j, "started_at")},
+       {"finished", when(j, "finished_at")},
+       {"restarts", cell(j, "restarts")},
+       {"preemptions", cell(j, "preemptions")},
+       {"failures", cell(j, "failures")}});
   const json* tail = member(j, "log_tail");
   if (state.rfind("failed", 0) == 0 && tail && tail->is_string() &&
       !tail->get<std::string>().empty()) {
@@ -496,8 +509,9 @@ std::string run_cluster(const ServerArgs& a) {
       const json* left = member(h, "lease_end_in_s");
       std::vector<std::string> row =
           first ? node_cells : std::vector<std::string>{cell(n, "name"), "", "", "", ""};
-      row.insert(row.end(), {cell(d), cell(h, "job"), cell(h, "tenant"), cell(h, "lease"),
-                             left && left->is_number() ? duration(left->get<double>()) : "-"});
+      row.insert(row.end(),
+                 {cell(d), cell(h, "job"), cell(h, "tenant"), cell(h, "lease"),
+                  left && left->is_number() ? duration(std::max(0.0, left->get<double>())) : "-"});
       t.add(row);
       first = false;
     }
@@ -542,6 +556,12 @@ std::string run_drain(const NodeArgs& a, bool drain) {
   if (a.server.json) return pretty(node);
   return fmt::format("node {}: {}\n", member(node, "name") ? cell(node, "name") : printable(a.node),
                      cell(node, "state"));
+}
+
+std::string run_node_token(const NodeArgs& a) {
+  json answer = connect(a.server).node_token(a.node);
+  if (a.server.json) return pretty(answer);
+  return cell(answer, "token") + "\n";
 }
 
 struct TenantArgs {
@@ -653,6 +673,16 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
     c->add_option("node", node_args->node, "node name")->required();
     commands.push_back({c, [node_args, drain] { return run_drain(*node_args, drain); }});
   }
+
+  auto token_args = std::make_shared<NodeArgs>();
+  auto* node_token = app.add_subcommand(
+      "node-token",
+      "issue a new token for a node's agent (admin); prints it. It authorises that node's "
+      "registration and heartbeats only and replaces the one issued before. Keep it in a file "
+      "readable by the agent alone and start the agent with --token-file");
+  add_server_options(node_token, token_args->server);
+  node_token->add_option("node", token_args->node, "node name")->required();
+  commands.push_back({node_token, [token_args] { return run_node_token(*token_args); }});
 }
 
 }  // namespace fairgpu::cli

@@ -10,12 +10,16 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -37,9 +41,27 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kLeftoverWaitS = 2.0;
 
+// Clamped: a server's number (lease_s_left: 1e300, NaN) must not overflow
+// the conversion to the clock's integer ticks.
 Clock::duration seconds(double s) {
+  if (!(s == s)) s = 0.0;
+  s = std::clamp(s, -1e9, 1e9);
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
+
+// A lease id of the server's answer: an integer in 1..2^53.
+std::int64_t lease_id(const nlohmann::json& action) {
+  const nlohmann::json& v = action.at("lease");
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() <= (std::uint64_t{1} << 53))
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 1 &&
+      v.get<std::int64_t>() <= (std::int64_t{1} << 53))
+    return v.get<std::int64_t>();
+  throw std::invalid_argument("lease: not an integer in 1..2^53");
+}
+
+// The uid of a tenant's slot.
+constexpr int kMaxTenantSlot = 1 << 20;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -91,6 +113,22 @@ class Agent {
     fs::create_directories(fs::path(dir) / "runs", ec);
     if (ec) throw InputError("--state-dir", "", "cannot create '" + dir + "': " + ec.message());
     state_dir_ = fs::absolute(dir).lexically_normal();
+    switch_users_ = geteuid() == 0;
+    if (switch_users_) {
+      // Jobs run as other users and must reach runs/<lease>/job: every
+      // directory down to runs/ must let others through (x), and none of
+      // them list it (runs/ is 0711).
+      for (fs::path p = state_dir_; !p.empty(); p = p.parent_path()) {
+        struct stat st {};
+        if (stat(p.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH))
+          throw InputError("--state-dir", "",
+                           fmt::format("{}: jobs run as their tenants' users and cannot pass "
+                                       "through {} (mode {:o}): give it o+x or choose another dir",
+                                       state_dir_.string(), p.string(), st.st_mode & 07777));
+        if (p == p.parent_path()) break;
+      }
+      chmod((state_dir_ / "runs").c_str(), 0711);
+    }
     auto whole = static_cast<time_t>(o_.http_timeout_s);
     auto usec = static_cast<time_t>((o_.http_timeout_s - static_cast<double>(whole)) * 1e6);
     http_.set_connection_timeout(whole, usec);
@@ -188,12 +226,14 @@ class Agent {
   std::string accept_registration(const std::string& body) {
     auto j = json::parse(body, nullptr, false);
     if (!j.is_object()) return "register answer is not a JSON object";
-    if (!j.contains("epoch") || !j["epoch"].is_number_integer())
-      return "register answer: epoch: missing or not an integer";
+    if (!j.contains("epoch") || !j["epoch"].is_number_integer() || j["epoch"].get<double>() < 0 ||
+        j["epoch"].get<double>() > 9007199254740992.0)
+      return "register answer: epoch: missing or not an integer in 0..2^53";
     const char* durations[] = {"heartbeat_s", "grace_s", "kill_after_s", "heartbeat_timeout_s"};
     for (const char* key : durations)
-      if (!j.contains(key) || !j[key].is_number() || j[key].get<double>() < 0)
-        return fmt::format("register answer: {}: missing or not a number >= 0", key);
+      if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= 0) ||
+          j[key].get<double>() > 1e6)
+        return fmt::format("register answer: {}: missing or not a number in 0..1e6", key);
     if (j["heartbeat_s"].get<double>() <= 0) return "register answer: heartbeat_s: not > 0";
     epoch_ = j["epoch"].get<std::int64_t>();
     heartbeat_s_ = j["heartbeat_s"].get<double>();
@@ -351,7 +391,7 @@ class Agent {
 
   void apply(const json& answer, Clock::time_point arrived) {
     if (answer.contains("heartbeat_s") && answer["heartbeat_s"].is_number() &&
-        answer["heartbeat_s"].get<double>() > 0)
+        answer["heartbeat_s"].get<double>() > 0 && answer["heartbeat_s"].get<double>() <= 1e6)
       heartbeat_s_ = answer["heartbeat_s"].get<double>();
     if (answer.contains("ack") && answer["ack"].is_array()) {
       for (const auto& lease : answer["ack"]) {
@@ -367,24 +407,25 @@ class Agent {
         if (kind == "launch") {
           launch(action, arrived);
         } else if (kind == "renew") {
-          auto it = runs_.find(action.at("lease").get<std::int64_t>());
+          auto it = runs_.find(lease_id(action));
           if (it == runs_.end() || !it->second.running() || it->second.process->stop_requested())
             continue;
           it->second.lease_end = arrived + seconds(action.at("lease_s_left").get<double>());
         } else if (kind == "revoke") {
-          auto it = runs_.find(action.at("lease").get<std::int64_t>());
+          auto it = runs_.find(lease_id(action));
           if (it != runs_.end()) stop_run(it->second, "revoke", "");
         } else {
           log("ignoring unknown action '" + kind + "'");
         }
-      } catch (const json::exception& e) {
-        log(fmt::format("ignoring malformed action {}: {}", action.dump(), e.what()));
+      } catch (const std::exception& e) {
+        log(fmt::format("ignoring malformed action {}: {}",
+                        action.dump(-1, ' ', false, json::error_handler_t::replace), e.what()));
       }
     }
   }
 
   void launch(const json& action, Clock::time_point arrived) {
-    const auto lease = action.at("lease").get<std::int64_t>();
+    const auto lease = lease_id(action);
     if (!seen_leases_.insert(lease).second) return;  // already runs or ran: idempotent
     new_runs_ = true;
     Run& r = runs_[lease];
@@ -398,7 +439,7 @@ class Agent {
     if (shutting_down_) return fail("agent shutting down");
     try {
       prepare_and_launch(r, action, arrived);
-    } catch (const json::exception& e) {
+    } catch (const std::exception& e) {
       return fail(std::string("malformed launch action: ") + e.what());
     }
     if (r.launch_failed()) {
@@ -426,7 +467,14 @@ class Agent {
     } else {
       return fail("launch action: command: not a non-empty argv array or string");
     }
-    r.devices = action.at("devices").get<std::vector<int>>();
+    const json& devices = action.at("devices");
+    if (!devices.is_array() || devices.empty())
+      return fail("launch action: devices: not a non-empty array");
+    for (const json& d : devices) {
+      if (!d.is_number_integer() || d.get<double>() < 0 || d.get<double>() > 2147483647.0)
+        return fail("launch action: devices: " + d.dump() + " is not a device id");
+      r.devices.push_back(d.get<int>());
+    }
     for (int d : r.devices)
       if (std::find(o_.devices.begin(), o_.devices.end(), d) == o_.devices.end())
         return fail(fmt::format("launch action: devices: {} is not a device of this node ({})", d,
@@ -438,22 +486,80 @@ class Agent {
             log(fmt::format("warning: device {} of {} is still held by {}", d, describe(r),
                             describe(other)));
     std::string gpu_type = action.value("gpu_type", o_.gpu_type);
-    int workers = action.value("workers", static_cast<int>(r.devices.size()));
+    const json workers_json = action.value("workers", json(r.devices.size()));
+    if (!workers_json.is_number_integer() || workers_json.get<double>() < 1 ||
+        workers_json.get<double>() > 4096)
+      return fail("launch action: workers: not an integer in 1..4096");
+    const int workers = workers_json.get<int>();
+    if (!action.at("lease_s_left").is_number())
+      return fail("launch action: lease_s_left: not a number");
     double lease_s_left = action.at("lease_s_left").get<double>();
     std::string checkpoint_dir = action.value("checkpoint_dir", std::string());
     if (checkpoint_dir.empty()) checkpoint_dir = (state_dir_ / "checkpoints" / r.job).string();
+    // The job starts in its own directory: a relative path (a server config's
+    // "fairgpu-data/checkpoints") is the agent's, made absolute here.
+    checkpoint_dir = fs::absolute(checkpoint_dir).lexically_normal().string();
 
+    // Whom the job runs as (agent.h): never as a root agent's root.
+    std::optional<RunAs> run_as;
+    std::string home;
+    if (switch_users_) {
+      const json unix_user = action.value("unix_user", json(nullptr));
+      const json slot = action.value("tenant_slot", json(nullptr));
+      if (unix_user.is_string() && !unix_user.get<std::string>().empty()) {
+        const std::string user = unix_user.get<std::string>();
+        struct passwd pw {};
+        struct passwd* found = nullptr;
+        std::vector<char> buf(16384);
+        if (getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+          return fail("launch action: unix_user: no user '" + user + "' on this node");
+        if (pw.pw_uid == 0) return fail("launch action: unix_user: '" + user + "' is root");
+        run_as = RunAs{pw.pw_uid, pw.pw_gid};
+        home = pw.pw_dir ? pw.pw_dir : "";
+      } else if (slot.is_number_integer() && slot.get<double>() >= 0 &&
+                 slot.get<double>() < kMaxTenantSlot) {
+        const auto id = static_cast<std::uint32_t>(o_.uid_base + slot.get<int>());
+        run_as = RunAs{id, id};
+      } else {
+        return fail(
+            "launch action: names neither unix_user nor tenant_slot; a root agent runs no job as "
+            "root");
+      }
+    }
+
+    // <state>/runs/<lease>/{pid,log} are the agent's; <lease>/job (HOME, the
+    // progress file) is the job's, mode 0700.
     fs::path run_dir = state_dir_ / "runs" / std::to_string(r.lease);
+    fs::path job_dir = run_dir / "job";
     std::error_code ec;
-    fs::create_directories(run_dir, ec);
-    if (ec) return fail("cannot create " + run_dir.string() + ": " + ec.message());
+    fs::create_directories(job_dir, ec);
+    if (ec) return fail("cannot create " + job_dir.string() + ": " + ec.message());
+    if (run_as) {
+      if (chmod(run_dir.c_str(), 0711) != 0 ||
+          chown(job_dir.c_str(), run_as->uid, run_as->gid) != 0 ||
+          chmod(job_dir.c_str(), 0700) != 0)
+        return fail("cannot give " + job_dir.string() + " to uid " + std::to_string(run_as->uid) +
+                    ": " + std::strerror(errno));
+    }
+    if (home.empty()) home = run_as ? job_dir.string() : "";
+    spec.run_as = run_as;
+    spec.working_dir = job_dir.string();
     spec.log_path = (run_dir / "log").string();
-    spec.progress_path = (run_dir / "progress").string();
+    spec.progress_path = (job_dir / "progress").string();
     spec.pid_path = (run_dir / "pid").string();
     spec.checkpoint_dir = checkpoint_dir;
+    if (!home.empty()) spec.env.emplace_back("HOME", home);
     if (action.contains("env") && !action["env"].is_null())
-      for (const auto& [key, value] : action["env"].items())
-        spec.env.emplace_back(key, value.get<std::string>());
+      for (const auto& [key, value] : action["env"].items()) {
+        const std::string text = value.get<std::string>();
+        if (key.find('\0') != std::string::npos || text.find('\0') != std::string::npos)
+          return fail("launch action: env: a NUL byte in " + key);
+        spec.env.emplace_back(key, text);
+      }
+    for (const std::string& word : spec.argv)
+      if (word.find('\0') != std::string::npos) return fail("launch action: command: a NUL byte");
+    if (spec.shell_command.find('\0') != std::string::npos)
+      return fail("launch action: command: a NUL byte");
     // Last, so that the job's env cannot override them.
     spec.env.emplace_back("FAIRGPU_JOB_ID", r.job);
     spec.env.emplace_back("FAIRGPU_LEASE_ID", std::to_string(r.lease));
@@ -471,6 +577,7 @@ class Agent {
   ServerUrl url_;
   httplib::Client http_;
   fs::path state_dir_;
+  bool switch_users_ = false;  // root: each job runs as its tenant's user
   std::int64_t epoch_ = 0;
   double heartbeat_s_ = 1.0;
   double grace_s_ = 30.0;
@@ -522,6 +629,9 @@ void check_agent_options(const AgentOptions& o) {
   }
   if (o.cpus < 1) throw InputError("--cpus", "", fmt::format("{} is not >= 1", o.cpus));
   if (!(o.memory_gb > 0)) throw InputError("--memory-gb", "", "not > 0");
+  if (o.uid_base < 1000 || o.uid_base > 2000000000 - kMaxTenantSlot)
+    throw InputError("--uid-base", "",
+                     fmt::format("{} is not in 1000..{}", o.uid_base, 2000000000 - kMaxTenantSlot));
   if (!(o.http_timeout_s > 0) || !(o.tick_s > 0) || !(o.register_retry_s > 0) ||
       o.register_retry_max_s < o.register_retry_s)
     throw InputError("agent options", "", "timeouts must be > 0");

@@ -25,16 +25,27 @@
 //   reported as launch_failed with the reason as log_tail, when it names a
 //   lease. A launch that arrives while the agent shuts down is reported as
 //   launch_failed ("agent shutting down") so the server requeues it at once.
-// - Job variables override the job's env, which overrides the agent's own
-//   environment (a job cannot widen its CUDA_VISIBLE_DEVICES).
+// - A job's environment is clean: PATH, HOME and LANG, the job's env, then
+//   the protocol's variables, which override the job's env (a job cannot
+//   widen its CUDA_VISIBLE_DEVICES). Nothing else of the agent's environment
+//   (its token, FAIRGPU_AGENT_TOKEN) reaches the job.
+// - Users: a root agent never runs a job as root. It runs it as the
+//   launch's unix_user, else as uid = gid = uid_base + tenant_slot (no
+//   supplementary groups); the job's checkpoint dir and runs/<lease>/job
+//   (its HOME and progress file) are then that user's, mode 0700, and its
+//   log is mode 0600 in runs/<lease>, which only the agent can list. A
+//   launch naming neither is refused (launch_failed). An agent that is not
+//   root runs jobs as itself (then tenants are not isolated from each other
+//   or from the agent: documented in docs/live-protocol.md).
 // - renew / revoke for a lease the agent does not hold, and ack of a lease
 //   that is still running, are ignored. A renew of a run that is already
 //   being stopped does not undo the stop.
 // - Exit reports: exit_code is the exit status, or 128 + signal when a
 //   signal killed the job (signal > 0 then); revoked says whether the agent
 //   had started the stop sequence (revoke, fencing, 409, shutdown).
-// - Files: <state_dir>/runs/<lease>/{pid,log,progress}; the pid file goes
-//   when the run is reaped, the log and progress files stay for debugging.
+// - Files: <state_dir>/runs/<lease>/{pid,log,job/progress}; the pid file
+//   goes when the run is reaped, the log and progress files stay for
+//   debugging.
 // - Shutdown (stop set): every run gets the stop sequence, the agent keeps
 //   heart-beating until all have exited, sends one last heartbeat reporting
 //   them, and returns.
@@ -50,7 +61,7 @@ namespace fairgpu::live {
 
 struct AgentOptions {
   std::string server_url;  // http://HOST[:PORT][/PREFIX]
-  std::string token;       // the server's agent token
+  std::string token;       // this node's token (`fairgpu node-token NODE`)
   std::string node;
   std::string gpu_type;
   std::vector<int> devices;
@@ -58,6 +69,11 @@ struct AgentOptions {
   double memory_gb = 0.0;
   // pid files, logs, progress files; "" means ./fairgpu-agent-<node>.
   std::string state_dir;
+  // A root agent runs a tenant's job as the tenant's unix_user when the
+  // launch names one, else as uid = gid = uid_base + the tenant's slot (the
+  // server assigns slots once, the same on every node). No passwd entry is
+  // needed; the range must be unused on the node.
+  int uid_base = 200000;
   // Connection / read / write timeout of every request, so that a dead
   // server does not hang the loop (it delays stop sequences by at most this).
   double http_timeout_s = 2.0;

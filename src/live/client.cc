@@ -218,6 +218,10 @@ json LiveClient::undrain(const std::string& node) {
   return request("POST", "/v1/nodes/" + encode(node) + "/undrain", nullptr);
 }
 
+json LiveClient::node_token(const std::string& node) {
+  return request("POST", "/v1/nodes/" + encode(node) + "/token", nullptr);
+}
+
 json LiveClient::set_tenant(const json& tenant) { return request("POST", "/v1/tenants", &tenant); }
 
 void check_job_spec(const json& job, const std::string& source, const std::string& path) {

@@ -52,6 +52,9 @@ class LiveClient {
   // POST /v1/nodes/{name}/drain and /undrain (admin): the node object.
   nlohmann::json drain(const std::string& node);
   nlohmann::json undrain(const std::string& node);
+  // POST /v1/nodes/{name}/token (admin): {"node", "token"}, a new token for
+  // that node's agent (the previous one stops working).
+  nlohmann::json node_token(const std::string& node);
   // POST /v1/tenants (admin): adds a tenant or changes its weight / token.
   nlohmann::json set_tenant(const nlohmann::json& tenant);
 

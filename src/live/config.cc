@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <set>
 
 #include "trace/text_input.h"
@@ -11,6 +12,18 @@ namespace fairgpu::live {
 
 using text_input::child;
 using text_input::element;
+
+std::string name_problem(const std::string& s) {
+  if (s.empty()) return "must not be empty";
+  if (s.size() > 64) return "longer than 64 characters";
+  if (s == "." || s == "..") return "must not be '.' or '..'";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (!(std::isalnum(c) || c == '-' || c == '_' || c == '.'))
+      return "only letters, digits, '-', '_' and '.' are allowed";
+  }
+  return "";
+}
 
 ServeConfig parse_serve_config(std::string_view json_text, const std::string& source) {
   const auto doc = text_input::parse_json(json_text, source);
@@ -108,18 +121,28 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
   }
   if (auto* v = r.optional(doc, "profiles")) c.profiles_file = r.name(*v, "profiles");
   c.admin_token = token("admin_token");
-  c.agent_token = token("agent_token");
-  std::set<std::string> names, tokens = {c.admin_token, c.agent_token};
-  if (c.admin_token == c.agent_token) r.fail("agent_token", "must differ from admin_token");
+  std::set<std::string> names, tokens = {c.admin_token};
+  if (r.optional(doc, "agent_token")) {
+    c.agent_token = token("agent_token");
+    if (c.admin_token == c.agent_token) r.fail("agent_token", "must differ from admin_token");
+    tokens.insert(c.agent_token);
+  }
   const auto& tenants = r.required(doc, "", "tenants");
   r.expect_array(tenants, "tenants", "tenants");
   if (tenants.empty()) r.fail("tenants", "must name at least one tenant");
   for (std::size_t i = 0; i < tenants.size(); ++i) {
     const std::string p = element("tenants", i);
     r.expect_object(tenants[i], p);
-    r.only_keys(tenants[i], p, {"name", "weight", "token"});
+    r.only_keys(tenants[i], p, {"name", "weight", "token", "unix_user"});
     TenantConfig t;
     t.name = r.name(r.required(tenants[i], p, "name"), child(p, "name"));
+    if (auto problem = name_problem(t.name); !problem.empty())
+      r.fail(child(p, "name"), "'" + t.name + "': " + problem);
+    if (auto* u = r.optional(tenants[i], "unix_user")) {
+      t.unix_user = r.name(*u, child(p, "unix_user"));
+      if (auto problem = name_problem(t.unix_user); !problem.empty())
+        r.fail(child(p, "unix_user"), "'" + t.unix_user + "': " + problem);
+    }
     if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.weight(*w, child(p, "weight"));
     t.token = r.name(r.required(tenants[i], p, "token"), child(p, "token"));
     if (t.token.size() < 8) r.fail(child(p, "token"), "must be at least 8 characters");

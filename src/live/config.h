@@ -17,7 +17,15 @@ struct TenantConfig {
   std::string name;
   double weight = 1.0;
   std::string token;
+  // The Unix user a root agent runs this tenant's jobs as; "" = a uid the
+  // agent derives from the tenant's slot (agent.h, --uid-base).
+  std::string unix_user;
 };
+
+// Names that end up in paths, Prometheus labels and log lines (tenants,
+// nodes, GPU types, Unix users): letters, digits, '-', '_', '.', at most 64,
+// not "." or "..". "" when `s` is one, else what is wrong with it.
+std::string name_problem(const std::string& s);
 
 struct ServeConfig {
   std::string source = "built-in";
@@ -38,7 +46,11 @@ struct ServeConfig {
   double profile_timeout_s = 300.0;
   std::string profiles_file;  // optional: Gavel-format profiles known from the start
   double restart_overhead_s = 10.0;  // what policies assume a restart costs
-  std::string admin_token, agent_token;
+  std::string admin_token;
+  // Deprecated and unused: agents authenticate with per-node tokens that the
+  // admin issues (POST /v1/nodes/NAME/token, `fairgpu node-token`). Still
+  // read so that old configs load; it must differ from admin_token.
+  std::string agent_token;
   std::vector<TenantConfig> tenants;
 };
 

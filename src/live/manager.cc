@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
@@ -40,16 +41,24 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   const double t = now();
   // Tenants added or changed through the API override the config's.
   for (const auto& [key, value] : snap.meta) {
+    if (key.rfind("node_token:", 0) == 0) node_tokens_[key.substr(11)] = value;
+    if (key.rfind("tenant_slot:", 0) == 0) tenant_slot_[key.substr(12)] = std::stoi(value);
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
-    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token")};
+    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), ""};
     auto it = tenant_index_.find(tc.name);
     if (it == tenant_index_.end()) {
       tenant_index_[tc.name] = config_.tenants.size();
       config_.tenants.push_back(std::move(tc));
     } else {
+      tc.unix_user = config_.tenants[it->second].unix_user;  // the config's alone
       config_.tenants[it->second] = std::move(tc);
     }
+  }
+  {
+    std::vector<std::uint64_t> tickets;
+    for (const TenantConfig& tc : config_.tenants) slot_of(tc.name, &tickets);
+    if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   }
   for (StoredProfile& p : snap.profiles)
     if (p.source == "measured") measured_.push_back(std::move(p));
@@ -90,13 +99,26 @@ Caller Manager::authenticate(std::string_view header) const {
   if (header.substr(0, kBearer.size()) != kBearer) return {};
   std::lock_guard lock(mu_);  // tenants may be added at run time
   const std::string_view token = header.substr(kBearer.size());
-  if (token == config_.admin_token) return {Caller::Role::kAdmin, ""};
-  if (token == config_.agent_token) return {Caller::Role::kAgent, ""};
+  if (token.empty()) return {};
+  if (token == config_.admin_token) return {Caller::Role::kAdmin, "", ""};
+  for (const auto& [node, node_token] : node_tokens_)
+    if (token == node_token) return {Caller::Role::kAgent, "", node};
   for (const TenantConfig& t : config_.tenants)
-    if (token == t.token) return {Caller::Role::kTenant, t.name};
+    if (token == t.token) return {Caller::Role::kTenant, t.name, ""};
   return {};
 }
 
+int Manager::slot_of(const std::string& tenant, std::vector<std::uint64_t>* tickets) {
+  auto it = tenant_slot_.find(tenant);
+  if (it != tenant_slot_.end()) return it->second;
+  int next = 0;
+  for (const auto& [name, slot] : tenant_slot_) next = std::max(next, slot + 1);
+  tenant_slot_[tenant] = next;
+  const std::uint64_t ticket =
+      store_->put(StoredMeta{"tenant_slot:" + tenant, std::to_string(next)});
+  if (tickets) tickets->push_back(ticket);
+  return next;
+}
 
 Manager::JobEntry& Manager::job_by_id(const std::string& id) {
   auto it = job_index_.find(id);
@@ -136,6 +158,7 @@ json Manager::job_json(const JobEntry& e) const {
             {"failures", s.failures},
             {"exit_code", s.exit_code >= 0 ? json(s.exit_code) : json(nullptr)},
             {"log_tail", s.log_tail},
+            {"pending", pending_reason(e)},
             {"lease", nullptr},
             {"node", nullptr},
             {"gpu_type", nullptr}};
@@ -217,6 +240,69 @@ bool Manager::schedulable(const JobEntry& e) const {
         p->rate(n.s.gpu_type, e.s.workers, false) > 0.0)
       return true;
   return false;
+}
+
+int Manager::largest_gang() const {
+  int largest = 0;
+  for (const auto& [name, n] : nodes_)
+    largest = std::max(largest, static_cast<int>(n.s.devices.size()));
+  return largest;
+}
+
+json Manager::pending_reason(const JobEntry& e) const {
+  auto reason = [](const char* r, std::string detail) {
+    return json{{"reason", r}, {"detail", std::move(detail)}};
+  };
+  if (terminal(e.s.state)) return nullptr;
+  if (e.lease) {
+    const StoredLease& l = leases_.at(e.lease);
+    if (l.status == "active")
+      return l.profiling ? reason("Profiling", "profiling run on " + l.node) : json(nullptr);
+    return reason("Launching", fmt::format("lease {} on {} waits for the previous run on its "
+                                           "devices (or of this job) to stop",
+                                           l.id, l.node));
+  }
+  if (e.s.state == "running") return nullptr;
+  const double t = now();
+  if (e.not_before > t)
+    return reason("NodeLost", fmt::format("its node was lost; relaunched from its checkpoint "
+                                          "once the node's runs are fenced, in {:.0f} s",
+                                          e.not_before - t));
+  for (const auto& [id, l] : leases_)
+    if (l.job == e.s.id)
+      return reason("Stopping", fmt::format("its previous run (lease {}) is stopping", l.id));
+  // Nodes that could hold the gang, by state.
+  int ready_fit = 0, drained_fit = 0, lost_fit = 0, free_fit = 0;
+  for (const auto& [name, n] : nodes_) {
+    if (static_cast<int>(n.s.devices.size()) < e.s.workers) continue;
+    if (n.s.state == "ready") {
+      ++ready_fit;
+      std::set<int> held;
+      for (const auto& [id, l] : leases_)
+        if (l.node == name) held.insert(l.devices.begin(), l.devices.end());
+      free_fit += static_cast<int>(n.s.devices.size() - held.size()) >= e.s.workers;
+    } else if (n.s.state == "drained") {
+      ++drained_fit;
+    } else {
+      ++lost_fit;
+    }
+  }
+  if (ready_fit == 0) {
+    if (drained_fit > 0)
+      return reason("NodeDrained", fmt::format("only drained nodes have {} GPUs", e.s.workers));
+    if (lost_fit > 0)
+      return reason("NodeLost", fmt::format("only lost nodes have {} GPUs", e.s.workers));
+    return reason("Resources", nodes_.empty() ? "no node has registered"
+                                              : fmt::format("no node has {} GPUs", e.s.workers));
+  }
+  if (e.s.state == "profiling")
+    return reason("Profiling", "waiting for free devices to measure its job type on");
+  // Not yet seen by a scheduling point, with room for it: it waits for the
+  // next one. Otherwise the policy's last plan left it out (fair share:
+  // its tenant's share went to its other jobs, or to other tenants).
+  if (free_fit > 0 && e.s.submitted_at > last_point_)
+    return reason("Round", "the next scheduling point places it");
+  return reason("Priority", "the last scheduling point gave the GPUs to other jobs (fair share)");
 }
 
 // ---------------------------------------------------------------- the core
@@ -660,6 +746,7 @@ double Manager::schedule(double at) {
       activate_pending(tickets);
     }
     ++rounds_;
+    last_point_ = t;
     tickets.push_back(store_->put(StoredMeta{"rounds", std::to_string(rounds_)}));
     // Decisions are durable before any agent hears of them: heartbeats wait
     // on mu_, which is held until the commit.

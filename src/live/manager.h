@@ -71,6 +71,7 @@ struct Caller {
   enum class Role { kNone, kTenant, kAdmin, kAgent };
   Role role = Role::kNone;
   std::string tenant;  // kTenant
+  std::string node;    // kAgent: the node its token was issued for
 };
 
 class Manager {
@@ -94,6 +95,10 @@ class Manager {
   nlohmann::json set_tenant(const Caller& c, const nlohmann::json& body);
   nlohmann::json cluster(const Caller& c) const;
   nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained);
+  // Admin: a fresh token for the agent of `node` (replacing, and so revoking,
+  // the one issued before). It authorises register and heartbeat for that
+  // node only. Persisted. Answer {"node", "token"}.
+  nlohmann::json issue_node_token(const Caller& c, const std::string& node);
   nlohmann::json profiles(const Caller& c) const;
   nlohmann::json register_agent(const Caller& c, const nlohmann::json& body);
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
@@ -158,6 +163,12 @@ class Manager {
   // "profiling".
   std::string waiting_state(const std::string& job_type) const;
   bool schedulable(const JobEntry& e) const;
+  // The most workers one job can have: the most devices of one registered
+  // node (0 when none is registered).
+  int largest_gang() const;
+  // Why a job that is not running waits, squeue-style: {"reason", "detail"},
+  // or null when it does not wait.
+  nlohmann::json pending_reason(const JobEntry& e) const;
   static JobSpec spec_of(const JobEntry& e);
 
   // The scheduling core.
@@ -188,10 +199,18 @@ class Manager {
   // only once that ticket is durable, whoever activated it.
   std::map<std::int64_t, std::uint64_t> launch_ticket_;
   std::map<std::string, std::size_t> tenant_index_;
+  // Per-node agent tokens (node -> token), issued by the admin.
+  std::map<std::string, std::string> node_tokens_;
+  // Each tenant's slot, assigned once and persisted (meta "tenant_slot:"):
+  // a root agent runs the tenant's jobs as uid --uid-base + slot, the same
+  // on every node, so checkpoints on shared storage keep one owner.
+  std::map<std::string, int> tenant_slot_;
+  int slot_of(const std::string& tenant, std::vector<std::uint64_t>* tickets);
   std::vector<StoredProfile> measured_;
   ProfileCatalogue catalogue_;
   std::int64_t next_lease_ = 1;
   double last_submitted_ = 0.0;
+  double last_point_ = -1.0;  // the time of the last scheduling point
 
   std::unique_ptr<ClusterModel> model_;
   SchedulerState state_;

@@ -20,28 +20,41 @@ using namespace request;
 
 // ---------------------------------------------------------------- agents
 
+namespace {
+
+// A node token speaks for its own node only.
+void require_node(const Caller& c, const std::string& node) {
+  require(c, {Caller::Role::kAgent});
+  if (c.node != node)
+    throw ApiError(403, fmt::format("node: this token is node {}'s, not {}'s", c.node, node));
+}
+
+// The largest protocol number stored as a double or an int64 exactly.
+constexpr std::int64_t kMaxExact = std::int64_t{1} << 53;
+
+}  // namespace
+
 json Manager::register_agent(const Caller& c, const json& body) {
   require(c, {Caller::Role::kAgent});
   if (!body.is_object()) bad("(body)", "expected a JSON object");
-  const std::string name = need_string(body, "node");
-  const std::string type = need_string(body, "gpu_type");
+  const std::string name = need_name(body, "node");
+  require_node(c, name);
+  const std::string type = need_name(body, "gpu_type");
   auto dev = body.find("devices");
-  if (dev == body.end() || !dev->is_array()) bad("devices", "expected an array of device ids");
+  if (dev == body.end() || !dev->is_array() || dev->empty() || dev->size() > 4096)
+    bad("devices", "expected an array of 1..4096 device ids");
   std::vector<int> devices;
-  for (std::size_t i = 0; i < dev->size(); ++i) {
-    if (!(*dev)[i].is_number_integer() || (*dev)[i].get<long long>() < 0 ||
-        (*dev)[i].get<long long>() > std::numeric_limits<int>::max())
-      bad(fmt::format("devices[{}]", i), "expected a device id in 0..2147483647");
-    devices.push_back((*dev)[i].get<int>());
-  }
+  for (std::size_t i = 0; i < dev->size(); ++i)
+    devices.push_back(static_cast<int>(need_integer((*dev)[i], fmt::format("devices[{}]", i), 0,
+                                                    std::numeric_limits<int>::max())));
   std::vector<int> sorted = devices;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) bad("devices", "repeats a device");
   double cpus = 0.0, memory = 0.0;
   if (body.contains("cpus")) cpus = need_number(body, "cpus");
   if (body.contains("memory_gb")) memory = need_number(body, "memory_gb");
-  if (cpus < 0) bad("cpus", "must be >= 0");
-  if (memory < 0) bad("memory_gb", "must be >= 0");
+  if (cpus < 0 || cpus > 1e6) bad("cpus", "must be in 0..1e6");
+  if (memory < 0 || memory > 1e9) bad("memory_gb", "must be in 0..1e9");
 
   std::vector<std::uint64_t> tickets;
   json answer;
@@ -150,24 +163,61 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
   tickets.push_back(persist(e));
 }
 
-json Manager::heartbeat(const Caller& c, const json& body) {
+json Manager::heartbeat(const Caller& c, const json& raw) {
   require(c, {Caller::Role::kAgent});
-  if (!body.is_object()) bad("(body)", "expected a JSON object");
-  const std::string name = need_string(body, "node");
-  const double epoch = need_number(body, "epoch");
-  auto runs = body.find("runs");
-  if (runs == body.end() || !runs->is_array()) bad("runs", "expected an array");
-  for (std::size_t i = 0; i < runs->size(); ++i) {
-    const json& r = (*runs)[i];
-    if (!r.is_object() || !r.contains("lease") || !r["lease"].is_number_integer())
-      bad(fmt::format("runs[{}].lease", i), "expected an integer lease id");
+  if (!raw.is_object()) bad("(body)", "expected a JSON object");
+  const std::string name = need_name(raw, "node");
+  require_node(c, name);
+  if (!raw.contains("epoch")) bad("epoch", "missing required field");
+  const std::int64_t epoch = need_integer(raw["epoch"], "epoch", 0, kMaxExact);
+  auto runs_it = raw.find("runs");
+  if (runs_it == raw.end() || !runs_it->is_array()) bad("runs", "expected an array");
+  // The whole request is checked before anything is applied, and what is
+  // applied is rebuilt from the checked values: a heartbeat is taken whole or
+  // answered 400 having changed nothing.
+  json runs = json::array();
+  std::set<std::int64_t> seen_leases;
+  for (std::size_t i = 0; i < runs_it->size(); ++i) {
+    const json& r = (*runs_it)[i];
+    const std::string at = fmt::format("runs[{}]", i);
+    if (!r.is_object()) bad(at, "expected an object");
+    for (const auto& [key, value] : r.items())
+      if (key != "lease" && key != "job" && key != "state" && key != "iterations" &&
+          key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail")
+        bad(at + "." + key, "unknown field");
+    if (!r.contains("lease")) bad(at + ".lease", "missing required field");
+    const std::int64_t lease = need_integer(r["lease"], at + ".lease", 1, kMaxExact);
+    if (!seen_leases.insert(lease).second) bad(at + ".lease", "repeats an earlier run's lease");
     if (!r.contains("state") || !r["state"].is_string())
-      bad(fmt::format("runs[{}].state", i), "expected running, exited or launch_failed");
+      bad(at + ".state", "expected running, exited or launch_failed");
     const std::string s = r["state"].get<std::string>();
     if (s != "running" && s != "exited" && s != "launch_failed")
-      bad(fmt::format("runs[{}].state", i), "expected running, exited or launch_failed");
-    if (r.contains("iterations") && (!r["iterations"].is_number() || !(r["iterations"].get<double>() >= 0)))
-      bad(fmt::format("runs[{}].iterations", i), "expected a number >= 0");
+      bad(at + ".state", "expected running, exited or launch_failed");
+    json checked = {{"lease", lease}, {"state", s}, {"iterations", 0.0}};
+    if (r.contains("job")) {
+      if (!r["job"].is_string()) bad(at + ".job", "expected a string");
+      checked["job"] = r["job"];
+    }
+    if (r.contains("iterations")) {
+      const json& it = r["iterations"];
+      if (!it.is_number() || !(it.get<double>() >= 0) || it.get<double>() > 1e15)
+        bad(at + ".iterations", "expected a number in 0..1e15");
+      checked["iterations"] = it.get<double>();
+    }
+    if (r.contains("exit_code"))
+      checked["exit_code"] = need_integer(r["exit_code"], at + ".exit_code", -1, 255);
+    if (r.contains("signal")) checked["signal"] = need_integer(r["signal"], at + ".signal", 0, 128);
+    if (r.contains("revoked")) {
+      if (!r["revoked"].is_boolean()) bad(at + ".revoked", "expected true or false");
+      checked["revoked"] = r["revoked"];
+    }
+    if (r.contains("log_tail")) {
+      if (!r["log_tail"].is_string()) bad(at + ".log_tail", "expected a string");
+      if (r["log_tail"].get<std::string>().size() > 65536)
+        bad(at + ".log_tail", "longer than 64 KiB");
+      checked["log_tail"] = r["log_tail"];
+    }
+    runs.push_back(std::move(checked));
   }
 
   std::vector<std::uint64_t> tickets;
@@ -176,17 +226,14 @@ json Manager::heartbeat(const Caller& c, const json& body) {
   {
     std::lock_guard lock(mu_);
     auto nit = nodes_.find(name);
-    // Compared as doubles: converting an epoch such as 1e300 to an integer
-    // is undefined behaviour, and 1.5 matches no epoch.
-    if (nit == nodes_.end() || static_cast<double>(nit->second.s.epoch) != epoch ||
-        nit->second.s.state == "lost")
+    if (nit == nodes_.end() || nit->second.s.epoch != epoch || nit->second.s.state == "lost")
       throw ApiError(409, fmt::format("stale epoch for node {}: register again", name));
     NodeEntry& n = nit->second;
     const double t = now();
     n.last_heard = t;
     json actions = json::array(), ack = json::array();
     std::set<std::int64_t> reported;
-    for (const json& r : *runs) {
+    for (const json& r : runs) {
       const std::int64_t id = r["lease"].get<std::int64_t>();
       reported.insert(id);
       auto lit = leases_.find(id);
@@ -255,16 +302,24 @@ json Manager::heartbeat(const Caller& c, const json& body) {
       if (l.node != name || l.status != "active" || reported.count(id)) continue;
       const JobEntry* e = find_job(l.job);
       if (!e) continue;
-      actions.push_back({{"action", "launch"},
-                         {"lease", id},
-                         {"job", l.job},
-                         {"command", e->command},
-                         {"env", e->env},
-                         {"devices", l.devices},
-                         {"gpu_type", n.s.gpu_type},
-                         {"workers", static_cast<int>(l.devices.size())},
-                         {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
-                         {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
+      auto tenant = tenant_index_.find(e->s.tenant);
+      const std::string unix_user =
+          tenant == tenant_index_.end() ? "" : config_.tenants[tenant->second].unix_user;
+      auto slot = tenant_slot_.find(e->s.tenant);
+      actions.push_back(
+          {{"action", "launch"},
+           {"lease", id},
+           {"job", l.job},
+           {"tenant", e->s.tenant},
+           {"tenant_slot", slot == tenant_slot_.end() ? json(nullptr) : json(slot->second)},
+           {"unix_user", unix_user.empty() ? json(nullptr) : json(unix_user)},
+           {"command", e->command},
+           {"env", e->env},
+           {"devices", l.devices},
+           {"gpu_type", n.s.gpu_type},
+           {"workers", static_cast<int>(l.devices.size())},
+           {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
+           {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
       if (auto ticket = launch_ticket_.find(id); ticket != launch_ticket_.end())
         tickets.push_back(ticket->second);
       must_wait = true;

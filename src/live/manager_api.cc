@@ -1,15 +1,16 @@
 // The live manager's API for tenants and the admin (docs/live-protocol.md):
 // submit, list, show and cancel jobs, tenants, cluster, drain, profiles, and
 // the Prometheus metrics.
-#include "live/manager.h"
-
 #include <fmt/format.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <map>
 #include <set>
 
+#include "live/manager.h"
 #include "live/request.h"
 
 namespace fairgpu::live {
@@ -44,10 +45,14 @@ json Manager::submit(const Caller& c, const json& body) {
   if (cmd == body.end()) bad("command", "missing required field");
   if (cmd->is_string()) {
     if (cmd->get<std::string>().empty()) bad("command", "must not be empty");
+    no_nul(cmd->get<std::string>(), "command");
   } else if (cmd->is_array()) {
     if (cmd->empty()) bad("command", "must not be empty");
-    for (std::size_t i = 0; i < cmd->size(); ++i)
+    for (std::size_t i = 0; i < cmd->size(); ++i) {
       if (!(*cmd)[i].is_string()) bad(fmt::format("command[{}]", i), "expected a string");
+      no_nul((*cmd)[i].get<std::string>(), fmt::format("command[{}]", i));
+    }
+    if ((*cmd)[0].get<std::string>().empty()) bad("command[0]", "must not be empty");
   } else {
     bad("command", "expected an argv array or a shell string");
   }
@@ -56,7 +61,9 @@ json Manager::submit(const Caller& c, const json& body) {
     if (!env->is_object()) bad("env", "expected an object of strings");
     for (const auto& [k, v] : env->items()) {
       if (!v.is_string()) bad("env." + k, "expected a string");
+      no_nul(k, "env");
       if (k.empty() || k.find('=') != std::string::npos) bad("env." + k, "bad variable name");
+      no_nul(v.get<std::string>(), "env." + k);
       if (k.rfind("FAIRGPU_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES")
         bad("env." + k, "is set by the agent");
       e.env[k] = v.get<std::string>();
@@ -77,6 +84,13 @@ json Manager::submit(const Caller& c, const json& body) {
   {
     std::lock_guard lock(mu_);
     if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
+    // A gang no node can hold would wait forever (agents run a job on one
+    // node). Every registered node counts, drained or lost ones too: they
+    // may come back. With no node yet, nothing is known.
+    if (const int largest = largest_gang(); largest > 0 && s.workers > largest)
+      bad("workers", fmt::format("{} exceeds the largest gang this cluster can run, {} (the most "
+                                 "GPUs of one node)",
+                                 s.workers, largest));
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
     if (s.name.empty()) s.name = s.id;
@@ -173,13 +187,14 @@ json Manager::set_tenant(const Caller& c, const json& body) {
   if (!body.is_object()) bad("(body)", "expected a JSON object");
   for (const auto& [key, value] : body.items())
     if (key != "name" && key != "weight" && key != "token") bad(key, "unknown field");
-  const std::string name = need_string(body, "name");
-  std::uint64_t ticket;
+  const std::string name = need_name(body, "name");
+  std::vector<std::uint64_t> tickets;
   json answer;
   {
     std::lock_guard lock(mu_);
     auto it = tenant_index_.find(name);
-    TenantConfig t = it == tenant_index_.end() ? TenantConfig{name, 1.0, ""} : config_.tenants[it->second];
+    TenantConfig t =
+        it == tenant_index_.end() ? TenantConfig{name, 1.0, "", ""} : config_.tenants[it->second];
     if (body.contains("weight")) {
       t.weight = need_number(body, "weight");
       if (!weight_in_range(t.weight)) bad("weight", weight_range_text());
@@ -189,6 +204,7 @@ json Manager::set_tenant(const Caller& c, const json& body) {
       if (token.size() < 8) bad("token", "must be at least 8 characters");
       bool taken = token == config_.admin_token || token == config_.agent_token;
       for (const TenantConfig& other : config_.tenants) taken |= other.name != name && other.token == token;
+      for (const auto& [node, node_token] : node_tokens_) taken |= node_token == token;
       if (taken) bad("token", "is another tenant's or a reserved token");
       t.token = token;
     }
@@ -199,11 +215,13 @@ json Manager::set_tenant(const Caller& c, const json& body) {
       config_.tenants[it->second] = t;
     }
     rebuild_needed_ = true;  // the policy's tenants and weights
-    ticket = store_->put(StoredMeta{"tenant:" + name,
-                                    json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()});
+    slot_of(name, &tickets);
+    tickets.push_back(store_->put(
+        StoredMeta{"tenant:" + name,
+                   json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()}));
     answer = {{"name", t.name}, {"weight", t.weight}};
   }
-  store_->wait(ticket);
+  store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   return answer;
 }
 
@@ -211,12 +229,19 @@ json Manager::cluster(const Caller& c) const {
   if (c.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
   std::lock_guard lock(mu_);
   const double t = now();
+  // A tenant sees its own leases only, and no epochs: another tenant's job
+  // ids and lease ids, and the node epochs, are for the admin and agents.
+  const bool tenant = c.role == Caller::Role::kTenant;
   json nodes = json::array();
   for (const auto& [name, n] : nodes_) {
     json holders = json::array();
+    int busy = 0;
     for (const auto& [id, l] : leases_) {
       if (l.node != name) continue;
       const JobEntry* e = find_job(l.job);
+      if (l.status == "active" || l.status == "revoking")
+        busy += static_cast<int>(l.devices.size());
+      if (tenant && (!e || e->s.tenant != c.tenant)) continue;
       for (int d : l.devices)
         holders.push_back({{"device", d},
                            {"job", l.job},
@@ -224,17 +249,18 @@ json Manager::cluster(const Caller& c) const {
                            {"lease", l.id},
                            {"status", l.status},
                            {"profiling", l.profiling},
-                           {"lease_end_in_s", l.end - t}});
+                           // Past the end (a renewal on its way, a run
+                           // stopping): 0, not a negative time.
+                           {"lease_end_in_s", std::max(0.0, l.end - t)}});
     }
-    nodes.push_back({{"name", name},
-                     {"gpu_type", n.s.gpu_type},
-                     {"devices", n.s.devices},
-                     {"cpus", n.s.cpus},
-                     {"memory_gb", n.s.memory_gb},
-                     {"state", n.s.state},
-                     {"epoch", n.s.epoch},
-                     {"last_heartbeat_s_ago", t - n.last_heard},
-                     {"holders", holders}});
+    json node = {
+        {"name", name},           {"gpu_type", n.s.gpu_type},
+        {"devices", n.s.devices}, {"devices_busy", busy},
+        {"cpus", n.s.cpus},       {"memory_gb", n.s.memory_gb},
+        {"state", n.s.state},     {"last_heartbeat_s_ago", std::max(0.0, t - n.last_heard)},
+        {"holders", holders}};
+    if (!tenant) node["epoch"] = n.s.epoch;
+    nodes.push_back(std::move(node));
   }
   return {{"round", rounds_},
           {"policy", config_.policy},
@@ -277,6 +303,31 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
   return answer;
 }
 
+json Manager::issue_node_token(const Caller& c, const std::string& node) {
+  require(c, {Caller::Role::kAdmin});
+  if (auto problem = name_problem(node); !problem.empty())
+    bad("node", "'" + node + "': " + problem);
+  // 192 random bits from the kernel.
+  unsigned char bytes[24];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("getrandom failed");
+    got += static_cast<std::size_t>(n);
+  }
+  std::string token = "fgn_";
+  for (unsigned char b : bytes) token += fmt::format("{:02x}", b);
+  std::uint64_t ticket;
+  {
+    std::lock_guard lock(mu_);
+    node_tokens_[node] = token;
+    ticket = store_->put(StoredMeta{"node_token:" + node, token});
+  }
+  store_->wait(ticket);
+  return {{"node", node}, {"token", token}};
+}
+
 json Manager::profiles(const Caller& c) const {
   if (c.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
   std::lock_guard lock(mu_);
@@ -293,6 +344,23 @@ json Manager::profiles(const Caller& c) const {
 }
 
 // ---------------------------------------------------------------- metrics
+
+// A Prometheus label value: backslash, double quote and newline escaped
+// (names are restricted too, but stored ones may predate that).
+namespace {
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+}  // namespace
 
 std::string Manager::metrics() const {
   std::lock_guard lock(mu_);
@@ -314,10 +382,12 @@ std::string Manager::metrics() const {
       if (auto n = nodes_.find(l.node); n != nodes_.end())
         busy[n->second.s.gpu_type] += static_cast<int>(l.devices.size());
   out += "# HELP fairgpu_gpus GPUs of ready nodes by type.\n# TYPE fairgpu_gpus gauge\n";
-  for (const auto& [type, n] : gpus) line("fairgpu_gpus", fmt::format("gpu_type=\"{}\"", type), n);
+  for (const auto& [type, n] : gpus)
+    line("fairgpu_gpus", fmt::format("gpu_type=\"{}\"", label(type)), n);
   out += "# HELP fairgpu_gpus_busy GPUs held by a run by type.\n# TYPE fairgpu_gpus_busy gauge\n";
   for (const auto& [type, n] : gpus)
-    line("fairgpu_gpus_busy", fmt::format("gpu_type=\"{}\"", type), busy.count(type) ? busy.at(type) : 0);
+    line("fairgpu_gpus_busy", fmt::format("gpu_type=\"{}\"", label(type)),
+         busy.count(type) ? busy.at(type) : 0);
 
   int total = 0;
   for (const auto& [type, n] : gpus) total += n;
@@ -336,8 +406,9 @@ std::string Manager::metrics() const {
         if (j.state == JobState::kRunning && j.ref_rate > 0) throughput += j.normalised_rate();
       }
     }
-    line("fairgpu_tenant_normalised_throughput", fmt::format("tenant=\"{}\"", t.name), throughput);
-    share += fmt::format("fairgpu_tenant_gpu_share{{tenant=\"{}\"}} {}\n", t.name,
+    line("fairgpu_tenant_normalised_throughput", fmt::format("tenant=\"{}\"", label(t.name)),
+         throughput);
+    share += fmt::format("fairgpu_tenant_gpu_share{{tenant=\"{}\"}} {}\n", label(t.name),
                          total ? double(held) / total : 0.0);
   }
   out += "# HELP fairgpu_tenant_gpu_share Share of ready GPUs a tenant's leases hold.\n"

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -24,6 +25,9 @@ namespace fairgpu::live {
 namespace {
 
 constexpr int kExecFailedStatus = 127;
+// What failed in the child, reported through the close-on-exec pipe.
+constexpr int kStageExec = 1, kStageSetgroups = 2, kStageSetgid = 3, kStageSetuid = 4,
+              kStageChdir = 5;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -70,11 +74,16 @@ std::optional<std::int64_t> parse_progress(const std::string& text) {
 }
 
 std::int64_t ProgressFile::read() {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return last_;
+  // O_NONBLOCK: a FIFO planted by the job must not block the agent.
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return last_;
+  struct stat st {};
   std::string text(64, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  if (n < 0) return last_;
+  text.resize(static_cast<std::size_t>(n));
   if (auto v = parse_progress(text); v && *v > last_) last_ = *v;
   return last_;
 }
@@ -163,6 +172,18 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     if (ec)
       return fail(
           fmt::format("cannot create checkpoint dir {}: {}", spec.checkpoint_dir, ec.message()));
+    if (spec.run_as) {
+      // The job's own: nobody else's job may read or write it.
+      const int dfd =
+          ::open(spec.checkpoint_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      const bool ok = dfd >= 0 && fchown(dfd, spec.run_as->uid, spec.run_as->gid) == 0 &&
+                      fchmod(dfd, 0700) == 0;
+      const int e = errno;
+      if (dfd >= 0) ::close(dfd);
+      if (!ok)
+        return fail(fmt::format("cannot give checkpoint dir {} to uid {}: {}", spec.checkpoint_dir,
+                                spec.run_as->uid, errno_text(e)));
+    }
   }
   if (!spec.progress_path.empty()) std::remove(spec.progress_path.c_str());
 
@@ -174,8 +195,11 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
 
+  // A clean environment: the agent's PATH, HOME and LANG, then the job's.
   std::vector<std::string> env_strings;
-  for (char** e = environ; e && *e; ++e) env_strings.emplace_back(*e);
+  for (const char* key : {"PATH", "HOME", "LANG"})
+    if (const char* value = std::getenv(key)) env_strings.push_back(std::string(key) + "=" + value);
+  if (!std::getenv("PATH")) env_strings.emplace_back("PATH=/usr/local/bin:/usr/bin:/bin");
   for (const auto& [key, value] : spec.env) {
     std::string prefix = key + "=";
     bool replaced = false;
@@ -191,12 +215,23 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   envp.push_back(nullptr);
 
   const std::string log_path = spec.log_path.empty() ? "/dev/null" : spec.log_path;
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) {
     p->state_ = ProcessState::kLaunchFailed;
     p->failure_ = fmt::format("cannot open log {}: {}", log_path, errno_text(errno));
     return p;
   }
+  if (spec.run_as && !spec.log_path.empty() &&
+      fchown(log_fd, spec.run_as->uid, spec.run_as->gid) != 0) {
+    int e = errno;
+    close(log_fd);
+    return fail(
+        fmt::format("cannot give log {} to uid {}: {}", log_path, spec.run_as->uid, errno_text(e)));
+  }
+  const bool switch_user = spec.run_as.has_value();
+  const uid_t run_uid = spec.run_as ? spec.run_as->uid : 0;
+  const gid_t run_gid = spec.run_as ? spec.run_as->gid : 0;
+  const std::string& working_dir = spec.working_dir;
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int err_pipe[2];
   if (null_fd < 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -219,6 +254,19 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   if (pid == 0) {
     // Child: async-signal-safe calls only.
     setpgid(0, 0);
+    auto child_fail = [&](int stage) {
+      int report[2] = {stage, errno};
+      ssize_t ignored = write(err_pipe[1], report, sizeof report);
+      (void)ignored;
+      _exit(kExecFailedStatus);
+    };
+    if (switch_user) {
+      if (setgroups(0, nullptr) != 0) child_fail(kStageSetgroups);
+      if (setgid(run_gid) != 0) child_fail(kStageSetgid);
+      if (setuid(run_uid) != 0) child_fail(kStageSetuid);
+    }
+    if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) child_fail(kStageChdir);
+    // After setuid, which clears the parent-death signal.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(kExecFailedStatus);  // the agent died before the prctl
     struct sigaction dfl {};
@@ -233,29 +281,31 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // the agent's sockets stay with the agent
     environ = envp.data();
     execvp(argv[0], argv.data());
-    int e = errno;
-    ssize_t ignored = write(err_pipe[1], &e, sizeof e);
-    (void)ignored;
-    _exit(kExecFailedStatus);
+    child_fail(kStageExec);
   }
 
   setpgid(pid, pid);  // also here, so the group exists as soon as we return
   close(err_pipe[1]);
   close(log_fd);
   close(null_fd);
-  int child_errno = 0;
+  int report[2] = {0, 0};
   ssize_t n;
   do {
-    n = read(err_pipe[0], &child_errno, sizeof child_errno);
+    n = read(err_pipe[0], report, sizeof report);
   } while (n < 0 && errno == EINTR);
   close(err_pipe[0]);
   p->pid_ = pid;
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+  if (n == static_cast<ssize_t>(sizeof report)) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     p->pid_ = -1;
-    return fail(fmt::format("cannot execute '{}': {}", words[0], errno_text(child_errno)));
+    if (report[0] == kStageChdir)
+      return fail(fmt::format("cannot enter {}: {}", working_dir, errno_text(report[1])));
+    if (report[0] != kStageExec)
+      return fail(fmt::format("cannot switch to uid {} gid {}: {}", run_uid, run_gid,
+                              errno_text(report[1])));
+    return fail(fmt::format("cannot execute '{}': {}", words[0], errno_text(report[1])));
   }
   p->state_ = ProcessState::kRunning;
 

@@ -33,19 +33,32 @@
 
 namespace fairgpu::live {
 
+// The user a job runs as (a root agent's jobs never run as root).
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
 // What to run and where its files go.
 struct LaunchSpec {
   // The command: an argv array run with execvp (searched in the job's PATH)
   // when not empty, else `shell_command` run with /bin/sh -c.
   std::vector<std::string> argv;
   std::string shell_command;
-  // Added to the agent's environment in order; a later entry overrides an
-  // earlier one and the agent's own value.
+  // The job's whole environment, besides PATH, HOME and LANG taken from the
+  // agent's (nothing else of the agent's environment reaches the job: not its
+  // token, not its flags). In order; a later entry overrides an earlier one.
   std::vector<std::pair<std::string, std::string>> env;
-  // stdout and stderr (truncated at launch); stdin is /dev/null.
+  // stdout and stderr (truncated at launch, mode 0600, owned by run_as when
+  // set); stdin is /dev/null.
   std::string log_path;
-  // Created (mkdir -p) before launch when not empty.
+  // Created (mkdir -p) before launch when not empty; with run_as, the last
+  // component is then owned by that user, mode 0700.
   std::string checkpoint_dir;
+  // When set: setgroups({}), setgid, setuid before exec (the agent is root).
+  std::optional<RunAs> run_as;
+  // The job's working directory; "" = the agent's.
+  std::string working_dir;
   // The job's progress file; a stale one is removed before launch.
   std::string progress_path;
   // When not empty: "<pid> <start time>\n" is written here before launch()
@@ -58,7 +71,8 @@ struct LaunchSpec {
 // integer, surrounding whitespace allowed. A missing, empty or malformed file
 // (e.g. read between the writer's truncate and write) keeps the last good
 // value, and so does a smaller number (a torn write): within one run the
-// count never goes down.
+// count never goes down. Only a regular file is read, never through a
+// symbolic link (the job owns the directory; the agent may be root).
 class ProgressFile {
  public:
   explicit ProgressFile(std::string path) : path_(std::move(path)) {}

@@ -3,12 +3,17 @@
 // whose failures are 400s naming the field.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "fairgpu/weight.h"
+#include "live/config.h"
 #include "live/manager.h"
 
 namespace fairgpu::live::request {
@@ -35,6 +40,18 @@ inline std::string need_string(const json& body, const char* key, bool required 
   return it->get<std::string>();
 }
 
+inline std::string need_name(const json& body, const char* key) {
+  std::string s = need_string(body, key);
+  if (auto p = name_problem(s); !p.empty()) bad(key, "'" + s + "': " + p);
+  return s;
+}
+
+// A string a process gets in its argv or environment: no NUL byte, which
+// would cut it short.
+inline void no_nul(const std::string& s, const std::string& field) {
+  if (s.find('\0') != std::string::npos) bad(field, "must not contain a NUL byte");
+}
+
 inline double need_number(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end()) bad(key, "missing required field");
@@ -42,6 +59,29 @@ inline double need_number(const json& body, const char* key) {
   double v = it->get<double>();
   if (!std::isfinite(v)) bad(key, "must be finite");
   return v;
+}
+
+// An integer in [lo, hi] (JSON numbers that are whole and in range; 2^53
+// bounds what a double holds exactly).
+inline std::int64_t need_integer(const json& v, const std::string& field, std::int64_t lo,
+                                 std::int64_t hi) {
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+      bad(field, fmt::format("expected an integer in {}..{}", lo, hi));
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  }
+  if (v.is_number_integer()) {
+    const auto x = v.get<std::int64_t>();
+    if (x < lo || x > hi) bad(field, fmt::format("expected an integer in {}..{}", lo, hi));
+    return x;
+  }
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (std::isfinite(x) && x == std::floor(x) && x >= static_cast<double>(lo) &&
+        x <= static_cast<double>(hi))
+      return static_cast<std::int64_t>(x);
+  }
+  bad(field, fmt::format("expected an integer in {}..{}", lo, hi));
 }
 
 inline void require(const Caller& c, std::initializer_list<Caller::Role> roles) {

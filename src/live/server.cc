@@ -3,17 +3,23 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <stdexcept>
+
+#include "fairgpu/input_error.h"
 
 namespace fairgpu::live {
 namespace {
 
 using nlohmann::json;
 
+// An error may echo what the caller sent (a job id from the path), which
+// need not be UTF-8: such bytes are replaced, never a reason for a 500.
 void answer(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump() + "\n", "application/json");
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+                  "application/json");
 }
 
 // Runs one API call: parses the body when asked, maps errors to statuses.
@@ -49,6 +55,12 @@ HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_un
   s.set_keep_alive_max_count(1000000);
   s.set_tcp_nodelay(true);  // small JSON answers: no Nagle delay
   s.set_payload_max_length(8 << 20);
+  // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second
+  // server bind the same port and take half the connections.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   auto who = [this](const httplib::Request& req) {
     return manager_.authenticate(req.get_header_value("Authorization"));
   };
@@ -89,6 +101,10 @@ HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_un
   s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain"); });
   });
+  s.Post(R"(/v1/nodes/([^/]+)/token)",
+         [this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] { return manager_.issue_node_token(who(req), req.matches[1]); });
+         });
   s.Post("/v1/agents/register", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.register_agent(who(req), parse_body(req)); });
   });
@@ -107,7 +123,11 @@ HttpServer::~HttpServer() {
 
 int HttpServer::bind(const std::string& host, int port) {
   int bound = port == 0 ? http_->bind_to_any_port(host.c_str()) : (http_->bind_to_port(host.c_str(), port) ? port : -1);
-  if (bound < 0) throw std::runtime_error(fmt::format("cannot listen on {}:{}", host, port));
+  if (bound < 0)
+    throw InputError("listen", "",
+                     fmt::format("cannot listen on {}:{} (in use by another server, or not an "
+                                 "address of this machine)",
+                                 host, port));
   return bound;
 }
 

@@ -1,11 +1,18 @@
 // SQLite store of the live manager with group commit (see store.h).
 #include "live/store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "fairgpu/input_error.h"
 
 namespace fairgpu::live {
 namespace {
@@ -48,20 +55,43 @@ Store::Store(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   path_ = (std::filesystem::path(dir) / "fairgpu.db").string();
+  // One server per store: two would both write the rows and both answer the
+  // agents, which would then flip between their epochs. The lock goes with
+  // the process (a kill -9 frees it).
+  const std::string lock_path = (std::filesystem::path(dir) / "lock").string();
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0)
+    throw InputError("data_dir", "",
+                     fmt::format("cannot open {}: {}", lock_path, std::strerror(errno)));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    throw InputError(
+        "data_dir", "",
+        e == EWOULDBLOCK
+            ? fmt::format("{} is in use by another fairgpu serve (locked {})", dir, lock_path)
+            : fmt::format("cannot lock {}: {}", lock_path, std::strerror(e)));
+  }
   auto fail = [&](const std::string& what) {
     std::string msg = fmt::format("{}: {}: {}", path_, what, db_ ? sqlite3_errmsg(db_) : "");
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    lock_fd_ = -1;
     throw std::runtime_error(msg);
   };
   if (sqlite3_open_v2(path_.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)
     fail("cannot open");
+  // The busy timeout comes first: switching to WAL (or recovering the WAL
+  // after a kill -9) needs a lock that a reader of the store may hold.
+  if (sqlite3_busy_timeout(db_, 5000) != SQLITE_OK) fail("busy_timeout");
   // WAL + FULL: a commit is fsync'd to the log before it returns, so it
   // survives a crash of the process and of the machine.
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-                             "PRAGMA busy_timeout=5000", "PRAGMA foreign_keys=OFF"})
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=OFF"})
     if (sqlite3_exec(db_, pragma, nullptr, nullptr, nullptr) != SQLITE_OK) fail(pragma);
   if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) fail("schema");
   const std::map<std::string, const char*> sql = {
@@ -92,6 +122,7 @@ Store::~Store() {
   if (committer_.joinable()) committer_.join();
   for (auto& [name, st] : stmts_) sqlite3_finalize(st);
   if (db_) sqlite3_close(db_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 StoreSnapshot Store::load() const {

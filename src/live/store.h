@@ -88,7 +88,8 @@ struct StoreSnapshot {
 class Store {
  public:
   // Opens (creating if needed) `<dir>/fairgpu.db`; throws std::runtime_error
-  // naming the file when SQLite refuses.
+  // naming the file when SQLite refuses, and InputError("data_dir") when
+  // another process holds `<dir>/lock` (one server per store).
   explicit Store(const std::string& dir);
   ~Store();
   Store(const Store&) = delete;
@@ -108,6 +109,7 @@ class Store {
   void write(const StoredRow& row);
 
   std::string path_;
+  int lock_fd_ = -1;  // flock'd <dir>/lock, held while the store is open
   sqlite3* db_ = nullptr;
   std::map<std::string, sqlite3_stmt*> stmts_;
 

@@ -25,7 +25,12 @@ struct World {
   std::string dir;
   double now = 1000.0;
   std::unique_ptr<Manager> manager;
-  Caller tenant, admin, agent;
+  Caller tenant, admin, agent, agent2;
+  // The agent of the node a body names (n1 or n2, each with its own token);
+  // other names go with n1's token (and get a 403).
+  const Caller& agent_for(const json& body) const {
+    return body.is_object() && body.value("node", json()) == "n2" ? agent2 : agent;
+  }
 
   World() {
     const char* tmp = std::getenv("TMPDIR");
@@ -40,12 +45,14 @@ struct World {
     c.heartbeat_s = 1;
     c.heartbeat_timeout_s = 5;
     c.admin_token = "admin-token";
-    c.agent_token = "agent-token";
-    c.tenants = {{"alice", 1.0, "alice-token"}, {"bob", 2.0, "bob-token"}};
+    c.tenants = {{"alice", 1.0, "alice-token", ""}, {"bob", 2.0, "bob-token", ""}};
     manager = std::make_unique<Manager>(c, [this] { return now; });
     tenant = manager->authenticate("Bearer alice-token");
     admin = manager->authenticate("Bearer admin-token");
-    agent = manager->authenticate("Bearer agent-token");
+    agent = manager->authenticate(
+        "Bearer " + manager->issue_node_token(admin, "n1")["token"].get<std::string>());
+    agent2 = manager->authenticate(
+        "Bearer " + manager->issue_node_token(admin, "n2")["token"].get<std::string>());
     manager->register_agent(agent, {{"node", "n1"}, {"gpu_type", "k80"}, {"devices", {0, 1}}});
   }
   ~World() {
@@ -78,10 +85,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         w.manager->set_tenant(w.admin, body);
         break;
       case 2:
-        w.manager->register_agent(w.agent, body);
+        w.manager->register_agent(w.agent_for(body), body);
         break;
       default:
-        w.manager->heartbeat(w.agent, body);
+        w.manager->heartbeat(w.agent_for(body), body);
         break;
     }
   } catch (const ApiError& e) {
