@@ -10,6 +10,9 @@ packages=(
   libfmt-dev                            # formatting of tables
   liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
   libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
+  libssl-dev                            # libcrypto: SHA-256 of a run's inputs (provenance)
+  libgsl-dev                            # Student's t quantile: sweep's confidence intervals
+  chromium                              # headless browser: the test of report.html
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
 )

@@ -126,9 +126,12 @@ std::string without_column(const std::string& text, const std::string& column) {
   return out;
 }
 
-// summary.json without its wall-clock fields.
+// summary.json without its wall-clock fields and its provenance (which
+// names the command line; tests/report_test.cc checks it).
 json deterministic_summary(const std::string& text) {
   json j = json::parse(text);
+  EXPECT_TRUE(j.contains("provenance"));
+  j.erase("provenance");
   for (const char* key : {"compute_p50_s", "compute_max_s", "compute_total_s", "wall_seconds"}) {
     EXPECT_TRUE(j.contains(key)) << key;
     j.erase(key);
@@ -212,8 +215,8 @@ class SimCliTest : public testing::Test {
   fs::path cwd() const { return dir_ / "cwd"; }
 
   std::vector<std::string> small_run(const std::string& policy, const fs::path& out) {
-    return {"simulate", "--cluster", kCluster, "--trace",   kTrace,
-            "--policy", policy,      "--out",  out.string()};
+    return {"simulate", "--cluster", kCluster, "--trace", kTrace, "--policy", policy,
+            "--out",    out.string(), "--series-window", "0"};  // every round
   }
 
   // simulate on the small example twice: jobs.csv equals the golden file byte
@@ -296,14 +299,15 @@ TEST_F(SimCliTest, SimulateWithoutArgumentsRunsTheBuiltInScenario) {
         "simulation  oef-coop (tenant level), round 300 s", "\njobs and time ", "\nfairness ",
         "\n  average JCT ", "\n  Jain's index over tenants ",
         "\nwrote fairgpu-out/simulate-oef-coop/ (jobs.csv, tenants.csv, utilisation.csv, "
-        "tenant_windows.csv, summary.json)\n"})
+        "tenant_windows.csv, summary.json, report.html)\n"})
     EXPECT_TRUE(contains(r.out, text)) << text << " in\n" << r.out;
   fs::path out = cwd() / "fairgpu-out" / "simulate-oef-coop";
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"jobs.csv", "summary.json", "tenant_windows.csv",
-                                             "tenants.csv", "utilisation.csv"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"jobs.csv", "report.html", "summary.json",
+                                             "tenant_windows.csv", "tenants.csv",
+                                             "utilisation.csv"}));
   EXPECT_EQ(count_lines(slurp(out / "jobs.csv")), 301u);
   json summary = json::parse(slurp(out / "summary.json"));
   EXPECT_EQ(summary["policy"], "oef-coop");

@@ -333,13 +333,20 @@ TEST(SimReport, TenantsCsvHasOneRowPerRoundPerTenant) {
   second.tenant_gpus = {1, 0, 0, 0};
   r.rounds = {first, second};
   auto rows = lines(tenants_csv(r));
-  ASSERT_EQ(rows.size(), 1u + 2 * 2);
+  // b in the second round: nothing active, nothing held: no row.
+  ASSERT_EQ(rows.size(), 1u + 3);
   EXPECT_EQ(rows[0],
             "round_start,round_end,tenant,active_jobs,normalised_throughput,gpus_k80,"
             "gpus_v100");
   EXPECT_EQ(rows[1], "0,100,a,1,1,1,0");
   EXPECT_EQ(rows[2], "0,100,b,2,2.5,0,1");
-  EXPECT_EQ(rows[4], "100,200,b,0,0,0,0");
+  EXPECT_EQ(rows[3], "100,200,a,1,1,1,0");
+  // One 1000 s window: both rounds, averaged by time (b: half the time 2.5).
+  auto windowed = lines(tenants_csv(r, 1000));
+  ASSERT_EQ(windowed.size(), 1u + 2);
+  EXPECT_EQ(windowed[1], "0,200,a,1,1,1,0");
+  EXPECT_EQ(windowed[2], "0,200,b,1,1.25,0,0.5");
+  EXPECT_THROW(tenants_csv(r, -1), std::invalid_argument);
 }
 
 TEST(SimReport, UtilisationCsvHasOneRowPerRound) {
@@ -349,9 +356,16 @@ TEST(SimReport, UtilisationCsvHasOneRowPerRound) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0],
             "start,end,busy_gpu_seconds,utilisation,active_jobs,compute_seconds,recomputed,"
-            "estimated_throughput,actual_throughput");
-  EXPECT_EQ(rows[1], "0,100,200,0.5,1,0.01,1,2.25,2");  // 200 / (4 x 100)
-  EXPECT_EQ(rows[2], "100,300,800,1,1,0.03,0,,4");      // no estimate: empty
+            "estimated_throughput,actual_throughput,idle_waiting_gpu_seconds,contended_s");
+  EXPECT_EQ(rows[1], "0,100,200,0.5,1,0.01,1,2.25,2,0,0");  // 200 / (4 x 100)
+  EXPECT_EQ(rows[2], "100,300,800,1,1,0.03,0,,4,0,0");      // no estimate: empty
+  // One window of both rounds: 1000 busy GPU-s of 4 x 300, throughput 2 for
+  // 100 s and 4 for 200 s, the estimate 2.25 over its 100 s of 300.
+  auto windowed = lines(utilisation_csv(r, 3600));
+  ASSERT_EQ(windowed.size(), 2u);
+  EXPECT_EQ(windowed[1], "0,300,1000,0.8333333333,1,0.04,1,0.75,3.333333333,0,0");
+  // A window shorter than a round changes nothing.
+  EXPECT_EQ(utilisation_csv(r, 50), utilisation_csv(r));
 }
 
 TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
@@ -380,8 +394,9 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "contended_actual_throughput contended_estimated_throughput contended_utilisation "
       "throughput_per_busy_gpu idle_waiting_gpu_hours plan_idle_waiting_gpu_hours");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
-  // 7 setup fields + the 55 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 7u + 55u);
+  EXPECT_EQ(j["first_arrival_s"], 0.0);  // the series' time origin
+  // 8 setup fields + the 55 of SimSummary: a new field must be added here too.
+  EXPECT_EQ(j.size(), 8u + 55u);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.

@@ -11,6 +11,11 @@
 
 namespace fairgpu {
 
+// The built-in workload of `fairgpu simulate` with no arguments (and the
+// defaults of `fairgpu generate`): 300 jobs from 20 tenants, 60 Poisson
+// arrivals per hour, Gavel's job-size mix.
+GeneratorOptions default_generator_options();
+
 struct ScenarioOptions {
   std::string cluster_path;     // cluster JSON; "" = built-in (or the Alibaba node list)
   std::string alibaba_nodes;    // Alibaba node CSV: the cluster comes from it
@@ -20,9 +25,14 @@ struct ScenarioOptions {
   std::string trace_format;     // "" = by content/extension: native | gavel | alibaba
   int tenants = 0;              // spread tenant-less traces over N tenants
   std::uint64_t seed = 1;       // drawn job types (Alibaba) and the generated workload
-  GeneratorOptions generator;   // the built-in workload (used when trace_path is ""); its
+  GeneratorOptions generator = default_generator_options();  // the built-in workload (used when trace_path is ""); its
                                 // style (gavel | venus) is --gen-style
   double restart_overhead_s = 10.0;
+  // Arrival times scaled around the first arrival (durations untouched): by
+  // time_scale (< 1 compresses the trace, raising its load), or, when load
+  // > 0, by the factor that makes offered_load() equal `load`. Not both.
+  double time_scale = 1.0;
+  double load = 0.0;
 };
 
 struct Scenario {
@@ -32,11 +42,14 @@ struct Scenario {
   std::vector<std::string> notes;  // what readers skipped and why (printed on stderr)
 };
 
-// The built-in workload of `fairgpu simulate` with no arguments: 300 jobs from
-// 20 tenants, Poisson arrivals, Gavel's job-size mix.
-GeneratorOptions default_generator_options();
 
 // Throws InputError on any bad file or option.
 Scenario load_scenario(const ScenarioOptions& options);
+
+// Offered load of a workload on a model: the GPU-seconds its jobs need alone
+// on the cluster's capacity-weighted average GPU (workers x
+// JobRecord::exclusive_s), per GPU-second of the cluster over the span of
+// arrivals (first to last). NaN with fewer than two distinct arrival times.
+double offered_load(const ClusterModel& model, const Workload& workload);
 
 }  // namespace fairgpu

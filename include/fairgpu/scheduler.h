@@ -250,6 +250,11 @@ struct RoundPolicyOptions {
 std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
                                                const RoundPolicyOptions& options);
 std::vector<std::string> round_policy_names();
+// The values a policy made by make_round_policy(specifier, options) runs
+// with: every key it declares, defaults filled in (for provenance records).
+// Throws InputError as make_round_policy does.
+PolicyOptions resolve_round_policy_options(std::string_view specifier,
+                                           const RoundPolicyOptions& options);
 
 // For `fairgpu policies` and --help: every round policy, share policies first.
 struct RoundPolicyInfo {

@@ -215,16 +215,26 @@ double percentile_nearest_rank(std::vector<double> values, int percent);
 // (ltgf_tenant_rhos()); both also for unfinished jobs, their service so far.
 std::string jobs_csv(const SimResult& result);
 
-// One row per round per tenant:
+// Per-round series, or with window_s > 0 aggregated to windows: the rounds
+// whose starts fall in [w, w + window_s) from the first round's start make
+// one row spanning the first one's start to the last one's end, averaged over
+// that span by time (gaps without rounds count as zero), counts and
+// integrals summed. Throws std::invalid_argument for a negative or
+// non-finite window.
+//
+// One row per round (window) per tenant that had an active job or held a
+// GPU in it (rows of zeros are left out):
 //   round_start,round_end,tenant,active_jobs,normalised_throughput,gpus_<type>...
-std::string tenants_csv(const SimResult& result);
+std::string tenants_csv(const SimResult& result, double window_s = 0.0);
 
-// One row per round:
+// One row per round (window):
 //   start,end,busy_gpu_seconds,utilisation,active_jobs,compute_seconds,recomputed,
-//   estimated_throughput,actual_throughput
-// utilisation = busy GPU-seconds / (GPUs x round length); actual = sum of the
-// tenants' normalised throughput; recomputed is 0 or 1.
-std::string utilisation_csv(const SimResult& result);
+//   estimated_throughput,actual_throughput,idle_waiting_gpu_seconds,contended_s
+// utilisation = busy GPU-seconds / (GPUs x length); actual = sum of the
+// tenants' normalised throughput; recomputed counts the re-solves;
+// idle_waiting_gpu_seconds: GPU-seconds idle while a waiting job could have
+// used them; contended_s: time in which some active job waited.
+std::string utilisation_csv(const SimResult& result, double window_s = 0.0);
 
 // One row per rated or served (tenant, window) pair of tenant_windows():
 //   window_start,window_end,tenant,alloc_gpu_seconds,fair_gpu_seconds,rho
@@ -251,9 +261,31 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
 // column.
 std::string compare_legend();
 
+// compare_table's columns for other renderings (report.html): the
+// summary_json key, the two header lines, the factor from SI to table units,
+// decimals, and whether the text table shows it.
+struct CompareColumnInfo {
+  std::string key, top, bottom;
+  double scale = 1.0;
+  int precision = 2;
+  bool in_table = true;
+};
+std::vector<CompareColumnInfo> compare_column_info();
+
+// A table value: `precision` decimals, more (up to 6) where those would show
+// a nonzero value as 0; "-" for NaN.
+std::string table_cell(double value, int precision);
+
 // The same data for machines: policy, then the metrics under their
 // SimSummary/summary_json names in SI units (avg_jct_s, ..., compute_p50_s),
 // then each again as <name>_ratio to the first run.
 std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs);
+// The same with extra columns after the ratios (the CLI's provenance: folder,
+// version, seed, inputs, options, the policy's parameters), one row of cells
+// per run; throws std::invalid_argument if a row's width differs from the
+// header's or there is not one row per run.
+std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs,
+                        const std::vector<std::string>& extra_header,
+                        const std::vector<std::vector<std::string>>& extra_rows);
 
 }  // namespace fairgpu

@@ -14,6 +14,8 @@ using Command = std::function<std::string()>;
 
 // simulate | compare | generate (src/cli/sim_commands.cc).
 void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+// sweep (src/cli/sweep_command.cc): seeds x policies x scenario variants.
+void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 
 // The live manager (DESIGN §7, docs/live-protocol.md): `serve`
 // (src/cli/serve_command.cc), `agent` (src/cli/agent_command.cc), and the

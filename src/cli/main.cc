@@ -21,6 +21,7 @@
 #include "fairgpu/scheduler.h"
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
+#include "fairgpu/provenance.h"
 
 namespace fairgpu {
 namespace {
@@ -144,6 +145,7 @@ int run(int argc, char** argv) {
       "strategy-proofness (allocate, audit).",
       "fairgpu"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fairgpu_version());
   app.footer(
       "Exit status: 0 ok, 2 bad input or command line (one line on stderr), 1 other "
       "errors.\nRun 'fairgpu <subcommand> --help' for the options of a subcommand.");
@@ -179,6 +181,7 @@ int run(int argc, char** argv) {
       "policies", "list the registered policies and each one's keys (NAME:key=value)");
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
+  cli::add_sweep_command(app, commands);
   cli::add_agent_command(app, commands);
   cli::add_serve_command(app, commands);
   cli::add_client_commands(app, commands);

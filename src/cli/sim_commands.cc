@@ -11,13 +11,16 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "fairgpu/html_report.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy_options.h"
+#include "fairgpu/provenance.h"
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
@@ -34,6 +37,9 @@ struct SimArgs {
   double horizon_h = 0.0;
   bool quiet = false;
   SummaryOptions summary;  // --fairness-window
+  // Per-round series (tenants.csv, utilisation.csv) averaged over windows of
+  // this many seconds; 0: every round.
+  double series_window_s = 600.0;
 };
 
 void add_scenario_options(CLI::App* c, SimArgs& a) {
@@ -56,7 +62,7 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
   c->add_option("--jobs", s.generator.jobs, "jobs of the generated workload (default 300)");
   c->add_option("--arrivals-per-hour", s.generator.arrivals_per_hour,
-                "Poisson arrival rate of the generated workload (default 30)");
+                "Poisson arrival rate of the generated workload (default 60)");
   c->add_option("--gen-tenants", s.generator.tenants,
                 "tenants of the generated workload (default 20)");
   c->add_option("--gen-style", s.generator.style,
@@ -98,12 +104,22 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
       "alias of tiresias:thresholds=T1/T2/... (here comma-separated: T1,T2,...)");
   alias("--tiresias-promote", "promote", "tiresias", "alias of tiresias:promote=M");
   alias("--astraea-fair-share", "fair-share", "astraea", "alias of astraea:fair-share=quota|demand");
+  c->add_option("--load", s.load,
+                "scale arrival times (durations kept) so the offered load is X: GPU-seconds "
+                "needed on the average GPU per GPU-second over the arrivals' span (e.g. 0.8; "
+                "default: as the trace is)");
+  c->add_option("--time-scale", s.time_scale,
+                "multiply arrival times (from the first) by F; F < 1 compresses the trace and "
+                "raises its load (default 1)");
   c->add_option("--restart-overhead", s.restart_overhead_s,
                 "seconds of progress a (re)started job loses (default 10; a profile may set "
                 "its own)");
   c->add_option("--horizon-hours", a.horizon_h,
                 "stop after this much simulated time (unfinished jobs are reported)");
   c->add_flag("--quiet", a.quiet, "no progress line on stderr");
+  c->add_option("--series-window", a.series_window_s,
+                "seconds per row of tenants.csv and utilisation.csv: the rounds in each window "
+                "averaged over time (default 600); 0 writes every round");
 }
 
 // A progress line on stderr for runs longer than two seconds, when stderr is
@@ -170,23 +186,155 @@ void check_args(const SimArgs& a) {
   if (a.scenario.tenants < 0)
     throw InputError("options", "tenants",
                      fmt::format("must be >= 0, got {}", a.scenario.tenants));
+  if (!(a.series_window_s >= 0.0) || !std::isfinite(a.series_window_s))
+    throw InputError("options", "series-window",
+                     fmt::format("must be a finite number of seconds >= 0 (0: every round), got {}",
+                                 a.series_window_s));
 }
+
+// The files of one run, relative to its folder (`prefix` is "" or "<policy>/").
+void add_run_files(std::vector<std::pair<std::string, std::string>>& files,
+                   const std::string& prefix, const SimResult& r, const SimArgs& a,
+                   const std::string& summary) {
+  files.push_back({prefix + "jobs.csv", jobs_csv(r)});
+  files.push_back({prefix + "tenants.csv", tenants_csv(r, a.series_window_s)});
+  files.push_back({prefix + "utilisation.csv", utilisation_csv(r, a.series_window_s)});
+  files.push_back({prefix + "tenant_windows.csv", tenant_windows_csv(r, a.summary)});
+  files.push_back({prefix + "summary.json", summary});
+}
+
+using Json = nlohmann::ordered_json;
+
+// Every option of the run as given (defaults filled in), for provenance.
+Json options_json(const SimArgs& a) {
+  const ScenarioOptions& s = a.scenario;
+  Json o;
+  o["cluster"] = s.cluster_path;
+  o["alibaba_nodes"] = s.alibaba_nodes;
+  o["gpu_map"] = s.gpu_map;
+  o["profiles"] = s.profiles_path;
+  o["trace"] = s.trace_path;
+  o["trace_format"] = s.trace_format;
+  o["tenants"] = s.tenants;
+  o["seed"] = s.seed;
+  o["jobs"] = s.generator.jobs;
+  o["gen_tenants"] = s.generator.tenants;
+  o["arrivals_per_hour"] = s.generator.arrivals_per_hour;
+  o["gen_style"] = s.generator.style;
+  o["main_type_fraction"] = s.generator.main_type_fraction;
+  o["restart_overhead_s"] = s.restart_overhead_s;
+  o["load"] = s.load;
+  o["time_scale"] = s.time_scale;
+  o["horizon_hours"] = a.horizon_h;
+  o["fairness_window_s"] = a.summary.fairness_window_s;
+  o["series_window_s"] = a.series_window_s;
+  o["level"] = a.policy_options.level;
+  o["round_s"] = a.policy_options.round_s;
+  Json settings = Json::array();
+  for (const auto& set : a.policy_options.settings)
+    settings.push_back({{"policy", set.policy}, {"key", set.key}, {"value", set.value}});
+  o["policy_settings"] = std::move(settings);
+  return o;
+}
+
+// The input files of the scenario, each with its SHA-256; hashed once per
+// command.
+Json inputs_json(const SimArgs& a) {
+  Json inputs = Json::array();
+  auto add = [&inputs](const char* role, const std::string& path) {
+    if (path.empty()) return;
+    inputs.push_back({{"role", role}, {"path", path}, {"sha256", sha256_file(path)}});
+  };
+  add("cluster", a.scenario.cluster_path);
+  add("alibaba_nodes", a.scenario.alibaba_nodes);
+  add("profiles", a.scenario.profiles_path);
+  add("trace", a.scenario.trace_path);
+  return inputs;
+}
+
+// How a run was made: version, command, seed, inputs, options and the
+// policy's resolved parameters (every key it declares).
+Json provenance_json(const std::string& command, const SimArgs& a, const Json& inputs,
+                     const std::string& policy) {
+  Json p;
+  p["fairgpu_version"] = fairgpu_version();
+  p["command"] = command;
+  p["seed"] = a.scenario.seed;
+  p["workload"] = a.scenario.trace_path.empty() ? "generated" : "trace";
+  p["inputs"] = inputs;
+  p["options"] = options_json(a);
+  const PolicyOptions resolved = resolve_round_policy_options(policy, a.policy_options);
+  Json params = Json::object();
+  for (const OptionSpec& spec : resolved.specs()) params[spec.key] = resolved.text(spec.key);
+  p["policy"] = {{"specifier", policy}, {"name", resolved.policy()}, {"parameters", params}};
+  return p;
+}
+
+// summary.json with the provenance first.
+std::string summary_with_provenance(const SimResult& r, const SimSummary& s, const Json& prov) {
+  Json out;
+  out["provenance"] = prov;
+  const Json summary = Json::parse(summary_json(r, s));
+  for (const auto& [key, value] : summary.items()) out[key] = value;
+  return out.dump(2) + "\n";
+}
+
+// The provenance columns compare.csv adds after the metrics, one row's worth.
+std::vector<std::string> provenance_cells(const Json& prov, const std::string& folder) {
+  std::string inputs, params;
+  for (const auto& in : prov["inputs"])
+    inputs +=
+        fmt::format("{}{}={} sha256:{}", inputs.empty() ? "" : ";", in["role"].get<std::string>(),
+                    in["path"].get<std::string>(), in["sha256"].get<std::string>());
+  for (const auto& [key, value] : prov["policy"]["parameters"].items())
+    params += fmt::format("{}{}={}", params.empty() ? "" : ":", key, value.get<std::string>());
+  return {folder,
+          prov["fairgpu_version"].get<std::string>(),
+          std::to_string(prov["seed"].get<std::uint64_t>()),
+          inputs,
+          prov["options"].dump(),
+          params};
+}
+
+const std::vector<std::string> kProvenanceColumns = {
+    "folder", "fairgpu_version", "seed", "inputs", "options", "policy_parameters"};
 
 std::string run_simulate(const SimArgs& a) {
   check_args(a);
   auto policy_check = make_round_policy(a.policy, a.policy_options);  // bad name: before loading
   Scenario sc = load(a);
+  const Json prov = provenance_json("simulate", a, inputs_json(a), a.policy);
   SimResult r = run_one(sc, a.policy, a);
   SimSummary s = summarise(r, a.summary);
   std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + policy_folder_name(a.policy) : a.out;
-  write_files(dir, {{"jobs.csv", jobs_csv(r)},
-                    {"tenants.csv", tenants_csv(r)},
-                    {"utilisation.csv", utilisation_csv(r)},
-                    {"tenant_windows.csv", tenant_windows_csv(r, a.summary)},
-                    {"summary.json", summary_json(r, s)}});
-  return fmt::format("{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
-                     "tenant_windows.csv, summary.json)\n",
-                     sc.description, summary_table(r, s), dir);
+  std::vector<std::pair<std::string, std::string>> files;
+  add_run_files(files, "", r, a, summary_with_provenance(r, s, prov));
+  write_files(dir, files);
+  write_files(dir, {{"report.html", html_report(dir)}});  // read back from what was written
+  return fmt::format(
+      "{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
+      "tenant_windows.csv, summary.json, report.html)\n",
+      sc.description, summary_table(r, s), dir);
+}
+
+// A compare into a folder that holds an earlier compare: the policy folders
+// (those with a summary.json) of policies not in this run would sit beside
+// the new results as if they belonged to them; they are removed. Nothing else
+// in the folder is touched.
+void remove_stale_policy_folders(const std::string& dir, const std::vector<std::string>& names) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  std::vector<std::string> current;
+  for (const auto& n : names) current.push_back(policy_folder_name(n));
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !std::filesystem::exists(entry.path() / "summary.json")) continue;
+    if (std::find(current.begin(), current.end(), name) != current.end()) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    if (ec)
+      throw std::runtime_error(
+          fmt::format("cannot remove {}: {}", entry.path().string(), ec.message()));
+  }
 }
 
 std::vector<std::string> split_policies(const std::string& list) {
@@ -230,22 +378,30 @@ std::string run_compare(const SimArgs& args) {
   const SimArgs a = with_common_share_round(args, names);
   for (const auto& n : names) make_round_policy(n, a.policy_options);  // validate all first
   Scenario sc = load(a);
+  const Json inputs = inputs_json(a);
   std::vector<std::pair<std::string, SimSummary>> runs;
+  std::vector<std::vector<std::string>> provenance_rows;
   std::vector<std::pair<std::string, std::string>> files;
   for (const auto& n : names) {
+    const Json prov = provenance_json("compare", a, inputs, n);
     SimResult r = run_one(sc, n, a);
     SimSummary s = summarise(r, a.summary);
     std::string label = n + (a.policy_options.level.empty() ? "" : "@" + r.level);
-    files.push_back({policy_folder_name(n) + "/jobs.csv", jobs_csv(r)});
-    files.push_back({policy_folder_name(n) + "/summary.json", summary_json(r, s)});
+    const std::string folder = policy_folder_name(n);
+    add_run_files(files, folder + "/", r, a, summary_with_provenance(r, s, prov));
     runs.emplace_back(label, s);
+    provenance_rows.push_back(provenance_cells(prov, folder));
   }
-  files.push_back({"compare.csv", compare_csv(runs)});
+  files.push_back({"compare.csv", compare_csv(runs, kProvenanceColumns, provenance_rows)});
   std::string dir = a.out.empty() ? "fairgpu-out/compare" : a.out;
+  remove_stale_policy_folders(dir, names);
   for (const auto& n : names) std::filesystem::create_directories(dir + "/" + policy_folder_name(n));
   write_files(dir, files);
-  return fmt::format("{}\n{}\nwrote {}/ (compare.csv, <policy>/jobs.csv, <policy>/summary.json)\n",
-                     sc.description, compare_table(runs), dir);
+  write_files(dir, {{"report.html", html_report(dir)}});
+  return fmt::format(
+      "{}\n{}\nwrote {}/ (compare.csv, report.html, <policy>/: jobs.csv, tenants.csv, "
+      "utilisation.csv, tenant_windows.csv, summary.json)\n",
+      sc.description, compare_table(runs), dir);
 }
 
 struct GenerateArgs {
@@ -290,7 +446,7 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
                        "oef-coop); 'fairgpu policies' lists the names and each one's keys");
   simulate->add_option("--out", sim->out,
                        "folder for jobs.csv, tenants.csv, utilisation.csv, "
-                       "tenant_windows.csv, summary.json "
+                       "tenant_windows.csv, summary.json, report.html "
                        "(default fairgpu-out/simulate-<policy>, ':' in the policy written as "
                        "'_' and '=' as '-')");
   commands.push_back({simulate, [sim] { return run_simulate(*sim); }});
@@ -315,6 +471,17 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   compare->add_option("--fairness-window", cmp->summary.fairness_window_s, window_help);
   commands.push_back({compare, [cmp] { return run_compare(*cmp); }});
 
+  auto report_dir = std::make_shared<std::string>();
+  auto* report = app.add_subcommand(
+      "report", "rebuild report.html in a results folder of simulate or compare");
+  report->add_option("dir", *report_dir, "the results folder (holding summary.json or compare.csv)")
+      ->required();
+  commands.push_back({report, [report_dir] {
+                        const std::string html = html_report(*report_dir);
+                        write_files(*report_dir, {{"report.html", html}});
+                        return fmt::format("wrote {}/report.html\n", *report_dir);
+                      }});
+
   auto gen = std::make_shared<GenerateArgs>();
   auto* generate = app.add_subcommand(
       "generate", "write a synthetic trace (native CSV) to stdout: Poisson arrivals, Gavel's "
@@ -326,7 +493,8 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
                        "(SenseTime's Venus, Astraea §3.1: long-tailed run times, 1-16 GPUs, "
                        "bursty tenants)");
   generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,
-                       "Poisson arrival rate (default 30)");
+                       "Poisson arrival rate (default 60, as the built-in workload of simulate and "
+                       "compare)");
   generate->add_option("--main-type-fraction", gen->g.main_type_fraction,
                        "probability a job uses its tenant's main job type (default 0.9)");
   generate->add_option("--seed", gen->g.seed, "seed (default 1)");

@@ -98,6 +98,13 @@ std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
                                                const RoundPolicyOptions& options) {
   if (options.round_s < 0.0 || !std::isfinite(options.round_s))
     throw InputError("options", "round", "must be a finite number of seconds > 0");
+  const PolicyOptions o = resolve_round_policy_options(specifier, options);
+  if (const TimeSharingPolicy* p = find_time_sharing(o.policy())) return p->make(o);
+  return policy::NewShareRoundPolicy(o.policy(), o);
+}
+
+PolicyOptions resolve_round_policy_options(std::string_view specifier,
+                                           const RoundPolicyOptions& options) {
   const PolicySpecifier spec = parse_policy_specifier(specifier);
   PolicyOptions o(spec.name, keys_of(spec.name), spec.full);
   apply_aliases(options, o);
@@ -109,8 +116,7 @@ std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
     PolicyOptions other(s.policy, keys_of(s.policy));
     other.set(s.key, s.value);
   }
-  if (const TimeSharingPolicy* p = find_time_sharing(spec.name)) return p->make(o);
-  return policy::NewShareRoundPolicy(spec.name, o);
+  return o;
 }
 
 }  // namespace fairgpu

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -180,39 +181,114 @@ std::string jobs_csv(const SimResult& result) {
   return out;
 }
 
-std::string tenants_csv(const SimResult& result) {
+namespace {
+
+// Rounds grouped into series windows: [first, last) indices of result.rounds
+// whose starts fall in one window of `window_s` from the first round (every
+// round alone when window_s is 0).
+std::vector<std::pair<std::size_t, std::size_t>> series_groups(const SimResult& result,
+                                                               double window_s) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const auto& rounds = result.rounds;
+  for (std::size_t i = 0; i < rounds.size();) {
+    std::size_t j = i + 1;
+    if (window_s > 0) {
+      const double origin = rounds.front().start;
+      const double w = std::floor((rounds[i].start - origin) / window_s);
+      while (j < rounds.size() && std::floor((rounds[j].start - origin) / window_s) == w) ++j;
+    }
+    out.emplace_back(i, j);
+    i = j;
+  }
+  return out;
+}
+
+void check_window(double window_s) {
+  if (!(window_s >= 0) || !std::isfinite(window_s))
+    throw std::invalid_argument("series window must be a finite number of seconds >= 0");
+}
+
+}  // namespace
+
+std::string tenants_csv(const SimResult& result, double window_s) {
   check_sim_result(result);
+  check_window(window_s);
   const std::size_t k = result.num_types();
   std::vector<std::string> header = {"round_start", "round_end", "tenant", "active_jobs",
                                      "normalised_throughput"};
   for (const auto& type : result.gpu_types) header.push_back(field("gpus_" + type));
   std::string out;
   add_row(out, header);
-  for (const RoundSample& round : result.rounds) {
-    for (std::size_t t = 0; t < result.tenants.size(); ++t) {
-      std::vector<std::string> row = {
-          num(round.start), num(round.end), field(result.tenants[t].name),
-          std::to_string(round.tenant_active_jobs[t]), num(round.tenant_throughput[t])};
-      for (std::size_t j = 0; j < k; ++j) row.push_back(num(round.tenant_gpus[t * k + j]));
+  const std::size_t n = result.tenants.size();
+  std::vector<double> active(n), tput(n), gpus(n * k);
+  for (const auto& [first, last] : series_groups(result, window_s)) {
+    const double start = result.rounds[first].start, end = result.rounds[last - 1].end;
+    const double len = end - start;
+    std::fill(active.begin(), active.end(), 0.0);
+    std::fill(tput.begin(), tput.end(), 0.0);
+    std::fill(gpus.begin(), gpus.end(), 0.0);
+    // Time-weighted over the group: the rounds' averages times their lengths.
+    for (std::size_t i = first; i < last; ++i) {
+      const RoundSample& round = result.rounds[i];
+      const double dt = last - first == 1 ? 1.0 : round.end - round.start;
+      if (round.tenant_throughput.empty()) continue;  // no tenant series recorded
+      for (std::size_t t = 0; t < n; ++t) {
+        active[t] += round.tenant_active_jobs[t] * dt;
+        tput[t] += round.tenant_throughput[t] * dt;
+        for (std::size_t j = 0; j < k; ++j) gpus[t * k + j] += round.tenant_gpus[t * k + j] * dt;
+      }
+    }
+    const double scale = last - first == 1 ? 1.0 : (len > 0 ? 1.0 / len : 0.0);
+    for (std::size_t t = 0; t < n; ++t) {
+      bool any = active[t] != 0 || tput[t] != 0;
+      for (std::size_t j = 0; j < k && !any; ++j) any = gpus[t * k + j] != 0;
+      if (!any) continue;  // a tenant with nothing active and nothing held: no row
+      std::vector<std::string> row = {num(start), num(end), field(result.tenants[t].name),
+                                      num(active[t] * scale), num(tput[t] * scale)};
+      for (std::size_t j = 0; j < k; ++j) row.push_back(num(gpus[t * k + j] * scale));
       add_row(out, row);
     }
   }
   return out;
 }
 
-std::string utilisation_csv(const SimResult& result) {
+std::string utilisation_csv(const SimResult& result, double window_s) {
   check_sim_result(result);
+  check_window(window_s);
   const double gpus = result.total_gpus();
   std::string out;
   add_row(out, {"start", "end", "busy_gpu_seconds", "utilisation", "active_jobs", "compute_seconds",
-                "recomputed", "estimated_throughput", "actual_throughput"});
-  for (const RoundSample& round : result.rounds) {
-    const double capacity_s = gpus * (round.end - round.start);
-    add_row(out, {num(round.start), num(round.end), num(round.busy_gpu_seconds),
-                  num(capacity_s > 0 ? round.busy_gpu_seconds / capacity_s : kUnset),
-                  std::to_string(round.active_jobs), num(round.compute_seconds),
-                  round.recomputed ? "1" : "0", num(round.estimated_throughput),
-                  num(actual_throughput(round))});
+                "recomputed", "estimated_throughput", "actual_throughput",
+                "idle_waiting_gpu_seconds", "contended_s"});
+  for (const auto& [first, last] : series_groups(result, window_s)) {
+    const double start = result.rounds[first].start, end = result.rounds[last - 1].end;
+    double busy = 0, active = 0, compute = 0, estimated = 0, actual = 0, idle = 0, contended = 0;
+    int recomputed = 0;
+    bool has_estimate = false;
+    for (std::size_t i = first; i < last; ++i) {
+      const RoundSample& round = result.rounds[i];
+      const double dt = last - first == 1 ? 1.0 : round.end - round.start;
+      busy += round.busy_gpu_seconds;
+      active += round.active_jobs * dt;
+      compute += round.compute_seconds;
+      recomputed += round.recomputed ? 1 : 0;
+      if (!std::isnan(round.estimated_throughput)) {
+        has_estimate = true;
+        estimated += round.estimated_throughput * dt;
+      }
+      actual += actual_throughput(round) * dt;
+      idle += round.idle_waiting_gpu_seconds;
+      contended += round.contended_s;
+    }
+    // Averages over the window's span (gaps without rounds count as zero).
+    const double scale = last - first == 1 ? 1.0 : (end > start ? 1.0 / (end - start) : 0.0);
+    const double capacity_s = gpus * (end - start);
+    add_row(
+        out,
+        {num(start), num(end), num(busy), num(capacity_s > 0 ? busy / capacity_s : kUnset),
+         last - first == 1 ? std::to_string(result.rounds[first].active_jobs) : num(active * scale),
+         num(compute), std::to_string(recomputed), num(has_estimate ? estimated * scale : kUnset),
+         num(actual * scale), num(idle), num(contended)});
   }
   return out;
 }
@@ -246,6 +322,7 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   out["capacity"] = std::move(capacity);
   out["total_gpus"] = result.total_gpus();
   out["tenants"] = result.tenants.size();
+  out["first_arrival_s"] = result.start;  // time origin of the series (report.html's plots)
 
   out["jobs"] = s.jobs;
   out["finished_jobs"] = s.finished_jobs;
@@ -416,12 +493,14 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
   header(out);
   for (const auto& [name, summary] : runs)
     row(out, name, [&summary = summary](const CompareColumn& c) {
-      return fixed(c.get(summary) * c.scale, c.precision);
+      return table_cell(c.get(summary) * c.scale, c.precision);
     });
   if (runs.empty()) return out;
+  out += compare_legend();
+  // Ratios of one run to itself say nothing.
+  if (runs.size() < 2) return out;
 
   const auto& [base_name, base] = runs.front();
-  out += compare_legend();
   out += fmt::format("\nratio to {} (value / {}'s; - where undefined)\n", base_name, base_name);
   header(out);
   for (const auto& [name, summary] : runs)
@@ -429,6 +508,24 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
       double x = ratio(c.get(summary), c.get(base));
       return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
     });
+  return out;
+}
+
+// More decimals where the fixed ones would show a nonzero value as 0, so a
+// ratio of 14.9x never sits next to "0.0".
+std::string table_cell(double v, int precision) {
+  std::string text = fixed(v, precision);
+  for (int p = precision + 1;
+       p <= 6 && v != 0 && !std::isnan(v) && text.find_first_of("123456789") == std::string::npos;
+       ++p)
+    text = fixed(v, p);
+  return text;
+}
+
+std::vector<CompareColumnInfo> compare_column_info() {
+  std::vector<CompareColumnInfo> out;
+  for (const auto& c : compare_columns())
+    out.push_back({c.key, c.top, c.bottom, c.scale, c.precision, c.in_table});
   return out;
 }
 
@@ -455,16 +552,29 @@ std::string compare_legend() {
 }
 
 std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs) {
+  return compare_csv(runs, {}, std::vector<std::vector<std::string>>(runs.size()));
+}
+
+std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs,
+                        const std::vector<std::string>& extra_header,
+                        const std::vector<std::vector<std::string>>& extra_rows) {
+  if (extra_rows.size() != runs.size())
+    throw std::invalid_argument("compare_csv: one row of extra cells per run expected");
   const auto& columns = compare_columns();
   std::vector<std::string> header = {"policy"};
   for (const auto& c : columns) header.push_back(c.key);
   for (const auto& c : columns) header.push_back(std::string(c.key) + "_ratio");
+  for (const auto& h : extra_header) header.push_back(field(h));
   std::string out;
   add_row(out, header);
-  for (const auto& [name, summary] : runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& [name, summary] = runs[i];
+    if (extra_rows[i].size() != extra_header.size())
+      throw std::invalid_argument("compare_csv: extra cells do not match their header");
     std::vector<std::string> row = {field(name)};
     for (const auto& c : columns) row.push_back(num(c.get(summary)));
     for (const auto& c : columns) row.push_back(num(ratio(c.get(summary), c.get(runs[0].second))));
+    for (const auto& cell : extra_rows[i]) row.push_back(field(cell));
     add_row(out, row);
   }
   return out;

@@ -3,10 +3,11 @@
 // list or the built-in generator), then binding them (bind_model).
 #include "fairgpu/scenario.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "fairgpu/input_error.h"
 
@@ -30,13 +31,59 @@ std::string detect_format(const std::string& path) {
   return "native";
 }
 
+// Arrival t -> first + (t - first) x factor, for every job.
+void scale_arrivals(Workload& w, double factor) {
+  if (w.jobs.empty()) return;
+  const double first = w.jobs.front().arrival_s;
+  for (JobSpec& j : w.jobs) j.arrival_s = first + (j.arrival_s - first) * factor;
+}
+
+// --time-scale and --load (see ScenarioOptions).
+void rescale_arrivals(const ScenarioOptions& o, Scenario& sc) {
+  if (!(o.time_scale > 0) || !std::isfinite(o.time_scale))
+    throw InputError("options", "time-scale",
+                     fmt::format("must be a finite number > 0, got {}", o.time_scale));
+  if (!(o.load >= 0) || !std::isfinite(o.load))
+    throw InputError(
+        "options", "load",
+        fmt::format("must be a finite number > 0 (0: as the trace is), got {}", o.load));
+  if (o.load > 0 && o.time_scale != 1.0)
+    throw InputError("options", "load", "give --load or --time-scale, not both");
+  if (o.time_scale != 1.0) {
+    scale_arrivals(sc.workload, o.time_scale);
+    sc.description += fmt::format("; arrivals x{:g}", o.time_scale);
+  }
+  if (o.load > 0) {
+    const double before = offered_load(sc.model, sc.workload);
+    if (!(before > 0))
+      throw InputError("options", "load",
+                       "the workload's arrivals span no time, so its load cannot be scaled");
+    scale_arrivals(sc.workload, before / o.load);
+    sc.description += fmt::format("; offered load {:.3g} scaled to {:g} (arrivals x{:.4g})", before,
+                                  o.load, before / o.load);
+  }
+}
+
 }  // namespace
 
+double offered_load(const ClusterModel& model, const Workload& workload) {
+  if (workload.jobs.size() < 2) return kUnset;
+  const double span = workload.jobs.back().arrival_s - workload.jobs.front().arrival_s;
+  if (!(span > 0)) return kUnset;
+  const SchedulerState state = make_scheduler_state(model, workload);
+  double gpu_seconds = 0.0;
+  for (const Job& j : state.jobs) gpu_seconds += j.workers * j.record.exclusive_s;
+  return gpu_seconds / (model.total_gpus * span);
+}
+
+// The one place the built-in workload is set: `simulate`, `compare` and
+// `generate` all start from it, so `generate > t.csv; simulate --trace t.csv`
+// reproduces the built-in scenario.
 GeneratorOptions default_generator_options() {
   GeneratorOptions g;
   g.jobs = 300;
   g.tenants = 20;
-  g.arrivals_per_hour = 30.0;
+  g.arrivals_per_hour = 60.0;
   return g;
 }
 
@@ -109,6 +156,7 @@ Scenario load_scenario(const ScenarioOptions& o) {
     if (e.source() == "cluster/profiles") throw InputError(cluster_desc, e.field(), e.problem());
     throw;
   }
+  rescale_arrivals(o, sc);
   std::string types;
   for (std::size_t t = 0; t < sc.model.capacity.size(); ++t)
     types += fmt::format("{}{}x{}", t ? " " : "", sc.model.capacity[t],
