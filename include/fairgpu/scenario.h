@@ -23,6 +23,7 @@ struct ScenarioOptions {
   GeneratorOptions generator;   // the built-in workload (used when trace_path is ""); its
                                 // style (gavel | venus) is --gen-style
   double restart_overhead_s = 10.0;
+  std::string synergy_split = "20:70:10";  // --gen-style synergy: image:language:speech
 };
 
 struct Scenario {

@@ -50,7 +50,8 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--trace", s.trace_path,
                 "trace: native CSV, Gavel .trace or Alibaba pod list; default: a generated "
                 "workload");
-  c->add_option("--trace-format", s.trace_format, "native | gavel | alibaba (default: detect)");
+  c->add_option("--trace-format", s.trace_format,
+                "native | gavel | alibaba | synergy (default: detect)");
   c->add_option("--tenants", s.tenants,
                 "spread a trace without tenants over N tenants (default: each job its own)");
   c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
@@ -61,7 +62,9 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "tenants of the generated workload (default 20)");
   c->add_option("--gen-style", s.generator.style,
                 "job mix of the generated workload: gavel (default) | venus (SenseTime's "
-                "Venus, Astraea §3.1)");
+                "Venus, Astraea §3.1) | synergy (Synergy's model mix and durations)");
+  c->add_option("--gen-split", s.synergy_split,
+                "--gen-style synergy: image:language:speech shares (default 20:70:10)");
   // Aliases of policy keys (see 'fairgpu policies'): each applies to every
   // chosen policy that declares the key; a specifier's own key=value wins.
   RoundPolicyOptions& p = a.policy_options;
