@@ -12,7 +12,9 @@
 #include <random>
 
 #include "fairgpu/input_error.h"
+#include "fairgpu/resource_report.h"
 #include "fairgpu/scenario.h"
+#include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
 #include "policy/synergy.h"
 #include "test_files.h"
@@ -204,6 +206,10 @@ TEST(Synergy, SimulatorAppliesTheMultiplierOfWhatAJobHolds) {
   EXPECT_NEAR(b.rounds[0].cpus_allocated, 12.0, 1e-9);
   EXPECT_NEAR(b.rounds[0].memory_gb_allocated, 125.0, 1e-9);
   EXPECT_NEAR(a.rounds[0].cpus_used, 3.0, 1e-9);
+  EXPECT_NEAR(summarise_resources(b).avg_job_speedup, 2.94, 1e-9);
+  EXPECT_NEAR(summarise_resources(a).avg_job_speedup, 1.0, 1e-9);
+  EXPECT_NE(resources_csv(b).find("\n0,300,12,12,125,125\n"), std::string::npos)
+      << resources_csv(b);
   // compat: no restart cost, finish at the end of the round in which the
   // work completes (600 s -> the round [300, 600) ends at 600; 601 -> 900).
   auto compat = make_round_policy("synergy-tune:mode=compat", {});
@@ -303,6 +309,20 @@ TEST(Synergy, TuneShrinksACappedTwoGpuJob) {
   EXPECT_NEAR(held(0).cpus, 3, 1e-9);
   EXPECT_NEAR(held(1).cpus, 3, 1e-9);
   EXPECT_NEAR(held(1).memory_gb, 62.5, 1e-9);
+}
+
+TEST(Synergy, FirstFitIsSynergysGpuIndexOrder) {
+  // Two servers of 4 GPUs; FIFO: a 1-GPU gnmt, then a 4-GPU gnmt. First fit
+  // (compat: Synergy's code) takes GPUs in index order, so the 4-GPU job gets
+  // server 0's last 3 GPUs and one of server 1; best fit keeps it whole on
+  // server 1.
+  const Cluster c = servers(2, 4, 12, 250);
+  const Workload w = jobs_of({{"gnmt", 1}, {"gnmt", 4}});
+  auto first = plan_once(c, w, "synergy-tune:mode=compat");
+  auto best = plan_once(c, w, "synergy-tune:mode=compat:placement=best-fit");
+  EXPECT_EQ(assignment_of(first->plan, 1)->resources.size(), 2u);
+  ASSERT_EQ(assignment_of(best->plan, 1)->resources.size(), 1u);
+  EXPECT_EQ(assignment_of(best->plan, 1)->resources[0].node, 1u);
 }
 
 // ---------------------------------------------- TUNE's guarantee, property
@@ -534,6 +554,29 @@ TEST(Synergy, CompatFirstRoundsOfTheStaticTrace) {
   }
   // Job 0 keeps its GPU and its 12 CPUs: a renewal.
   EXPECT_EQ(assignment_of(r2, 0)->devices[0].gpu, 0u);
+}
+
+TEST(Synergy, JctP999) {
+  // 1000 finished jobs with JCTs 1..1000 s: p99 = 990, p99.9 = 999 (nearest rank).
+  SimResult r;
+  r.gpu_types = {"v100"};
+  r.capacity = {1};
+  r.tenants = {{"t", 1.0}};
+  for (int i = 1; i <= 1000; ++i) {
+    JobRecord j;
+    j.id = std::to_string(i);
+    j.tenant = "t";
+    j.job_type = "x";
+    j.arrival = 0;
+    j.first_start = 0;
+    j.finish = i;
+    j.work = j.done = 1;
+    r.jobs.push_back(j);
+  }
+  r.end = 1000;
+  const SimSummary s = summarise(r, {});
+  EXPECT_EQ(s.p99_jct_s, 990);
+  EXPECT_EQ(s.p999_jct_s, 999);
 }
 
 // ----------------------------------------------------------- determinism

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "fairgpu/input_error.h"
+#include "fairgpu/resource_report.h"
 #include "fairgpu/policy_options.h"
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
@@ -182,14 +183,27 @@ std::string run_simulate(const SimArgs& a) {
   SimResult r = run_one(sc, a.policy, a);
   SimSummary s = summarise(r, a.summary);
   std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + policy_folder_name(a.policy) : a.out;
-  write_files(dir, {{"jobs.csv", jobs_csv(r)},
-                    {"tenants.csv", tenants_csv(r)},
-                    {"utilisation.csv", utilisation_csv(r)},
-                    {"tenant_windows.csv", tenant_windows_csv(r, a.summary)},
-                    {"summary.json", summary_json(r, s)}});
-  return fmt::format("{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
-                     "tenant_windows.csv, summary.json)\n",
-                     sc.description, summary_table(r, s), dir);
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"jobs.csv", jobs_csv(r)},
+      {"tenants.csv", tenants_csv(r)},
+      {"utilisation.csv", utilisation_csv(r)},
+      {"tenant_windows.csv", tenant_windows_csv(r, a.summary)},
+      {"summary.json", summary_json(r, s)}};
+  // CPU/memory-sensitive job types (Synergy): their allocation and speedups.
+  const bool sensitive = std::any_of(sc.model.profiles.job_types.begin(),
+                                     sc.model.profiles.job_types.end(),
+                                     [](const JobTypeProfile& p) { return !p.sensitivity.empty(); });
+  std::string resources;
+  if (sensitive) {
+    files.push_back({"resources.csv", resources_csv(r)});
+    files.push_back({"job_speedups.csv", job_speedups_csv(r)});
+    resources = "\n" + resources_table(summarise_resources(r));
+  }
+  write_files(dir, files);
+  return fmt::format("{}\n{}{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
+                     "tenant_windows.csv, summary.json{})\n",
+                     sc.description, summary_table(r, s), resources, dir,
+                     sensitive ? ", resources.csv, job_speedups.csv" : "");
 }
 
 std::vector<std::string> split_policies(const std::string& list) {
