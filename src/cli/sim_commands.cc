@@ -22,6 +22,7 @@
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
+#include "fairgpu/synergy.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -270,6 +271,7 @@ struct GenerateArgs {
   std::string profiles;
   std::string job_types;
   std::string run_times;
+  std::string synergy_split = "20:70:10";
 };
 
 std::string run_generate(const GenerateArgs& a) {
@@ -292,6 +294,9 @@ std::string run_generate(const GenerateArgs& a) {
       std::fprintf(stderr, "fairgpu: note: %s: %zu of %zu run times are 0 s and are not drawn\n",
                    a.run_times.c_str(), zeros, zeros + g.run_times.size());
   }
+  if (g.style == "synergy")
+    return write_native_trace(
+        generate_synergy_workload(g, parse_synergy_class_split(a.synergy_split), catalogue));
   return write_native_trace(generate_workload(g, catalogue));
 }
 
@@ -341,7 +346,10 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   generate->add_option("--style", gen->g.style,
                        "job mix: gavel (default: Gavel's sizes, tenants uniform) | venus "
                        "(SenseTime's Venus, Astraea §3.1: long-tailed run times, 1-16 GPUs, "
-                       "bursty tenants)");
+                       "bursty tenants) | synergy (Synergy's models and durations, 1 GPU; "
+                       "needs --profiles ../shared/data/synergy/profiles.json)");
+  generate->add_option("--split", gen->synergy_split,
+                       "--style synergy: image:language:speech shares (default 20:70:10)");
   generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,
                        "Poisson arrival rate (default 30)");
   generate->add_option("--main-type-fraction", gen->g.main_type_fraction,

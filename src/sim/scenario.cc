@@ -12,7 +12,6 @@
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/synergy.h"
-#include "trace/text_input.h"
 
 namespace fairgpu {
 namespace {
@@ -79,12 +78,8 @@ GeneratorOptions default_generator_options() {
 
 Scenario load_scenario(const ScenarioOptions& o) {
   Scenario sc;
-  const ProfileCatalogue profiles = o.profiles_path.empty() ? builtin_profiles()
-                                    : is_synergy_profiles(text_input::read_text_file(o.profiles_path))
-                                        ? parse_synergy_profiles(
-                                              text_input::read_text_file(o.profiles_path),
-                                              o.profiles_path)
-                                        : read_profiles_file(o.profiles_path);
+  const ProfileCatalogue profiles =
+      o.profiles_path.empty() ? builtin_profiles() : read_profiles_file(o.profiles_path);
 
   Cluster cluster;
   std::string cluster_desc;

@@ -124,8 +124,9 @@ ProfileCatalogue parse_synergy_profiles(std::string_view json_text, const std::s
       r.name(ordered_json(type), type_path);
       r.expect_object(models, type_path);
       for (const auto& [model, entry] : models.items()) {
+        const std::string name = model;  // clang 14: no lambda capture of a structured binding
         auto it = std::find_if(c.job_types.begin(), c.job_types.end(),
-                               [&](const JobTypeProfile& p) { return p.name == model; });
+                               [&name](const JobTypeProfile& p) { return p.name == name; });
         if (it == c.job_types.end())
           r.fail(child(type_path, model), "not a model of by_cpus_per_gpu.3");
         read_model(r, entry, child(type_path, model), cpu_grid, mem_grid, type, *it);
