@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -17,12 +18,14 @@
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
 #include "policy/synergy.h"
+#include "run_binary.h"
 #include "test_files.h"
 #include "trace/text_input.h"
 
 namespace fairgpu {
 namespace {
 
+using testing_support::run_binary;
 using testing_support::source_path;
 
 const std::string kDir = source_path("../shared/data/synergy/");
@@ -579,6 +582,30 @@ TEST(Synergy, JctP999) {
   EXPECT_EQ(s.p999_jct_s, 999);
 }
 
+TEST(Synergy, CommandLine) {
+  // The real binary: Synergy's files by detection; a bad .ini -> one line on
+  // stderr naming file, line and field, exit 2, nothing written.
+  const std::filesystem::path dir = ::testing::TempDir() + "synergy_cli";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto r = run_binary({"simulate", "--quiet", "--cluster", kDir + "static_trace.ini", "--profiles",
+                       kDir + "profiles.json", "--trace", kDir + "static-100-jobs.csv", "--policy",
+                       "synergy-tune:base=las", "--out", (dir / "ok").string()},
+                      dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "ok" / "resources.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "ok" / "job_speedups.csv"));
+  const std::string bad = write_temp("bad-cli.ini", "[CLUSTER]\nracks = 1\nservers_per_rack = x\n");
+  r = run_binary(
+      {"simulate", "--quiet", "--cluster", bad, "--profiles", kDir + "profiles.json", "--trace",
+       kDir + "static-100-jobs.csv", "--policy", "synergy-tune", "--out", (dir / "bad").string()},
+      dir);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "fairgpu: " + bad + ":3: servers_per_rack: must be a finite number > 0, got 'x'\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
+}
+
 // ----------------------------------------------------------- determinism
 
 TEST(Synergy, Deterministic) {
@@ -587,8 +614,8 @@ TEST(Synergy, Deterministic) {
   o.profiles_path = kDir + "profiles.json";
   o.trace_path = kDir + "dynamic-100-jobs.csv";
   Scenario sc = load_scenario(o);
-  Workload small = sc.workload;  // OPT solves MILPs every round: 24 jobs keep it quick
-  small.jobs.resize(24);
+  Workload small = sc.workload;  // OPT solves MILPs every round: 12 jobs keep it quick
+  small.jobs.resize(12);
   for (const char* p :
        {"synergy-tune:base=las", "synergy-greedy:base=ftf", "synergy-opt:base=srtf"}) {
     const Workload& w = std::string(p).find("opt") != std::string::npos ? small : sc.workload;
