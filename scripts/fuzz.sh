@@ -36,6 +36,7 @@ seeds_for() {
     alibaba_pods) echo tests/data/bad-alibaba-pod-*.csv "$shared"/alibaba-gpu-v2023/openb_pod_list_multigpu50.csv ;;
     serve_config) echo examples/serve.json ;;
     live_api) echo tests/fuzz/seeds/live_api ;;
+    synergy) echo tests/fuzz/seeds/synergy ;;
   esac
 }
 
@@ -44,7 +45,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(allocation audit_allocation cluster profiles native_trace gavel_trace alibaba_nodes
-           alibaba_pods serve_config live_api)
+           alibaba_pods serve_config live_api synergy)
 fi
 failed=()
 for t in "${targets[@]}"; do

@@ -384,7 +384,7 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
   EXPECT_TRUE(j["estimated_throughput"].is_null());
   std::istringstream metrics(
       "finished_jobs unfinished_jobs never_started_jobs busy_gpu_seconds utilisation avg_jct_s "
-      "p50_jct_s p95_jct_s p99_jct_s max_jct_s avg_queueing_delay_s ftf_jobs avg_ftf_rho "
+      "p50_jct_s p95_jct_s p99_jct_s p999_jct_s max_jct_s avg_queueing_delay_s ftf_jobs avg_ftf_rho "
       "worst_ftf_rho ltgf_jobs ltgf_excluded_jobs avg_ltgf_rho min_ltgf_rho sharing_loss_fraction "
       "active_tenants jain_index actual_throughput restarts preemptions cross_type_placements "
       "rounds recomputations compute_p50_s compute_max_s compute_total_s wall_seconds "
@@ -395,8 +395,8 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "throughput_per_busy_gpu idle_waiting_gpu_hours plan_idle_waiting_gpu_hours");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["first_arrival_s"], 0.0);  // the series' time origin
-  // 8 setup fields + the 55 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 8u + 55u);
+  // 8 setup fields + the 56 of SimSummary: a new field must be added here too.
+  EXPECT_EQ(j.size(), 8u + 56u);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.

@@ -16,7 +16,8 @@ namespace fairgpu {
 
 inline constexpr double kInf = 1e30;  // CLP's notion of infinity for bounds
 
-enum class LpStatus { kOptimal, kInfeasible, kUnbounded, kError };
+// kFeasible: a MIP stopped by a limit of LpSolveOptions with a solution.
+enum class LpStatus { kOptimal, kInfeasible, kUnbounded, kError, kFeasible };
 const char* to_string(LpStatus s);
 
 struct LpSolveOptions {
@@ -27,6 +28,12 @@ struct LpSolveOptions {
   // default approximation. Pays off on degenerate LPs re-solved after many
   // added rows: oef-coop needs half the iterations.
   bool exact_dual_steepest_edge = false;
+  // MIP only, deterministic limits (time limits depend on the machine):
+  // stop after this many branch-and-bound nodes (0: none), or once the best
+  // solution is within this fraction of the bound (0: prove optimality).
+  // Stopped by either with a solution: kFeasible.
+  int max_nodes = 0;
+  double relative_gap = 0.0;
 };
 
 class LinearProgram {

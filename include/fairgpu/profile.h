@@ -19,6 +19,27 @@ namespace fairgpu {
 // no unconsolidated measurement for it (see JobTypeProfile).
 inline constexpr double kDefaultCrossNodeFactor = 0.8;
 
+// CPU and memory sensitivity of one GPU of a job type (Synergy, OSDI'22 §3;
+// specs/synergy.md §1): its throughput over a grid of CPU cores and memory
+// per GPU, as a multiplier on the profile's rate, which is the rate at the
+// GPU-proportional share of the cluster the table was measured on (Synergy's:
+// 3 CPUs and 62.5 GB per GPU, where the table holds 1.0).
+struct SensitivityTable {
+  std::vector<double> cpu_per_gpu;        // strictly increasing, > 0
+  std::vector<double> memory_gb_per_gpu;  // strictly increasing, > 0
+  std::vector<double> multiplier;         // cpu-major: [i * memory_gb_per_gpu.size() + k], > 0
+  // Best-case demand per GPU: the smallest cell reaching the table's maximum,
+  // and its speedup over the proportional share (Synergy's two-point model).
+  double best_cpu_per_gpu = 0.0;
+  double best_memory_gb_per_gpu = 0.0;
+  double speedup = 1.0;
+
+  // The multiplier of one GPU holding `cpus` cores and `memory_gb`: the cell
+  // at the largest grid point <= each value (the first row or column below
+  // the grid), so holding more than a grid point never counts as the next.
+  double at(double cpus, double memory_gb) const;
+};
+
 struct JobTypeProfile {
   std::string name;  // "ResNet-50 (batch size 64)": model + batch size
   // GPU type name -> workers -> iterations/s of the whole job. Every GPU type
@@ -30,6 +51,10 @@ struct JobTypeProfile {
   double cross_node_factor = kDefaultCrossNodeFactor;
   // Progress lost when the job (re)starts; nullopt = the simulator's default.
   std::optional<double> restart_overhead_s;
+  // CPU/memory sensitivity per GPU type name; the key "" applies to every
+  // type without its own. Empty: the job type is insensitive (multiplier 1).
+  std::map<std::string, SensitivityTable> sensitivity = {};
+  const SensitivityTable* sensitivity_on(const std::string& gpu_type) const;
 
   // Iterations/s of a job with `workers` workers all on `gpu_type`.
   // Scaling: efficiency eff(g) = rate(g) / (g * rate(1)) is read at the known

@@ -33,6 +33,7 @@ struct ScenarioOptions {
   // > 0, by the factor that makes offered_load() equal `load`. Not both.
   double time_scale = 1.0;
   double load = 0.0;
+  std::string synergy_split = "20:70:10";  // --gen-style synergy: image:language:speech
 };
 
 struct Scenario {

@@ -56,6 +56,14 @@ struct DeviceRef {
   }
 };
 
+// CPU cores and memory (GB) a job holds on one node (Synergy, specs/synergy.md §6).
+struct NodeResources {
+  std::uint32_t node = 0;
+  double cpus = 0.0;
+  double memory_gb = 0.0;
+  friend bool operator==(const NodeResources&, const NodeResources&) = default;
+};
+
 // A cluster bound to a throughput profile: GPU types ordered slowest first
 // (type 0 is the reference of every speedup), every type and job type checked
 // to have figures. Built once per run by bind_model().
@@ -119,6 +127,8 @@ struct Job {
   double settled_at = 0.0;     // progress and GPU time are accounted up to here
   std::size_t placement_type = 0;  // slowest type of the current placement
   std::uint32_t version = 0;   // bumped at every start and stop (stale-event check)
+  std::vector<NodeResources> resources;  // CPU and memory held per node (resolved)
+  double resource_multiplier = 1.0;      // part of `rate` due to them (sensitivity)
 
   double last_stop = 0.0;              // arrival or when it last stopped: starvation clock
   std::size_t fair_class = 0;          // index into SchedulerState::fair_classes
@@ -175,7 +185,30 @@ struct Assignment {
   std::size_t job = 0;
   std::vector<DeviceRef> devices;  // exactly `workers` devices
   double lease_end = 0.0;
+  // CPU and memory held on each node of `devices`, one entry per node; empty:
+  // GPU-proportional (the node's CPUs and memory x the share of its GPUs
+  // held). A renewal on the same devices with other resources is a new
+  // placement (a restart).
+  std::vector<NodeResources> resources = {};
+  // The rate multiplier of what the job holds; NaN: the executor reads it
+  // from the job type's sensitivity table (the minimum over its nodes).
+  // Set by policies that model speed their own way (synergy mode=compat).
+  double rate_multiplier = kUnset;
+  // Restart overhead of this placement if it is one; NaN: the job's.
+  double restart_overhead_s = kUnset;
+  // The job is recorded finished at its lease end, holding its devices to
+  // then, when its work completes within the lease (Synergy's simulator).
+  bool finish_at_lease_end = false;
 };
+
+// The resources an assignment holds, resolved: its own, or GPU-proportional.
+std::vector<NodeResources> resolved_resources(const ClusterModel& model, const Assignment& a);
+// The sensitivity multiplier of holding `held` with `devices`: the minimum
+// over the nodes of the table's cell at the per-GPU CPUs and memory there; 1
+// for a job type without a table or a node that declares no CPUs or memory.
+double sensitivity_multiplier(const ClusterModel& model, std::size_t job_type,
+                              const std::vector<DeviceRef>& devices,
+                              const std::vector<NodeResources>& held);
 
 struct RoundPlan {
   std::vector<Assignment> run;  // renewals and (re)starts

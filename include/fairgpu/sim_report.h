@@ -53,6 +53,7 @@ struct SimSummary {
   double p50_jct_s = kUnset;
   double p95_jct_s = kUnset;
   double p99_jct_s = kUnset;
+  double p999_jct_s = kUnset;  // p99.9 (Synergy reports it): rank ceil(0.999 n)
   double max_jct_s = kUnset;
   // first_start - arrival over the jobs that started (finished or not).
   double avg_queueing_delay_s = kUnset;

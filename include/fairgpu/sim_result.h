@@ -38,6 +38,9 @@ struct JobRecord {
   int preemptions = 0;            // leases revoked before the job finished
   int cross_type_placements = 0;  // placements whose workers spanned GPU types
   int cross_node_placements = 0;  // placements whose workers spanned nodes
+  // Integral over its run time of the CPU/memory sensitivity multiplier
+  // (Synergy): / run seconds = the mean speedup its CPUs and memory gave it.
+  double multiplier_seconds = 0.0;
 };
 
 struct RoundSample {
@@ -72,6 +75,11 @@ struct RoundSample {
   // Share policies: sum_l W_l . x_l of the fractional allocation in force
   // (OEF §6.1.4's "estimated" throughput); NaN for other policies.
   double estimated_throughput = kUnset;
+  // CPU cores and memory (GB) held by running jobs, time-averaged over the
+  // round, and the part they use (held, capped per node at the job type's
+  // best-case demand where it has a sensitivity table).
+  double cpus_allocated = 0.0, memory_gb_allocated = 0.0;
+  double cpus_used = 0.0, memory_gb_used = 0.0;
 };
 
 struct SimResult {

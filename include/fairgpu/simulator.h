@@ -38,6 +38,10 @@ class SimulatedExecutor final : public Executor {
     std::vector<int> idle_by_type;          // idle devices per type, kept current by completions
     std::vector<double> tenant_throughput;  // normalised iterations, integrated
     std::vector<double> tenant_gpus;        // tenant-major x type, GPU-seconds
+    // CPU core-seconds and memory GB-seconds held, and used (held, capped per
+    // node at the job type's best-case demand where it has a sensitivity table).
+    double cpu_seconds = 0.0, memory_gb_seconds = 0.0;
+    double cpu_used_seconds = 0.0, memory_gb_used_seconds = 0.0;
   };
   explicit SimulatedExecutor(RoundSums* sums) : sums_(sums) {}
   void apply(const RoundPlan& plan, SchedulerState& state) override;
@@ -54,6 +58,7 @@ class SimulatedExecutor final : public Executor {
 
  private:
   void settle(SchedulerState& state, Job& job, double t);
+  void push_finish(const Job& job, const Assignment& a, double now);
   struct Finish {
     double t;
     std::size_t job;
@@ -64,6 +69,10 @@ class SimulatedExecutor final : public Executor {
   std::vector<const Assignment*> by_job_;  // apply(): the plan's entry of each job
   std::priority_queue<Finish, std::vector<Finish>, std::greater<Finish>> finishes_;
 };
+
+// Adds `dt` seconds of what `job` holds (CPUs, memory; held and used) to `sums`.
+void add_resource_seconds(const ClusterModel& model, const Job& job, double dt,
+                          SimulatedExecutor::RoundSums& sums);
 
 // Runs `workload` on `model` under `policy`. Deterministic: the same inputs
 // give the same result (wall-clock fields aside).

@@ -19,11 +19,13 @@
 #include "cli/commands.h"
 #include "fairgpu/html_report.h"
 #include "fairgpu/input_error.h"
+#include "fairgpu/resource_report.h"
 #include "fairgpu/policy_options.h"
 #include "fairgpu/provenance.h"
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
+#include "fairgpu/synergy.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -56,7 +58,8 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--trace", s.trace_path,
                 "trace: native CSV, Gavel .trace or Alibaba pod list; default: a generated "
                 "workload");
-  c->add_option("--trace-format", s.trace_format, "native | gavel | alibaba (default: detect)");
+  c->add_option("--trace-format", s.trace_format,
+                "native | gavel | alibaba | synergy (default: detect)");
   c->add_option("--tenants", s.tenants,
                 "spread a trace without tenants over N tenants (default: each job its own)");
   c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
@@ -67,7 +70,9 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "tenants of the generated workload (default 20)");
   c->add_option("--gen-style", s.generator.style,
                 "job mix of the generated workload: gavel (default) | venus (SenseTime's "
-                "Venus, Astraea §3.1)");
+                "Venus, Astraea §3.1) | synergy (Synergy's model mix and durations)");
+  c->add_option("--gen-split", s.synergy_split,
+                "--gen-style synergy: image:language:speech shares (default 20:70:10)");
   // Aliases of policy keys (see 'fairgpu policies'): each applies to every
   // chosen policy that declares the key; a specifier's own key=value wins.
   RoundPolicyOptions& p = a.policy_options;
@@ -309,12 +314,23 @@ std::string run_simulate(const SimArgs& a) {
   std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + policy_folder_name(a.policy) : a.out;
   std::vector<std::pair<std::string, std::string>> files;
   add_run_files(files, "", r, a, summary_with_provenance(r, s, prov));
+  // CPU/memory-sensitive job types (Synergy): their allocation and speedups.
+  const bool sensitive = std::any_of(sc.model.profiles.job_types.begin(),
+                                     sc.model.profiles.job_types.end(),
+                                     [](const JobTypeProfile& p) { return !p.sensitivity.empty(); });
+  std::string resources;
+  if (sensitive) {
+    files.push_back({"resources.csv", resources_csv(r)});
+    files.push_back({"job_speedups.csv", job_speedups_csv(r)});
+    resources = "\n" + resources_table(summarise_resources(r));
+  }
   write_files(dir, files);
   write_files(dir, {{"report.html", html_report(dir)}});  // read back from what was written
   return fmt::format(
-      "{}\n{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
-      "tenant_windows.csv, summary.json, report.html)\n",
-      sc.description, summary_table(r, s), dir);
+      "{}\n{}{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
+      "tenant_windows.csv, summary.json{}, report.html)\n",
+      sc.description, summary_table(r, s), resources, dir,
+      sensitive ? ", resources.csv, job_speedups.csv" : "");
 }
 
 // A compare into a folder that holds an earlier compare: the policy folders
@@ -409,6 +425,7 @@ struct GenerateArgs {
   std::string profiles;
   std::string job_types;
   std::string run_times;
+  std::string synergy_split = "20:70:10";
 };
 
 std::string run_generate(const GenerateArgs& a) {
@@ -431,6 +448,9 @@ std::string run_generate(const GenerateArgs& a) {
       std::fprintf(stderr, "fairgpu: note: %s: %zu of %zu run times are 0 s and are not drawn\n",
                    a.run_times.c_str(), zeros, zeros + g.run_times.size());
   }
+  if (g.style == "synergy")
+    return write_native_trace(
+        generate_synergy_workload(g, parse_synergy_class_split(a.synergy_split), catalogue));
   return write_native_trace(generate_workload(g, catalogue));
 }
 
@@ -491,7 +511,10 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   generate->add_option("--style", gen->g.style,
                        "job mix: gavel (default: Gavel's sizes, tenants uniform) | venus "
                        "(SenseTime's Venus, Astraea §3.1: long-tailed run times, 1-16 GPUs, "
-                       "bursty tenants)");
+                       "bursty tenants) | synergy (Synergy's models and durations, 1 GPU; "
+                       "needs --profiles ../shared/data/synergy/profiles.json)");
+  generate->add_option("--split", gen->synergy_split,
+                       "--style synergy: image:language:speech shares (default 20:70:10)");
   generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,
                        "Poisson arrival rate (default 60, as the built-in workload of simulate and "
                        "compare)");

@@ -34,5 +34,13 @@ std::unique_ptr<RoundPolicy> NewFifoPolicy(const PolicyOptions& options, bool ba
 std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const PolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewHivedPolicy(const PolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewDrfPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> SynergyProportionalKeys();
+std::unique_ptr<RoundPolicy> NewSynergyProportionalPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> SynergyGreedyKeys();
+std::unique_ptr<RoundPolicy> NewSynergyGreedyPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> SynergyTuneKeys();
+std::unique_ptr<RoundPolicy> NewSynergyTunePolicy(const PolicyOptions& options);
+std::vector<OptionSpec> SynergyOptKeys();
+std::unique_ptr<RoundPolicy> NewSynergyOptPolicy(const PolicyOptions& options);
 
 }  // namespace fairgpu::policy

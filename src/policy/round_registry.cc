@@ -49,6 +49,14 @@ const std::vector<TimeSharingPolicy>& time_sharing_policies() {
        NewHivedPolicy},
       {"drf", "DRF: dominant-resource fairness over GPUs, CPUs and memory across tenants",
        common_keys, NewDrfPolicy},
+      {"synergy-proportional", "Synergy's baseline: CPUs and memory in proportion to GPUs",
+       SynergyProportionalKeys, NewSynergyProportionalPolicy},
+      {"synergy-greedy", "Synergy-GREEDY: best-case CPU/memory demand or wait",
+       SynergyGreedyKeys, NewSynergyGreedyPolicy},
+      {"synergy-tune", "Synergy-TUNE: CPU/memory-sensitivity-aware, never below proportional",
+       SynergyTuneKeys, NewSynergyTunePolicy},
+      {"synergy-opt", "Synergy-OPT: two-stage MILP upper bound on CPU/memory allocation",
+       SynergyOptKeys, NewSynergyOptPolicy},
   };
   return all;
 }

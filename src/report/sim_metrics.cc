@@ -444,6 +444,11 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   s.p50_jct_s = percentile_nearest_rank(jcts, 50);
   s.p95_jct_s = percentile_nearest_rank(jcts, 95);
   s.p99_jct_s = percentile_nearest_rank(jcts, 99);
+  if (!jcts.empty()) {  // p99.9: integer rank, as percentile_nearest_rank
+    std::vector<double> sorted = jcts;
+    std::sort(sorted.begin(), sorted.end());
+    s.p999_jct_s = sorted[(999 * sorted.size() + 999) / 1000 - 1];
+  }
   s.max_jct_s = max_of(jcts);
   s.avg_queueing_delay_s = mean(delays);
   s.avg_slowdown = mean(slowdowns);

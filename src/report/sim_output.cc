@@ -335,6 +335,7 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("p50_jct_s", s.p50_jct_s);
   real("p95_jct_s", s.p95_jct_s);
   real("p99_jct_s", s.p99_jct_s);
+  real("p999_jct_s", s.p999_jct_s);
   real("max_jct_s", s.max_jct_s);
   real("avg_queueing_delay_s", s.avg_queueing_delay_s);
   real("avg_slowdown", s.avg_slowdown);
@@ -412,6 +413,7 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("p50 JCT", seconds_and_hours(s.p50_jct_s));
   line("p95 JCT", seconds_and_hours(s.p95_jct_s));
   line("p99 JCT", seconds_and_hours(s.p99_jct_s));
+  line("p99.9 JCT", seconds_and_hours(s.p999_jct_s));
   line("max JCT", seconds_and_hours(s.max_jct_s));
   line("average queueing delay", seconds_and_hours(s.avg_queueing_delay_s));
   line("average slowdown", fixed(s.avg_slowdown, 3));

@@ -5,11 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <string>
 
 #include "fairgpu/input_error.h"
+#include "fairgpu/synergy.h"
 
 namespace fairgpu {
 namespace {
@@ -28,6 +31,10 @@ std::string detect_format(const std::string& path) {
   std::getline(in, first);
   if (first.rfind("name,cpu_milli", 0) == 0) return "alibaba";
   if (first.find('\t') != std::string::npos) return "gavel";
+  // Synergy's traces have no header: five cells, the first a job number.
+  if (std::count(first.begin(), first.end(), ',') == 4 && !first.empty() &&
+      std::isdigit(static_cast<unsigned char>(first[0])))
+    return "synergy";
   return "native";
 }
 
@@ -61,6 +68,35 @@ void rescale_arrivals(const ScenarioOptions& o, Scenario& sc) {
     scale_arrivals(sc.workload, before / o.load);
     sc.description += fmt::format("; offered load {:.3g} scaled to {:g} (arrivals x{:.4g})", before,
                                   o.load, before / o.load);
+  }
+}
+
+// A job type whose best-case CPU or memory demand for one GPU exceeds every
+// node of the types it has a table for can never get it: a profile error.
+void check_sensitivity_demands(const ClusterModel& m, const std::string& profiles_path) {
+  for (const JobTypeProfile& p : m.profiles.job_types) {
+    for (const auto& [type, table] : p.sensitivity) {
+      double cpus = 0.0, memory = 0.0;
+      for (const Node& n : m.cluster.nodes) {
+        if (!type.empty() && m.cluster.gpu_types[n.type] != type) continue;
+        cpus = std::max(cpus, n.cpus);
+        memory = std::max(memory, n.memory_gb);
+      }
+      if (cpus == 0.0 && memory == 0.0) continue;  // no node of that type, or none declared
+      const std::string where = type == kSynergyGpuType
+                                    ? "by_cpus_per_gpu.3." + p.name
+                                    : fmt::format("by_gpu_type.{}.{}", type, p.name);
+      if (table.best_cpu_per_gpu > cpus)
+        throw InputError(profiles_path, where + ".cpu_per_gpu",
+                         fmt::format("best-case demand {} CPUs per GPU exceeds every node ({} "
+                                     "at most)",
+                                     table.best_cpu_per_gpu, cpus));
+      if (table.best_memory_gb_per_gpu > memory)
+        throw InputError(profiles_path, where + ".mem_gb_per_gpu",
+                         fmt::format("best-case demand {} GB per GPU exceeds every node ({} "
+                                     "GB at most)",
+                                     table.best_memory_gb_per_gpu, memory));
+    }
   }
 }
 
@@ -107,7 +143,8 @@ Scenario load_scenario(const ScenarioOptions& o) {
     cluster = read_alibaba_cluster(o.alibaba_nodes, map);
     cluster_desc = o.alibaba_nodes;
   } else if (!o.cluster_path.empty()) {
-    cluster = read_cluster_file(o.cluster_path);
+    cluster = ends_with(o.cluster_path, ".ini") ? read_synergy_cluster_ini(o.cluster_path)
+                                                 : read_cluster_file(o.cluster_path);
     cluster_desc = o.cluster_path;
   } else {
     cluster = default_cluster();
@@ -122,7 +159,10 @@ Scenario load_scenario(const ScenarioOptions& o) {
   if (o.trace_path.empty()) {
     GeneratorOptions g = o.generator;
     g.seed = o.seed;
-    sc.workload = generate_workload(g, profiles);
+    sc.workload = g.style == "synergy"
+                      ? generate_synergy_workload(g, parse_synergy_class_split(o.synergy_split),
+                                                  profiles)
+                      : generate_workload(g, profiles);
     sc.description = fmt::format("generated workload ({} jobs, {} tenants, seed {}{})", g.jobs,
                                  g.tenants, g.seed,
                                  g.style == "gavel" ? "" : ", style " + g.style);
@@ -132,12 +172,14 @@ Scenario load_scenario(const ScenarioOptions& o) {
       sc.workload = read_native_trace(o.trace_path);
     } else if (format == "gavel") {
       sc.workload = read_gavel_trace(o.trace_path, topt);
+    } else if (format == "synergy") {
+      sc.workload = read_synergy_trace(o.trace_path, topt);
     } else if (format == "alibaba") {
       for (const auto& p : profiles.job_types) topt.job_types.push_back(p.name);
       sc.workload = read_alibaba_trace(o.trace_path, topt);
     } else {
       throw InputError("options", "trace-format",
-                       fmt::format("'{}' is not native, gavel or alibaba", format));
+                       fmt::format("'{}' is not native, gavel, alibaba or synergy", format));
     }
     sc.description = fmt::format("{} ({} trace, {} jobs)", o.trace_path, format,
                                  sc.workload.jobs.size());
@@ -157,6 +199,7 @@ Scenario load_scenario(const ScenarioOptions& o) {
     throw;
   }
   rescale_arrivals(o, sc);
+  check_sensitivity_demands(sc.model, o.profiles_path);
   std::string types;
   for (std::size_t t = 0; t < sc.model.capacity.size(); ++t)
     types += fmt::format("{}{}x{}", t ? " " : "", sc.model.capacity[t],

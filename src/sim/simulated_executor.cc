@@ -58,7 +58,17 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     Job& j = s.jobs[i];
     if (!s.lease_ended(j)) continue;
     const Assignment* a = by_job_[i];
-    if (a && same_devices(a->devices, j.devices)) continue;
+    // Same devices and the same CPUs and memory: a renewal.
+    if (a && same_devices(a->devices, j.devices) &&
+        resolved_resources(*s.model, *a) == j.resources &&
+        (std::isnan(a->rate_multiplier) || a->rate_multiplier == j.resource_multiplier)) {
+      if (a->finish_at_lease_end) {  // the lease end moved: so does the finish
+        settle(s, j, s.now);
+        ++j.version;
+        push_finish(j, *a, s.now);
+      }
+      continue;
+    }
     settle(s, j, s.now);
     release(s, j);
     j.state = JobState::kQueued;
@@ -73,15 +83,20 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     j.devices = a.devices;
     for (DeviceRef d : j.devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(a.job);
     bool cross_type = false, cross_node = false;
-    j.rate = placement_rate(s, j, &cross_type, &cross_node);
+    j.resources = resolved_resources(*s.model, a);
+    j.resource_multiplier = std::isnan(a.rate_multiplier)
+                                ? sensitivity_multiplier(*s.model, j.job_type, j.devices,
+                                                         j.resources)
+                                : a.rate_multiplier;
+    j.rate = placement_rate(s, j, &cross_type, &cross_node) * j.resource_multiplier;
     j.record.cross_type_placements += cross_type;
     j.record.cross_node_placements += cross_node;
-    j.overhead_left = j.restart_overhead_s;
+    j.overhead_left =
+        std::isnan(a.restart_overhead_s) ? j.restart_overhead_s : a.restart_overhead_s;
     j.run_start = s.now;
     j.settled_at = s.now;
     ++j.version;
-    if (j.rate > 0.0)
-      finishes_.push({s.now + j.overhead_left + j.remaining() / j.rate, a.job, j.version});
+    push_finish(j, a, s.now);
     if (std::isnan(j.record.first_start))
       j.record.first_start = s.now;
     else
@@ -89,6 +104,13 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     j.state = JobState::kRunning;
   }
   for (const Assignment& a : plan.run) by_job_[a.job] = nullptr;
+}
+
+void SimulatedExecutor::push_finish(const Job& j, const Assignment& a, double now) {
+  if (!(j.rate > 0.0)) return;
+  double t = now + j.overhead_left + j.remaining() / j.rate;
+  if (a.finish_at_lease_end && t <= a.lease_end + 1e-9) t = a.lease_end;
+  finishes_.push({t, a.job, j.version});
 }
 
 void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
@@ -101,9 +123,11 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
   j.record.attained_gpu_seconds += j.workers * dt;
   j.record.overhead_seconds += dt - productive;  // min(overhead left, dt): a stop ends it
   j.time_on_type[j.placement_type] += dt;
+  j.record.multiplier_seconds += j.resource_multiplier * dt;
   j.settled_at = t;
   if (!sums_) return;
   sums_->busy_gpu_seconds += j.workers * dt;
+  add_resource_seconds(*s.model, j, dt, *sums_);
   sums_->throughput += productive * j.normalised_rate();
   if (sums_->tenant_throughput.empty()) return;
   sums_->tenant_throughput[j.tenant] += productive * j.normalised_rate();

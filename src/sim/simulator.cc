@@ -191,6 +191,12 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     sample.busy_gpu_seconds = sums.busy_gpu_seconds;
     sample.idle_waiting_gpu_seconds = idle_waiting;
     sample.throughput_integral = sums.throughput;
+    if (until > t) {
+      sample.cpus_allocated = sums.cpu_seconds / (until - t);
+      sample.memory_gb_allocated = sums.memory_gb_seconds / (until - t);
+      sample.cpus_used = sums.cpu_used_seconds / (until - t);
+      sample.memory_gb_used = sums.memory_gb_used_seconds / (until - t);
+    }
     if (!std::isnan(contended_from)) {
       sample.contended_s = until - contended_from;
       sample.contended_throughput = sums.throughput - throughput_before;

@@ -18,6 +18,7 @@
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
+#include "fairgpu/synergy.h"
 #include "text_input.h"
 
 namespace fairgpu {
@@ -163,7 +164,9 @@ ProfileCatalogue parse_gavel_profiles(std::string_view json_text, const std::str
 }
 
 ProfileCatalogue read_profiles_file(const std::string& path) {
-  return parse_gavel_profiles(text_input::read_text_file(path), path);
+  const std::string text = text_input::read_text_file(path);
+  if (is_synergy_profiles(text)) return parse_synergy_profiles(text, path);  // Synergy's tables
+  return parse_gavel_profiles(text, path);
 }
 
 }  // namespace fairgpu
