@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -556,8 +557,20 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
               std::string::npos)
         << server_.last_report(43);
   }
+  // A tenant's unix_user wins over its slot: the job runs as that user.
+  json as_nobody = launch(46, "j-000046");
+  as_nobody["unix_user"] = "nobody";
+  server_.push(as_nobody);
   ASSERT_TRUE(reported(44, "running")) << agent_.lines();
   pgids_.push_back(started("j-000044"));
+  if (geteuid() == 0 && getpwnam("nobody")) {
+    ASSERT_GT(started("j-000046"), 0) << agent_.lines();
+    std::istringstream env(slurp(ckpt("j-000046") + "/env"));
+    std::string word, uid;
+    for (int i = 0; i < 7; ++i) env >> word;
+    env >> uid;
+    EXPECT_EQ(uid, std::to_string(getpwnam("nobody")->pw_uid));
+  }
   EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 1; }, 5))
       << agent_.lines();
 }
