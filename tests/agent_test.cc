@@ -12,12 +12,14 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -555,8 +557,20 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
               std::string::npos)
         << server_.last_report(43);
   }
+  // A tenant's unix_user wins over its slot: the job runs as that user.
+  json as_nobody = launch(46, "j-000046");
+  as_nobody["unix_user"] = "nobody";
+  server_.push(as_nobody);
   ASSERT_TRUE(reported(44, "running")) << agent_.lines();
   pgids_.push_back(started("j-000044"));
+  if (geteuid() == 0 && getpwnam("nobody")) {
+    ASSERT_GT(started("j-000046"), 0) << agent_.lines();
+    std::istringstream env(slurp(ckpt("j-000046") + "/env"));
+    std::string word, uid;
+    for (int i = 0; i < 7; ++i) env >> word;
+    env >> uid;
+    EXPECT_EQ(uid, std::to_string(getpwnam("nobody")->pw_uid));
+  }
   EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 1; }, 5))
       << agent_.lines();
 }
@@ -688,6 +702,44 @@ TEST(AgentGpus, NormalisesNvidiaSmiNames) {
   }
   EXPECT_THROW(parse_nvidia_smi(""), InputError);
   EXPECT_THROW(parse_nvidia_smi("No devices were found\n"), InputError);
+}
+
+}  // namespace
+}  // namespace fairgpu::live
+
+namespace fairgpu::live {
+namespace {
+
+// `fairgpu agent`'s token (issue 12): from a file only its owner reads, not
+// from one others may read; --token and --token-file not both.
+TEST(AgentCommand, TokenFileMustBeUnreadableByOthers) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "fairgpu-agent-cmd-XXXXXX").string();
+  const std::filesystem::path dir = mkdtemp(tmpl.data());
+  const auto file = dir / "token";
+  std::ofstream(file) << "fgn_0123456789abcdef\n";
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write |
+                                         std::filesystem::perms::others_read);
+  const std::vector<std::string> base = {"agent",  "--server", "http://127.0.0.1:1", "--node",
+                                         "n1",     "--gpus",   "v100:1",             "--state-dir",
+                                         (dir / "state").string()};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing_support::run_binary(args, dir, {}, 20);
+  };
+  auto r = with({"--token-file", file.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("is readable by others (mode 604): chmod 600 it"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = with({"--token-file", file.string(), "--token", "abcdefgh"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not both"), std::string::npos) << r.err;
+  r = with({});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--token-file: missing"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

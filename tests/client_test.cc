@@ -508,8 +508,13 @@ TEST_F(Client, ARefusalExitsTwoWithTheServersLine) {
 }
 
 TEST_F(Client, TablesShowTheServersData) {
-  server_.answer("GET /v1/jobs", 200, {{"jobs", {running_job(), failed_job()}}});
+  json waiting = running_job();
+  waiting["id"] = "j-000011";
+  waiting["state"] = "queued";
+  waiting["pending"] = {{"reason", "Priority"}, {"detail", "fair share"}};
+  server_.answer("GET /v1/jobs", 200, {{"jobs", {running_job(), failed_job(), waiting}}});
   server_.answer("GET /v1/jobs/j-000009", 200, failed_job());
+  server_.answer("GET /v1/jobs/j-000011", 200, waiting);
   server_.answer("GET /v1/cluster", 200,
                  {{"round", 12},
                   {"policy", "oef-coop"},
@@ -555,10 +560,13 @@ TEST_F(Client, TablesShowTheServersData) {
 
   RunResult r = run({"jobs"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(lines(r.out), 5u) << r.out;  // header, 2 jobs, blank, count
+  EXPECT_EQ(lines(r.out), 6u) << r.out;  // header, 3 jobs, blank, count
   EXPECT_TRUE(contains(r.out, "1200/5000 (24.0%)")) << r.out;
   EXPECT_TRUE(contains(r.out, "v100/n1")) << r.out;
-  EXPECT_TRUE(contains(r.out, "2 jobs (1 running, 1 failed)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "3 jobs (1 running, 1 failed, 1 queued)")) << r.out;
+  // Why a job waits (issue 12): the reason column, aligned.
+  EXPECT_EQ(r.out.find("reason") - 0, r.out.find("Priority") - (r.out.rfind('\n', r.out.find("Priority")) + 1))
+      << r.out;
   // Aligned columns: "state" starts at the same offset in every line.
   std::size_t header_at = r.out.find("state");
   std::size_t row_at = r.out.find("running") - (r.out.find('\n') + 1);
@@ -569,6 +577,8 @@ TEST_F(Client, TablesShowTheServersData) {
   EXPECT_TRUE(contains(r.out, "failed (exit code 3)")) << r.out;
   EXPECT_TRUE(contains(r.out, "log tail:\n  loading data\n  Traceback: out of memory\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "fairgpu-train --seed 3")) << r.out;
+  r = run({"jobs", "j-000011"});
+  EXPECT_TRUE(contains(r.out, "Priority: fair share")) << r.out;
 
   r = run({"cluster"});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -134,6 +134,10 @@ TEST_F(LiveManager, LeasesLaunchRenewAndFinish) {
   EXPECT_EQ(l["devices"].size(), 1u);
   EXPECT_EQ(l["checkpoint_dir"], config_.checkpoint_dir + "/" + l["job"].get<std::string>());
   EXPECT_EQ(l["command"], json::array({"true"}));
+  // Whom a root agent runs it as (issue 12): the tenant's slot, fixed at
+  // start-up in the config's order, and no unix_user unless configured.
+  EXPECT_EQ(l["tenant_slot"], l["tenant"] == "alice" ? 0 : 1) << l.dump();
+  EXPECT_EQ(l["unix_user"], nullptr);
   EXPECT_NEAR(l["lease_s_left"].get<double>(), 60 + config_.heartbeat_timeout_s, 1e-9);
   EXPECT_EQ(actions(beat("s1", e_slow), "launch").size(), 2u);
 
@@ -662,6 +666,39 @@ TEST_F(LiveManager, TenantNamesAreRestrictedAndNulBytesRefused) {
                                        {{"node", "f1"}, {"gpu_type", "x\"}"}, {"devices", {0}}});
             }),
             "400 gpu_type: 'x\"}': only letters, digits, '-', '_' and '.' are allowed");
+}
+
+// Issue 12: the launch names the user a root agent runs the job as: the
+// tenant's configured unix_user, and its slot, which stays the tenant's
+// across restarts whatever the config's order (checkpoints on shared storage
+// keep one owner).
+TEST_F(LiveManager, LaunchNamesTheTenantsUnixUserAndAStableSlot) {
+  config_.tenants[0].unix_user = "alice-unix";
+  start();
+  auto e = reg("f1", "fast", 2);
+  submit("alice-token");
+  submit("bob-token");
+  manager_->schedule();
+  std::map<std::string, json> by_tenant;
+  for (const json& l : actions(beat("f1", e), "launch")) by_tenant[l["tenant"]] = l;
+  ASSERT_EQ(by_tenant.size(), 2u);
+  EXPECT_EQ(by_tenant["alice"]["unix_user"], "alice-unix");
+  EXPECT_EQ(by_tenant["bob"]["unix_user"], nullptr);
+  EXPECT_EQ(by_tenant["alice"]["tenant_slot"], 0);
+  EXPECT_EQ(by_tenant["bob"]["tenant_slot"], 1);
+  // Restarted with the tenants in the other order and one more: the same
+  // slots, and the new tenant gets the next one.
+  std::swap(config_.tenants[0], config_.tenants[1]);
+  config_.tenants.push_back({"carol", 1.0, "carol-token", ""});
+  start();
+  e = reg("f1", "fast", 2);
+  submit("carol-token");
+  now_ += 120;
+  manager_->schedule();
+  const std::map<std::string, int> want = {{"alice", 0}, {"bob", 1}, {"carol", 2}};
+  const auto launches = actions(beat("f1", e), "launch");
+  EXPECT_EQ(launches.size(), 2u);
+  for (const json& l : launches) EXPECT_EQ(l["tenant_slot"], want.at(l["tenant"])) << l.dump();
 }
 
 TEST(LiveConfigNames, TenantNamesAreRestricted) {

@@ -2,7 +2,9 @@
 // DESIGN §7, docs/live-protocol.md), run until SIGINT or SIGTERM. The daemon
 // itself is src/live/agent.cc; this file turns flags into AgentOptions and
 // signals into the stop flag.
+#include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -41,6 +43,13 @@ std::string read_token(AgentArgs& a) {
   if (given > 1) throw InputError("--token-file", "", "give --token-file or --token, not both");
   std::string token;
   if (!a.token_file.empty()) {
+    // As ssh does with a private key: a token others may read is refused
+    // (jobs run as other users on this node).
+    struct stat st {};
+    if (stat(a.token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+      throw InputError("--token-file", "",
+                       fmt::format("{} is readable by others (mode {:o}): chmod 600 it",
+                                   a.token_file, st.st_mode & 0777));
     std::ifstream in(a.token_file);
     if (!in) throw InputError("--token-file", "", "cannot read " + a.token_file);
     std::getline(in, token);
