@@ -50,7 +50,7 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--trace", s.trace_path,
                 "trace: native CSV, Gavel .trace or Alibaba pod list; default: a generated "
                 "workload");
-  c->add_option("--trace-format", s.trace_format, "native | gavel | alibaba (default: detect)");
+  c->add_option("--trace-format", s.trace_format, "native | gavel | shockwave | alibaba (default: detect)");
   c->add_option("--tenants", s.tenants,
                 "spread a trace without tenants over N tenants (default: each job its own)");
   c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
@@ -61,7 +61,7 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "tenants of the generated workload (default 20)");
   c->add_option("--gen-style", s.generator.style,
                 "job mix of the generated workload: gavel (default) | venus (SenseTime's "
-                "Venus, Astraea §3.1)");
+                "Venus, Astraea §3.1) | shockwave (Shockwave §8.1: Accordion and GNS jobs)");
   // Aliases of policy keys (see 'fairgpu policies'): each applies to every
   // chosen policy that declares the key; a specifier's own key=value wins.
   RoundPolicyOptions& p = a.policy_options;
@@ -256,7 +256,9 @@ struct GenerateArgs {
 };
 
 std::string run_generate(const GenerateArgs& a) {
-  ProfileCatalogue catalogue = a.profiles.empty() ? builtin_profiles() : read_profiles_file(a.profiles);
+  ProfileCatalogue catalogue = a.profiles.empty()        ? builtin_profiles()
+                               : a.g.style == "shockwave" ? read_shockwave_profiles_file(a.profiles)
+                                                          : read_profiles_file(a.profiles);
   GeneratorOptions g = a.g;
   if (!a.job_types.empty()) {
     std::stringstream ss(a.job_types);
@@ -324,7 +326,8 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   generate->add_option("--style", gen->g.style,
                        "job mix: gavel (default: Gavel's sizes, tenants uniform) | venus "
                        "(SenseTime's Venus, Astraea §3.1: long-tailed run times, 1-16 GPUs, "
-                       "bursty tenants)");
+                       "bursty tenants) | shockwave (Shockwave §8.1: Accordion/GNS batch-size "
+                       "schedules; needs --profiles with its job types)");
   generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,
                        "Poisson arrival rate (default 30)");
   generate->add_option("--main-type-fraction", gen->g.main_type_fraction,

@@ -34,5 +34,12 @@ std::unique_ptr<RoundPolicy> NewFifoPolicy(const PolicyOptions& options, bool ba
 std::unique_ptr<RoundPolicy> NewYarnCsPolicy(const PolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewHivedPolicy(const PolicyOptions& options);
 std::unique_ptr<RoundPolicy> NewDrfPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> ShockwaveKeys();
+std::unique_ptr<RoundPolicy> NewShockwavePolicy(const PolicyOptions& options);
+std::vector<OptionSpec> OsspKeys();
+std::unique_ptr<RoundPolicy> NewOsspPolicy(const PolicyOptions& options);
+// gandiva-fair:mechanism=stride (gandiva_stride.cc): job-level stride
+// scheduling, tickets = gang size; reads the share round policy's `round`.
+std::unique_ptr<RoundPolicy> NewGandivaStridePolicy(const PolicyOptions& options);
 
 }  // namespace fairgpu::policy

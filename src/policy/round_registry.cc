@@ -49,6 +49,10 @@ const std::vector<TimeSharingPolicy>& time_sharing_policies() {
        NewHivedPolicy},
       {"drf", "DRF: dominant-resource fairness over GPUs, CPUs and memory across tenants",
        common_keys, NewDrfPolicy},
+      {"shockwave", "Shockwave: volatile Fisher market planned over T rounds, regime prediction",
+       ShockwaveKeys, NewShockwavePolicy},
+      {"ossp", "OSSP: Gavel's minimum-makespan LP at job level (Shockwave's baseline)", OsspKeys,
+       NewOsspPolicy},
   };
   return all;
 }

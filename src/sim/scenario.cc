@@ -3,6 +3,7 @@
 // list or the built-in generator), then binding them (bind_model).
 #include "fairgpu/scenario.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -20,12 +21,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // Native CSV starts with "job_id,"; Alibaba's pod list with "name,cpu_milli";
 // Gavel traces are tab-separated.
 std::string detect_format(const std::string& path) {
-  if (ends_with(path, ".trace")) return "gavel";
   std::ifstream in(path);
   if (!in) throw InputError(path, "", "cannot open the file");
   std::string first;
   std::getline(in, first);
+  if (ends_with(path, ".trace"))
+    return std::count(first.begin(), first.end(), '\t') == 11 ? "shockwave" : "gavel";
   if (first.rfind("name,cpu_milli", 0) == 0) return "alibaba";
+  // Shockwave's traces are Gavel's with `mode` and `duration`: 12 columns.
+  if (std::count(first.begin(), first.end(), '\t') == 11) return "shockwave";
   if (first.find('\t') != std::string::npos) return "gavel";
   return "native";
 }
@@ -42,8 +46,16 @@ GeneratorOptions default_generator_options() {
 
 Scenario load_scenario(const ScenarioOptions& o) {
   Scenario sc;
+  const std::string format = o.trace_path.empty()    ? ""
+                             : o.trace_format.empty() ? detect_format(o.trace_path)
+                                                      : o.trace_format;
+  // Shockwave's throughput JSON marks a job type that cannot run on a type
+  // (out of memory) with zeros: its reader leaves those out.
   const ProfileCatalogue profiles =
-      o.profiles_path.empty() ? builtin_profiles() : read_profiles_file(o.profiles_path);
+      o.profiles_path.empty()  ? builtin_profiles()
+      : format == "shockwave" || (o.trace_path.empty() && o.generator.style == "shockwave")
+          ? read_shockwave_profiles_file(o.profiles_path)
+                               : read_profiles_file(o.profiles_path);
 
   Cluster cluster;
   std::string cluster_desc;
@@ -80,17 +92,18 @@ Scenario load_scenario(const ScenarioOptions& o) {
                                  g.tenants, g.seed,
                                  g.style == "gavel" ? "" : ", style " + g.style);
   } else {
-    std::string format = o.trace_format.empty() ? detect_format(o.trace_path) : o.trace_format;
     if (format == "native") {
       sc.workload = read_native_trace(o.trace_path);
     } else if (format == "gavel") {
       sc.workload = read_gavel_trace(o.trace_path, topt);
+    } else if (format == "shockwave") {
+      sc.workload = read_shockwave_trace(o.trace_path, topt);
     } else if (format == "alibaba") {
       for (const auto& p : profiles.job_types) topt.job_types.push_back(p.name);
       sc.workload = read_alibaba_trace(o.trace_path, topt);
     } else {
       throw InputError("options", "trace-format",
-                       fmt::format("'{}' is not native, gavel or alibaba", format));
+                       fmt::format("'{}' is not native, gavel, shockwave or alibaba", format));
     }
     sc.description = fmt::format("{} ({} trace, {} jobs)", o.trace_path, format,
                                  sc.workload.jobs.size());

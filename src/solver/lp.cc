@@ -23,6 +23,8 @@ const char* to_string(LpStatus s) {
       return "unbounded";
     case LpStatus::kError:
       return "error";
+    case LpStatus::kFeasible:
+      return "feasible (stopped at a limit)";
   }
   return "?";
 }
@@ -266,6 +268,8 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     cbc.setLogLevel(0);
     cbc.messageHandler()->setLogLevel(0);
     if (options.time_limit_seconds > 0) cbc.setMaximumSeconds(options.time_limit_seconds);
+    if (options.max_nodes > 0) cbc.setMaximumNodes(options.max_nodes);
+    if (options.relative_gap > 0) cbc.setAllowableFractionGap(options.relative_gap);
     cbc.branchAndBound();
     if (cbc.isProvenInfeasible()) return LpStatus::kInfeasible;
     if (!cbc.bestSolution()) return LpStatus::kError;
@@ -274,7 +278,9 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     objective_ = 0;
     for (std::size_t c = 0; c < d.obj.size(); ++c) objective_ += d.obj[c] * values_[c];
     duals_.assign(d.row_lower.size(), 0.0);
-    return cbc.isProvenOptimal() ? LpStatus::kOptimal : LpStatus::kError;
+    // Stopped at the gap: CBC calls that optimal; at a node or time limit
+    // the incumbent is still a solution.
+    return cbc.isProvenOptimal() ? LpStatus::kOptimal : LpStatus::kFeasible;
   }
 
   if (options.exact_dual_steepest_edge != d.exact_steepest_edge) {
