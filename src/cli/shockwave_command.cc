@@ -63,7 +63,6 @@ std::string run_eval(const EvalArgs& a) {
   for (const std::string& name : names) {
     auto policy = make_round_policy(name, {});
     SimOptions so;
-    so.tenant_series = false;
     SimResult r = simulate(sc.model, sc.workload, *policy, so);
     SimSummary s = summarise(r);
     FtfFigures st = ftf_static_figures(r), avg = ftf_time_averaged_figures(r);

@@ -23,10 +23,12 @@
 // Aggregated formulation (spec §7, for every size): the objective depends on
 // a job's schedule only through its round count, so the MILP decides
 // integers n_jg ∈ [0, T] (rounds on GPU type g) with Σ_g n_jg ≤ T and
-// Σ_j w_j n_jg ≤ m_g T, and a packing step then gives rounds to jobs,
-// highest ρ̂ first (the rank step: high-ρ jobs run earlier), each taking the
-// earliest rounds with room for its gang; what does not fit is dropped
-// (capacity repair, so no round is ever over capacity). Each round the plan's
+// Σ_j w_j n_jg ≤ m_g T; the rank step then gives the counts rounds: a MILP
+// over y[j,g,t] (spec §3.2's rank_in_schedule_jobs: capacity per round,
+// minimise Σ_j π_j · mean planned round, so high-ρ jobs run earlier; a round
+// that cannot be packed is dropped rather than overfilling), or above `rank`
+// binaries a greedy (highest weight first, earliest rounds with room). A
+// final capacity repair drops what would overfill a round. Each round the plan's
 // jobs run first, then the rest fill idle GPUs largest remaining time first
 // (work-conserving fill, LPT).
 //
@@ -49,9 +51,7 @@
 // fair finish time (0.9 × time-weighted mean of the targets appended after
 // each arrival or completion + 0.1 × the latest); objective Σ π_j u_j / (N T)
 // − 1e-3 · max_j r_j with r_j ≥ R̂_j − d̄_j p_j; re-planning lazy (arrival,
-// completion, every 8 rounds). Its rank step is the packing above with π as
-// the order (the code solves a second MILP minimising Σ π_j · mean planned
-// round; ours is the greedy of that objective: a documented difference).
+// completion, every 8 rounds), and the rank step above.
 // Choices where the paper is silent: weights above 1e6 are capped at 1e6
 // (ρ^100 overflows what CBC can use); a job whose progress would pass 100%
 // gets no more utility, so rounds beyond its finish are not planned.
@@ -91,7 +91,8 @@ class Shockwave final : public TimeSharingPolicy {
         rhomax_(o.number("rhomax")),
         max_nodes_(static_cast<int>(o.number("nodes"))),
         gap_(o.number("gap")),
-        regimes_from_mode_(o.choice("regimes") == "mode") {}
+        regimes_from_mode_(o.choice("regimes") == "mode"),
+        rank_binaries_(static_cast<int>(o.number("rank"))) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
@@ -158,7 +159,9 @@ class Shockwave final : public TimeSharingPolicy {
     problem.artifact = artifact_;
     problem.max_nodes = max_nodes_;
     problem.gap = gap_;
-    plan_ = shockwave::solve_and_pack(problem, s);
+    const auto counts = shockwave::solve_counts(problem);
+    plan_ = rank_binaries_ > 0 ? shockwave::rank_pack(problem, counts.rounds, rank_binaries_)
+                               : shockwave::pack(problem, counts.rounds);
     round_ptr_ = 0;
     rounds_since_plan_ = 0;
     planned_regime_.clear();
@@ -204,6 +207,7 @@ class Shockwave final : public TimeSharingPolicy {
   int max_nodes_;
   double gap_;
   bool regimes_from_mode_;
+  int rank_binaries_;
 
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> plan_;  // rounds of (job, type)
   std::size_t round_ptr_ = 0;
@@ -243,6 +247,10 @@ std::vector<OptionSpec> ShockwaveKeys() {
                                "paper predictor's K: the job's profiled regime count, or the "
                                "mode's default (Accordion 3, GNS log2(cap/bs0)+1)",
                                {"profile", "mode"}));
+  keys.push_back(number_option("rank", 6000,
+                               "rank step as a MILP up to this many binaries (jobs x rounds); "
+                               "above it, or 0, the greedy packing",
+                               0, 1e7));
   return keys;
 }
 

@@ -354,3 +354,79 @@ std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pack(const PlanPro
 }
 
 }  // namespace fairgpu::policy::shockwave
+
+namespace fairgpu::policy::shockwave {
+
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(const PlanProblem& p,
+                                                                        const RoundCounts& rounds,
+                                                                        int max_binaries) {
+  const std::size_t types = p.capacity.size();
+  const auto window = static_cast<std::size_t>(p.window);
+  double top = 0.0;
+  std::size_t binaries = 0;
+  for (std::size_t i = 0; i < p.jobs.size(); ++i) {
+    top = std::max(top, p.jobs[i].weight);
+    for (std::size_t g = 0; g < types; ++g) binaries += rounds[i][g] > 0 ? window : 0;
+  }
+  if (binaries == 0 || static_cast<int>(binaries) > max_binaries || !(top > 0))
+    return pack(p, rounds);
+  // y[i,g,t] in {0,1}: Σ_t y <= n_ig; Σ_g y[i,g,t] <= 1; Σ_i w_i Σ... <= m_g per (g,t).
+  // Minimise Σ (π_i/π_max · t / (n_i T) − 2) y: every placed round is worth
+  // more than any reordering, and among placements high weights go early.
+  LinearProgram lp;
+  lp.minimize();
+  std::vector<std::vector<std::pair<std::size_t, int>>> vars(p.jobs.size());  // (g*T+t, var)
+  std::vector<std::vector<int>> cap_vars(types * window);
+  std::vector<std::vector<double>> cap_coefs(types * window);
+  for (std::size_t i = 0; i < p.jobs.size(); ++i) {
+    const PlanJob& j = p.jobs[i];
+    const int n_total = std::accumulate(rounds[i].begin(), rounds[i].end(), 0);
+    std::vector<std::vector<int>> per_round(window);
+    for (std::size_t g = 0; g < types; ++g) {
+      if (rounds[i][g] <= 0) continue;
+      std::vector<int> row;
+      for (std::size_t t = 0; t < window; ++t) {
+        const double cost =
+            j.weight / top * static_cast<double>(t) / (n_total * static_cast<double>(window)) - 2.0;
+        const int v = lp.add_variable(0.0, 1.0, cost, true);
+        vars[i].emplace_back(g * window + t, v);
+        row.push_back(v);
+        per_round[t].push_back(v);
+        cap_vars[g * window + t].push_back(v);
+        cap_coefs[g * window + t].push_back(j.workers);
+      }
+      lp.add_constraint(row, std::vector<double>(row.size(), 1.0), -kInf, rounds[i][g]);
+    }
+    for (const auto& r : per_round)
+      if (r.size() > 1) lp.add_constraint(r, std::vector<double>(r.size(), 1.0), -kInf, 1.0);
+  }
+  for (std::size_t g = 0; g < types; ++g)
+    for (std::size_t t = 0; t < window; ++t)
+      if (!cap_vars[g * window + t].empty())
+        lp.add_constraint(cap_vars[g * window + t], cap_coefs[g * window + t], -kInf,
+                          p.capacity[g]);
+  LpSolveOptions opt;
+  opt.max_nodes = p.max_nodes;
+  opt.relative_gap = p.gap;
+  const LpStatus st = lp.solve(opt);
+  if (st != LpStatus::kOptimal && st != LpStatus::kFeasible) return pack(p, rounds);
+  // Rounds in rank order (weight, highest first), with a capacity repair in
+  // case an incumbent bends a row within tolerance.
+  std::vector<std::size_t> order(p.jobs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return p.jobs[a].weight > p.jobs[b].weight; });
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> plan(window);
+  std::vector<std::vector<int>> free(window, p.capacity);
+  for (std::size_t i : order)
+    for (const auto& [slot, v] : vars[i]) {
+      if (lp.value(v) < 0.5) continue;
+      const std::size_t g = slot / window, t = slot % window;
+      if (free[t][g] < p.jobs[i].workers) continue;
+      free[t][g] -= p.jobs[i].workers;
+      plan[t].emplace_back(p.jobs[i].job, g);
+    }
+  return plan;
+}
+
+}  // namespace fairgpu::policy::shockwave

@@ -69,9 +69,12 @@ PlanProblem build_problem(const SchedulerState& state, double round_s, int windo
 double predicted_remaining_s(const SchedulerState& state, const Job& job, bool artifact,
                              bool regimes_from_mode);
 
-inline std::vector<std::vector<std::pair<std::size_t, std::size_t>>> solve_and_pack(
-    const PlanProblem& problem, const SchedulerState&) {
-  return pack(problem, solve_counts(problem).rounds);
-}
+// The rank step as the authors' code states it (spec §3.2): with the counts
+// fixed, a MILP over y[i,g,t] that keeps each round within capacity and puts
+// high-weight jobs early (minimise Σ π_i · mean planned round); a job keeps
+// all its rounds whenever they can be packed. Falls back to pack() above
+// `max_binaries` binaries or without a solution.
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(
+    const PlanProblem& problem, const RoundCounts& rounds, int max_binaries);
 
 }  // namespace fairgpu::policy::shockwave
