@@ -1,5 +1,7 @@
 // Dynamic adaptation (Shockwave): batch-size schedules, the readers, and the
 // simulator's regime changes at the right epoch and rate.
+#include "fairgpu/adaptation.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <map>
 #include <string>
 
-#include "fairgpu/adaptation.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/scenario.h"
 #include "fairgpu/simulator.h"
@@ -52,17 +53,14 @@ TEST(AdaptationSchedule, AccordionGoesLargeOutsideCriticalRegimesAfterThirtyPerc
   EXPECT_EQ(to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "ResNet-18", 32, 1, 92)),
             (std::vector<BatchRegime>{{32, 28}, {256, 64}}));
   // ResNet-18 over 200 epochs: back to small in [150, 160).
-  EXPECT_EQ(
-      to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "ResNet-18", 32, 1, 200)),
-      (std::vector<BatchRegime>{{32, 61}, {256, 89}, {32, 10}, {256, 40}}));
+  EXPECT_EQ(to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "ResNet-18", 32, 1, 200)),
+            (std::vector<BatchRegime>{{32, 61}, {256, 89}, {32, 10}, {256, 40}}));
   // ResNet-50: critical when e mod 30 < 10; large from e > 21: 22-29, 40-59.
-  EXPECT_EQ(
-      to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "ResNet-50", 64, 1, 70)),
-      (std::vector<BatchRegime>{{64, 22}, {128, 8}, {64, 10}, {128, 20}, {64, 10}}));
+  EXPECT_EQ(to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "ResNet-50", 64, 1, 70)),
+            (std::vector<BatchRegime>{{64, 22}, {128, 8}, {64, 10}, {128, 20}, {64, 10}}));
   // Transformer never adapts; a job already at the large size never changes.
-  EXPECT_EQ(
-      to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "Transformer", 32, 1, 50)),
-      (std::vector<BatchRegime>{{32, 50}}));
+  EXPECT_EQ(to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "Transformer", 32, 1, 50)),
+            (std::vector<BatchRegime>{{32, 50}}));
   EXPECT_EQ(to_regimes(adaptation_schedule(AdaptationMode::kAccordion, "LM", 80, 1, 50)),
             (std::vector<BatchRegime>{{80, 50}}));
 }
@@ -223,16 +221,15 @@ TEST(ShockwaveTrace, BadInputNamesLineAndField) {
 }
 
 TEST(NativeTrace, ModeAndBatchSizeColumnsGiveASchedule) {
-  const std::string path = temp_file(
-      "native.csv",
-      "job_id,tenant,job_type,num_workers,arrival_s,iterations,mode,batch_size\n"
-      "a,t,LM,1,0,134583,gns,10\n"
-      "b,t,ResNet-18 (batch size 32),1,5,100,,\n");
+  const std::string path =
+      temp_file("native.csv",
+                "job_id,tenant,job_type,num_workers,arrival_s,iterations,mode,batch_size\n"
+                "a,t,LM,1,0,134583,gns,10\n"
+                "b,t,ResNet-18 (batch size 32),1,5,100,,\n");
   Workload w = read_native_trace(path);
   ASSERT_EQ(w.jobs.size(), 2u);
   EXPECT_EQ(w.jobs[0].job_type, "LM (batch size 10)");
-  EXPECT_EQ(w.jobs[0].regimes,
-            (std::vector<BatchRegime>{{10, 11}, {20, 10}, {40, 1}, {10, 1}}));
+  EXPECT_EQ(w.jobs[0].regimes, (std::vector<BatchRegime>{{10, 11}, {20, 10}, {40, 1}, {10, 1}}));
   EXPECT_TRUE(w.jobs[1].regimes.empty());
   // Round trip through the writer.
   Workload again = read_native_trace(temp_file("native2.csv", write_native_trace(w)));
@@ -247,7 +244,8 @@ TEST(NativeTrace, ModeAndBatchSizeColumnsGiveASchedule) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
   };
-  const std::string head = "job_id,tenant,job_type,num_workers,arrival_s,iterations,duration_s,mode,batch_size\n";
+  const std::string head =
+      "job_id,tenant,job_type,num_workers,arrival_s,iterations,duration_s,mode,batch_size\n";
   rejected("m.csv", head + "a,t,LM,1,0,100,,slow,10\n", ":2: mode: expected static");
   rejected("d.csv", head + "a,t,LM,1,0,,100,gns,10\n", ":2: iterations: a job with a mode");
   rejected("b.csv", head + "a,t,LM (batch size 20),1,0,100,,gns,10\n",
@@ -259,8 +257,8 @@ TEST(ShockwaveProfiles, BatchSizeWithoutAProfileEntryIsRejectedNamingTheJob) {
   // cannot run it.
   const std::string trace = temp_file(
       "r18.trace", "ResNet-18 (batch size 64)\tc\td\t-s\t1\t100000\t1\tgns\t1\t-1\t10\t0\n");
-  const std::string profiles = temp_file(
-      "p.json", R"j({"v100": {"('ResNet-18 (batch size 64)', 1)": {"null": 10.0}}})j");
+  const std::string profiles =
+      temp_file("p.json", R"j({"v100": {"('ResNet-18 (batch size 64)', 1)": {"null": 10.0}}})j");
   ScenarioOptions o;
   o.trace_path = trace;
   o.profiles_path = profiles;

@@ -17,12 +17,12 @@ namespace fairgpu {
 //                  figures use (Scheduler.get_finish_time_fairness);
 //   time-averaged: N = JobRecord::contention_avg (Shockwave eq. 9, DESIGN §6).
 struct FtfFigures {
-  int jobs = 0;                 // finished jobs with an isolated run time
-  double contention = kUnset;   // the static N, NaN for time-averaged
+  int jobs = 0;                // finished jobs with an isolated run time
+  double contention = kUnset;  // the static N, NaN for time-averaged
   double worst_rho = kUnset, avg_rho = kUnset;
-  double unfair_1 = kUnset;     // share with ρ > 1.0
-  double unfair_105 = kUnset;   // ρ > 1.05 (the authors' simulation figures)
-  double unfair_11 = kUnset;    // ρ > 1.1 (their physical figures)
+  double unfair_1 = kUnset;    // share with ρ > 1.0
+  double unfair_105 = kUnset;  // ρ > 1.05 (the authors' simulation figures)
+  double unfair_11 = kUnset;   // ρ > 1.1 (their physical figures)
 };
 FtfFigures ftf_static_figures(const SimResult& result);
 FtfFigures ftf_time_averaged_figures(const SimResult& result);

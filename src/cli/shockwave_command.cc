@@ -75,7 +75,8 @@ std::string run_eval(const EvalArgs& a) {
       // Scheduler compute time of the points that re-planned, by active jobs.
       std::map<int, std::vector<double>> by_bucket;
       for (const RoundSample& round : r.rounds)
-        if (round.recomputed) by_bucket[round.active_jobs / 20 * 20].push_back(round.compute_seconds);
+        if (round.recomputed)
+          by_bucket[round.active_jobs / 20 * 20].push_back(round.compute_seconds);
       timing += name + ": plan time by active jobs (p50 / max, s):";
       for (auto& [bucket, v] : by_bucket) {
         std::sort(v.begin(), v.end());
@@ -101,7 +102,8 @@ void add_shockwave_command(CLI::App& app, std::vector<std::pair<CLI::App*, Comma
                                "at 1.0/1.05/1.1), or its predictor's accuracy");
   c->add_option("--cluster", args->scenario.cluster_path, "cluster JSON")->required();
   c->add_option("--profiles", args->scenario.profiles_path,
-                "throughputs (Gavel's or Shockwave's JSON)")->required();
+                "throughputs (Gavel's or Shockwave's JSON)")
+      ->required();
   c->add_option("--trace", args->scenario.trace_path, "trace (Shockwave's .trace or native CSV)")
       ->required();
   c->add_option("--restart-overhead", args->scenario.restart_overhead_s,

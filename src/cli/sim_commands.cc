@@ -50,7 +50,8 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--trace", s.trace_path,
                 "trace: native CSV, Gavel .trace or Alibaba pod list; default: a generated "
                 "workload");
-  c->add_option("--trace-format", s.trace_format, "native | gavel | shockwave | alibaba (default: detect)");
+  c->add_option("--trace-format", s.trace_format,
+                "native | gavel | shockwave | alibaba (default: detect)");
   c->add_option("--tenants", s.tenants,
                 "spread a trace without tenants over N tenants (default: each job its own)");
   c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
@@ -256,7 +257,7 @@ struct GenerateArgs {
 };
 
 std::string run_generate(const GenerateArgs& a) {
-  ProfileCatalogue catalogue = a.profiles.empty()        ? builtin_profiles()
+  ProfileCatalogue catalogue = a.profiles.empty()         ? builtin_profiles()
                                : a.g.style == "shockwave" ? read_shockwave_profiles_file(a.profiles)
                                                           : read_profiles_file(a.profiles);
   GeneratorOptions g = a.g;

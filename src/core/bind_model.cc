@@ -40,8 +40,7 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
     const JobTypeProfile* p = catalogue.find(job_type);
     if (!p)
       throw InputError("trace", fmt::format("job {}: job_type", job.id),
-                       fmt::format("'{}' is not in the profiles ({}){}", job_type,
-                                   catalogue.source,
+                       fmt::format("'{}' is not in the profiles ({}){}", job_type, catalogue.source,
                                    job_type == job.job_type
                                        ? ""
                                        : fmt::format(" (its {} schedule reaches that batch size)",
@@ -116,13 +115,14 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
                        fmt::format("{} workers can never run on the cluster's {} GPUs",
                                    job.workers, model.total_gpus));
     std::vector<std::string> types{job.job_type};
-    for (const BatchRegime& r : job.regimes) types.push_back(batch_job_type(job.model, r.batch_size));
+    for (const BatchRegime& r : job.regimes)
+      types.push_back(batch_job_type(job.model, r.batch_size));
     for (const std::string& name : types) {
       const JobTypeProfile& p = *model.profiles.find(name);
       int usable = 0;
       for (std::size_t t = 0; t < k; ++t)
-        if (p.rate(model.cluster.gpu_types[t], job.workers,
-                   job.workers > model.largest_node[t]) > 0.0)
+        if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > model.largest_node[t]) >
+            0.0)
           usable += model.capacity[t];
       if (usable < job.workers)
         throw InputError("trace", fmt::format("job {}: workers", job.id),

@@ -4,12 +4,12 @@
 // transcribed as data.
 #include "fairgpu/adaptation.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace fairgpu {
 namespace {
@@ -66,22 +66,38 @@ struct GnsRow {
   std::array<int, 4> starts;  // 0: no further doubling
 };
 constexpr std::array<GnsRow, 33> kGnsTable = {{
-    {"ResNet-18", 16, 1, {31, 41, 51, 71}},   {"ResNet-18", 32, 1, {21, 31, 51, 0}},
-    {"ResNet-18", 64, 1, {11, 31, 0, 0}},     {"ResNet-18", 128, 1, {11, 0, 0, 0}},
-    {"ResNet-18", 16, 2, {21, 31, 91, 111}},  {"ResNet-18", 32, 2, {11, 21, 41, 0}},
-    {"ResNet-18", 64, 2, {21, 41, 0, 0}},     {"ResNet-18", 128, 2, {41, 0, 0, 0}},
-    {"ResNet-18", 16, 4, {11, 21, 81, 91}},   {"ResNet-18", 32, 4, {21, 31, 61, 0}},
-    {"ResNet-18", 64, 4, {11, 61, 0, 0}},     {"ResNet-18", 128, 4, {11, 0, 0, 0}},
-    {"ResNet-50", 64, 1, {101, 0, 0, 0}},     {"ResNet-50", 32, 2, {101, 111, 0, 0}},
-    {"ResNet-50", 64, 2, {81, 0, 0, 0}},      {"ResNet-50", 32, 4, {131, 221, 0, 0}},
-    {"ResNet-50", 64, 4, {191, 0, 0, 0}},     {"LM", 5, 1, {31, 41, 61, 71}},
-    {"LM", 10, 1, {11, 21, 41, 0}},           {"LM", 20, 1, {11, 41, 0, 0}},
-    {"LM", 40, 1, {11, 0, 0, 0}},             {"LM", 5, 2, {31, 51, 61, 71}},
-    {"LM", 10, 2, {11, 31, 41, 0}},           {"LM", 20, 2, {31, 41, 0, 0}},
-    {"LM", 40, 2, {11, 0, 0, 0}},             {"LM", 5, 4, {11, 31, 71, 91}},
-    {"LM", 10, 4, {11, 31, 61, 0}},           {"LM", 20, 4, {11, 61, 0, 0}},
-    {"LM", 40, 4, {61, 0, 0, 0}},             {"Recommendation", 512, 1, {21, 41, 71, 91}},
-    {"Recommendation", 1024, 1, {21, 51, 91, 0}}, {"Recommendation", 2048, 1, {21, 41, 0, 0}},
+    {"ResNet-18", 16, 1, {31, 41, 51, 71}},
+    {"ResNet-18", 32, 1, {21, 31, 51, 0}},
+    {"ResNet-18", 64, 1, {11, 31, 0, 0}},
+    {"ResNet-18", 128, 1, {11, 0, 0, 0}},
+    {"ResNet-18", 16, 2, {21, 31, 91, 111}},
+    {"ResNet-18", 32, 2, {11, 21, 41, 0}},
+    {"ResNet-18", 64, 2, {21, 41, 0, 0}},
+    {"ResNet-18", 128, 2, {41, 0, 0, 0}},
+    {"ResNet-18", 16, 4, {11, 21, 81, 91}},
+    {"ResNet-18", 32, 4, {21, 31, 61, 0}},
+    {"ResNet-18", 64, 4, {11, 61, 0, 0}},
+    {"ResNet-18", 128, 4, {11, 0, 0, 0}},
+    {"ResNet-50", 64, 1, {101, 0, 0, 0}},
+    {"ResNet-50", 32, 2, {101, 111, 0, 0}},
+    {"ResNet-50", 64, 2, {81, 0, 0, 0}},
+    {"ResNet-50", 32, 4, {131, 221, 0, 0}},
+    {"ResNet-50", 64, 4, {191, 0, 0, 0}},
+    {"LM", 5, 1, {31, 41, 61, 71}},
+    {"LM", 10, 1, {11, 21, 41, 0}},
+    {"LM", 20, 1, {11, 41, 0, 0}},
+    {"LM", 40, 1, {11, 0, 0, 0}},
+    {"LM", 5, 2, {31, 51, 61, 71}},
+    {"LM", 10, 2, {11, 31, 41, 0}},
+    {"LM", 20, 2, {31, 41, 0, 0}},
+    {"LM", 40, 2, {11, 0, 0, 0}},
+    {"LM", 5, 4, {11, 31, 71, 91}},
+    {"LM", 10, 4, {11, 31, 61, 0}},
+    {"LM", 20, 4, {11, 61, 0, 0}},
+    {"LM", 40, 4, {61, 0, 0, 0}},
+    {"Recommendation", 512, 1, {21, 41, 71, 91}},
+    {"Recommendation", 1024, 1, {21, 51, 91, 0}},
+    {"Recommendation", 2048, 1, {21, 41, 0, 0}},
     {"Recommendation", 4096, 1, {41, 0, 0, 0}},
 }};
 
@@ -95,8 +111,8 @@ std::vector<int> gns_schedule(std::string_view model, int bs0, int workers, int 
   for (std::size_t s = 0; s < row->starts.size() && row->starts[s] > 0; ++s) {
     factor *= 2;
     const int from = row->starts[s];
-    const int to = s + 1 < row->starts.size() && row->starts[s + 1] > 0 ? row->starts[s + 1]
-                                                                         : epochs;
+    const int to =
+        s + 1 < row->starts.size() && row->starts[s + 1] > 0 ? row->starts[s + 1] : epochs;
     // The first segment may reach the last epoch; later ones stop before it.
     const int end = std::min(to, s == 0 ? epochs : epochs - 1);
     for (int e = from; e < end; ++e) bs[static_cast<std::size_t>(e)] = bs0 * factor;
@@ -131,8 +147,8 @@ std::optional<ModelBatch> split_job_type(std::string_view job_type) {
   constexpr std::string_view kMark = " (batch size ";
   const auto at = job_type.find(kMark);
   if (at == std::string_view::npos || job_type.empty() || job_type.back() != ')') return {};
-  const std::string digits(job_type.substr(at + kMark.size(),
-                                           job_type.size() - 1 - at - kMark.size()));
+  const std::string digits(
+      job_type.substr(at + kMark.size(), job_type.size() - 1 - at - kMark.size()));
   if (digits.empty() || digits.size() > 9 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return {};

@@ -82,8 +82,7 @@ class Shockwave final : public TimeSharingPolicy {
   explicit Shockwave(const PolicyOptions& o)
       : TimeSharingPolicy(o),
         artifact_(o.choice("variant") == "artifact"),
-        reactive_(o.choice("mode") == "reactive" ||
-                  (o.choice("mode") == "auto" && !artifact_)),
+        reactive_(o.choice("mode") == "reactive" || (o.choice("mode") == "auto" && !artifact_)),
         window_(static_cast<int>(o.number("window"))),
         reopt_(static_cast<int>(o.number("reopt"))),
         k_(o.number("k") > 0 ? o.number("k") : (artifact_ ? 12.0 : 5.0)),
@@ -152,8 +151,8 @@ class Shockwave final : public TimeSharingPolicy {
     // targets (the artifact's share series).
     bool membership_changed = planned_regime_.size() != s.active.size();
     for (std::size_t i : s.active) membership_changed |= !planned_regime_.count(i);
-    PlanProblem problem = shockwave::build_problem(s, interval(), window_, artifact_,
-                                                   regimes_from_mode_);
+    PlanProblem problem =
+        shockwave::build_problem(s, interval(), window_, artifact_, regimes_from_mode_);
     for (PlanJob& pj : problem.jobs) pj.weight = weight(s, pj, problem, membership_changed);
     problem.lambda = lambda_;
     problem.artifact = artifact_;
@@ -237,11 +236,10 @@ std::vector<OptionSpec> ShockwaveKeys() {
                                "artifact 12)",
                                0, 200));
   keys.push_back(number_option("lambda", 1e-3, "weight of the makespan term", 0, 1e9));
-  keys.push_back(number_option("rhomax", 1.0, "artifact: rho above which a job is weighted", 0,
-                               100));
-  keys.push_back(number_option("nodes", 200,
-                               "CBC branch-and-bound node limit per plan (deterministic budget)",
-                               1, 1e7));
+  keys.push_back(
+      number_option("rhomax", 1.0, "artifact: rho above which a job is weighted", 0, 100));
+  keys.push_back(number_option(
+      "nodes", 200, "CBC branch-and-bound node limit per plan (deterministic budget)", 1, 1e7));
   keys.push_back(number_option("gap", 1e-3, "relative MIP gap at which a plan stops", 0, 1));
   keys.push_back(choice_option("regimes", "profile",
                                "paper predictor's K: the job's profiled regime count, or the "

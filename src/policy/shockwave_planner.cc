@@ -110,9 +110,9 @@ Forecast forecast(const SchedulerState& s, const Job& j, bool artifact, bool fro
   } else {
     Observation o = observe(s, j);
     if (from_mode)
-      o.max_regimes = std::max<int>(
-          default_max_regimes(j.mode, j.model, j.regimes.front().batch_size),
-          static_cast<int>(o.regime_starts.size()));
+      o.max_regimes =
+          std::max<int>(default_max_regimes(j.mode, j.model, j.regimes.front().batch_size),
+                        static_cast<int>(o.regime_starts.size()));
     fc = predict_restatement(o);
   }
   for (const RegimeForecast& r : fc) {
@@ -155,8 +155,7 @@ PlanProblem build_problem(const SchedulerState& s, double round_s, int window, b
     pj.isolated_done_s = fc.isolated_done_s;
     pj.mean_epoch_s = fc.mean_epoch_s;
     pj.speed.resize(j.rate_best.size());
-    for (std::size_t g = 0; g < pj.speed.size(); ++g)
-      pj.speed[g] = j.rate_best[g] / j.rate_best[f];
+    for (std::size_t g = 0; g < pj.speed.size(); ++g) pj.speed[g] = j.rate_best[g] / j.rate_best[f];
     // Regimes within reach of the window (in rounds on f).
     double reach = 0.0;
     for (const auto& r : fc.regimes) {
@@ -275,7 +274,8 @@ CountsSolution solve_counts(const PlanProblem& p) {
     lp.add_constraint(h_sum_vars, h_sum_coefs, 0.0, kInf);
   }
   for (std::size_t g = 0; g < types; ++g)
-    if (!cap_vars[g].empty()) lp.add_constraint(cap_vars[g], cap_coefs[g], -kInf, p.capacity[g] * T);
+    if (!cap_vars[g].empty())
+      lp.add_constraint(cap_vars[g], cap_coefs[g], -kInf, p.capacity[g] * T);
   LpSolveOptions opt;
   opt.max_nodes = p.max_nodes;
   opt.relative_gap = p.gap;
@@ -414,8 +414,9 @@ std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(const Pl
   // case an incumbent bends a row within tolerance.
   std::vector<std::size_t> order(p.jobs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return p.jobs[a].weight > p.jobs[b].weight; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return p.jobs[a].weight > p.jobs[b].weight;
+  });
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> plan(window);
   std::vector<std::vector<int>> free(window, p.capacity);
   for (std::size_t i : order)

@@ -35,8 +35,8 @@ struct PlanProblem {
   std::vector<PlanJob> jobs;
   std::vector<int> capacity;  // GPUs per type
   int total_gpus = 0;
-  int window = 20;            // T
-  double round_s = 120.0;     // D
+  int window = 20;         // T
+  double round_s = 120.0;  // D
   double lambda = 1e-3;
   bool artifact = false;
   int max_nodes = 200;
@@ -74,7 +74,8 @@ double predicted_remaining_s(const SchedulerState& state, const Job& job, bool a
 // high-weight jobs early (minimise Σ π_i · mean planned round); a job keeps
 // all its rounds whenever they can be packed. Falls back to pack() above
 // `max_binaries` binaries or without a solution.
-std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(
-    const PlanProblem& problem, const RoundCounts& rounds, int max_binaries);
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(const PlanProblem& problem,
+                                                                        const RoundCounts& rounds,
+                                                                        int max_binaries);
 
 }  // namespace fairgpu::policy::shockwave

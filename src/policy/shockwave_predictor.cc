@@ -27,8 +27,7 @@ std::vector<RegimeForecast> predict_restatement(const Observation& o) {
   return out;
 }
 
-std::vector<RegimeForecast> predict_artifact(const std::vector<int>& schedule,
-                                             double epochs_done) {
+std::vector<RegimeForecast> predict_artifact(const std::vector<int>& schedule, double epochs_done) {
   const auto epochs = static_cast<double>(schedule.size());
   const double progress = std::floor(epochs_done + 1e-9);
   if (schedule.empty() || progress >= epochs) return {};
@@ -64,8 +63,8 @@ Observation observe(const SchedulerState& s, const Job& j) {
   // K: the number of regimes of the profiled schedule (the authors' oracle K,
   // spec §2.3's default when the trace supplies a schedule), never fewer
   // than those already seen.
-  o.max_regimes = std::max<int>(static_cast<int>(j.regimes.size()),
-                                static_cast<int>(o.regime_starts.size()));
+  o.max_regimes =
+      std::max<int>(static_cast<int>(j.regimes.size()), static_cast<int>(o.regime_starts.size()));
   return o;
 }
 

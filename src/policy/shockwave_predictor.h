@@ -24,9 +24,9 @@ struct RegimeForecast {
 struct Observation {
   AdaptationMode mode = AdaptationMode::kStatic;
   std::string model;
-  int max_regimes = 1;             // K
-  double total_epochs = 0.0;       // N
-  double epochs_done = 0.0;        // F (fractional allowed)
+  int max_regimes = 1;                // K
+  double total_epochs = 0.0;          // N
+  double epochs_done = 0.0;           // F (fractional allowed)
   std::vector<double> regime_starts;  // epoch each observed regime began; first 0
   std::vector<int> regime_batch;      // its batch size (same length)
 };
@@ -47,8 +47,7 @@ std::vector<RegimeForecast> predict_restatement(const Observation& o);
 // (the epoch in progress included); rebased E alpha_b / sum alpha, minus 1
 // per observed epoch where that leaves >= 0, then scaled by
 // (E - F) / max(E - F, int(sum + 1)). `schedule` is the per-epoch batch size.
-std::vector<RegimeForecast> predict_artifact(const std::vector<int>& schedule,
-                                             double epochs_done);
+std::vector<RegimeForecast> predict_artifact(const std::vector<int>& schedule, double epochs_done);
 
 // The observation of a job in the scheduler state (epochs done up to now).
 Observation observe(const SchedulerState& state, const Job& job);

@@ -70,7 +70,8 @@ PredictorAccuracy predictor_accuracy(const ClusterModel& model, const Workload& 
       std::size_t reg = j.regimes.size();
       for (int e = epochs - 1; e >= 0; --e) {
         while (reg > 0 && j.regimes[reg - 1].end_epoch > e) --reg;  // regime of epoch e
-        true_left[static_cast<std::size_t>(e)] = true_left[static_cast<std::size_t>(e) + 1] + tau[reg];
+        true_left[static_cast<std::size_t>(e)] =
+            true_left[static_cast<std::size_t>(e) + 1] + tau[reg];
       }
     }
     // Replay: the job "runs" alone; at each epoch boundary it is queued
@@ -102,7 +103,8 @@ PredictorAccuracy predictor_accuracy(const ClusterModel& model, const Workload& 
         // The predicted length of the regime just begun: its epochs so far
         // plus what the predictor gives the current regime.
         if (artifact) {
-          const auto fc = policy::shockwave::predict_artifact(policy::shockwave::profiled_schedule(j), e);
+          const auto fc =
+              policy::shockwave::predict_artifact(policy::shockwave::profiled_schedule(j), e);
           for (const auto& r : fc)
             if (r.batch_size == j.regimes[regime].batch_size) predicted_len = r.epochs;
         } else {

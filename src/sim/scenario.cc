@@ -3,11 +3,11 @@
 // list or the built-in generator), then binding them (bind_model).
 #include "fairgpu/scenario.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "fairgpu/input_error.h"
 
@@ -46,16 +46,16 @@ GeneratorOptions default_generator_options() {
 
 Scenario load_scenario(const ScenarioOptions& o) {
   Scenario sc;
-  const std::string format = o.trace_path.empty()    ? ""
+  const std::string format = o.trace_path.empty()     ? ""
                              : o.trace_format.empty() ? detect_format(o.trace_path)
                                                       : o.trace_format;
   // Shockwave's throughput JSON marks a job type that cannot run on a type
   // (out of memory) with zeros: its reader leaves those out.
   const ProfileCatalogue profiles =
-      o.profiles_path.empty()  ? builtin_profiles()
+      o.profiles_path.empty() ? builtin_profiles()
       : format == "shockwave" || (o.trace_path.empty() && o.generator.style == "shockwave")
           ? read_shockwave_profiles_file(o.profiles_path)
-                               : read_profiles_file(o.profiles_path);
+          : read_profiles_file(o.profiles_path);
 
   Cluster cluster;
   std::string cluster_desc;

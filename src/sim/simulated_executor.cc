@@ -87,8 +87,8 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     j.settled_at = s.now;
     ++j.version;
     if (j.rate > 0.0)
-      finishes_.push({s.now + j.overhead_left + (segment_end(j) - j.done) / j.rate, a.job,
-                      j.version});
+      finishes_.push(
+          {s.now + j.overhead_left + (segment_end(j) - j.done) / j.rate, a.job, j.version});
     if (std::isnan(j.record.first_start))
       j.record.first_start = s.now;
     else
@@ -147,8 +147,8 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
       bool cross_type = false, cross_node = false;
       j.rate = placement_rate(s, j, &cross_type, &cross_node);
       if (j.rate > 0.0)
-        finishes_.push({t + j.overhead_left + (segment_end(j) - j.done) / j.rate, f.job,
-                        j.version});
+        finishes_.push(
+            {t + j.overhead_left + (segment_end(j) - j.done) / j.rate, f.job, j.version});
       regime_changed = true;
       continue;
     }

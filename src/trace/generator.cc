@@ -51,8 +51,6 @@
 // after the pool shuffle.
 #include <fmt/format.h>
 
-#include "trace/shockwave_generator.h"
-
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -64,6 +62,7 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/workload.h"
 #include "text_input.h"
+#include "trace/shockwave_generator.h"
 
 namespace fairgpu {
 
@@ -137,8 +136,8 @@ struct Phase {
 Workload generate_workload(const GeneratorOptions& options, const ProfileCatalogue& catalogue) {
   if (options.style == "shockwave") return generate_shockwave_workload(options, catalogue);
   if (options.style != "gavel" && options.style != "venus")
-    bad_option("style",
-               fmt::format("'{}' is not a generator style (gavel, venus, shockwave)", options.style));
+    bad_option("style", fmt::format("'{}' is not a generator style (gavel, venus, shockwave)",
+                                    options.style));
   const bool venus = options.style == "venus";
   if (options.jobs < 1) bad_option("jobs", fmt::format("must be >= 1, got {}", options.jobs));
   if (options.tenants < 1)

@@ -46,11 +46,11 @@ std::string number_cell(double v) { return std::isnan(v) ? std::string() : fmt::
 }  // namespace
 
 Workload read_native_trace(const std::string& path) {
-  text_input::HeaderTable t(path, ',',
-                            {"job_id", "tenant", "job_type", "num_workers", "arrival_s",
-                             "iterations", "duration_s", "weight", "priority_weight", "cpus",
-                             "memory_gb", "mode", "batch_size"},
-                            {"job_id", "tenant", "job_type", "num_workers", "arrival_s"});
+  text_input::HeaderTable t(
+      path, ',',
+      {"job_id", "tenant", "job_type", "num_workers", "arrival_s", "iterations", "duration_s",
+       "weight", "priority_weight", "cpus", "memory_gb", "mode", "batch_size"},
+      {"job_id", "tenant", "job_type", "num_workers", "arrival_s"});
   if (!t.has("iterations") && !t.has("duration_s"))
     t.fail("iterations", "missing column: give iterations or duration_s (the header has: " +
                              text_input::join(t.columns()) + ")");
@@ -98,8 +98,8 @@ Workload read_native_trace(const std::string& path) {
     if (!t.cell("mode").empty()) {
       const auto mode = parse_adaptation_mode(t.cell("mode"));
       if (!mode)
-        t.fail("mode", "expected static, accordion or gns, got '" + std::string(t.cell("mode")) +
-                           "'");
+        t.fail("mode",
+               "expected static, accordion or gns, got '" + std::string(t.cell("mode")) + "'");
       if (!has_iterations)
         t.fail("iterations", "a job with a mode needs iterations (at its initial batch size)");
       if (std::string problem = set_adaptation(job, *mode); !problem.empty())
@@ -146,9 +146,9 @@ std::string write_native_trace(const Workload& workload) {
     if (priorities) out += fmt::format(",{}", j.weight);
     if (resources) out += fmt::format(",{},{}", number_cell(j.cpus), number_cell(j.memory_gb));
     if (adaptive)
-      out += j.regimes.empty() ? std::string(",,")
-                               : fmt::format(",{},{}", to_string(j.mode),
-                                             j.regimes.front().batch_size);
+      out += j.regimes.empty()
+                 ? std::string(",,")
+                 : fmt::format(",{},{}", to_string(j.mode), j.regimes.front().batch_size);
     out += '\n';
   }
   return out;

@@ -57,7 +57,8 @@ Workload generate_shockwave_workload(const GeneratorOptions& options,
                                  "../shared/data/shockwave/tacc_throughputs.json",
                                  catalogue.source));
   std::vector<double> hours(100);
-  for (std::size_t i = 0; i < hours.size(); ++i) hours[i] = 0.2 + (5.0 - 0.2) * static_cast<double>(i) / 99.0;
+  for (std::size_t i = 0; i < hours.size(); ++i)
+    hours[i] = 0.2 + (5.0 - 0.2) * static_cast<double>(i) / 99.0;
   constexpr std::array<std::size_t, 5> kSplit = {0, 20, 50, 90, 100};
   constexpr std::array<double, 4> kClassP = {0.72, 0.2, 0.05, 0.03};
 
@@ -80,8 +81,7 @@ Workload generate_shockwave_workload(const GeneratorOptions& options,
   for (int k = 0; k < options.jobs; ++k) {
     if (k > 0) now += -mean_gap_s * std::log1p(-uniform());
     const std::size_t c = pick(kClassP);
-    const double duration =
-        3600.0 * hours[kSplit[c] + index(kSplit[c + 1] - kSplit[c])];
+    const double duration = 3600.0 * hours[kSplit[c] + index(kSplit[c + 1] - kSplit[c])];
     std::size_t g = pick(kGangP);
     while (types[g].empty()) --g;  // a profile without that gang: the next smaller
     AdaptationMode mode = uniform() < 0.5 ? AdaptationMode::kAccordion : AdaptationMode::kGns;

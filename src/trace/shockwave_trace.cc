@@ -14,8 +14,8 @@
 #include <array>
 #include <cmath>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/workload.h"
@@ -26,22 +26,24 @@ namespace fairgpu {
 namespace {
 
 constexpr std::array<const char*, 12> kColumns = {
-    "job_type",    "command",      "working_directory", "num_steps_arg",
-    "needs_data_dir", "total_steps", "scale_factor",    "mode",
-    "priority_weight", "SLO",       "duration",         "arrival_time"};
+    "job_type",        "command",     "working_directory", "num_steps_arg",
+    "needs_data_dir",  "total_steps", "scale_factor",      "mode",
+    "priority_weight", "SLO",         "duration",          "arrival_time"};
 constexpr std::int64_t kMaxWorkers = 1 << 20;
 
 }  // namespace
 
 std::string set_adaptation(JobSpec& job, AdaptationMode mode) {
   const auto mb = split_job_type(job.job_type);
-  if (!mb) return fmt::format("'{}' names no batch size (expected '<model> (batch size N)')",
-                              job.job_type);
+  if (!mb)
+    return fmt::format("'{}' names no batch size (expected '<model> (batch size N)')",
+                       job.job_type);
   const auto samples = dataset_samples(mb->model);
   if (!samples)
-    return fmt::format("model '{}' has no known dataset size (known: ResNet-18, ResNet-50, "
-                       "Transformer, LM, Recommendation)",
-                       mb->model);
+    return fmt::format(
+        "model '{}' has no known dataset size (known: ResNet-18, ResNet-50, "
+        "Transformer, LM, Recommendation)",
+        mb->model);
   if (!(job.iterations > 0)) return "a job with a batch-size schedule needs iterations";
   const int epochs = epochs_of(job.iterations, *samples, mb->batch_size);
   if (epochs < 1 || epochs > 1000000)
@@ -49,7 +51,8 @@ std::string set_adaptation(JobSpec& job, AdaptationMode mode) {
   job.mode = mode;
   job.model = mb->model;
   job.samples_per_epoch = *samples;
-  job.regimes = to_regimes(adaptation_schedule(mode, mb->model, mb->batch_size, job.workers, epochs));
+  job.regimes =
+      to_regimes(adaptation_schedule(mode, mb->model, mb->batch_size, job.workers, epochs));
   return {};
 }
 
