@@ -276,3 +276,38 @@ TEST(ShockwaveProfiles, BatchSizeWithoutAProfileEntryIsRejectedNamingTheJob) {
 
 }  // namespace
 }  // namespace fairgpu
+
+namespace fairgpu {
+namespace {
+
+TEST(ShockwaveGenerator, DrawsTheDynamicAdaptationMixDeterministically) {
+  // §8.1's mix: half Accordion (static when under 1000 s), half GNS; gangs
+  // 1/2/4/8 at 0.6/0.3/0.09/0.01; 0.2-5 h at the initial batch size.
+  const ProfileCatalogue profiles =
+      read_shockwave_profiles_file(kShockwave + "tacc_throughputs.json");
+  GeneratorOptions g;
+  g.style = "shockwave";
+  g.jobs = 1000;
+  g.tenants = 4;
+  g.arrivals_per_hour = 3600.0 / 40.0;  // the 120-job trace's mean gap
+  Workload w = generate_workload(g, profiles);
+  ASSERT_EQ(w.jobs.size(), 1000u);
+  std::map<AdaptationMode, int> modes;
+  std::map<int, int> gangs;
+  for (const JobSpec& j : w.jobs) {
+    ++modes[j.mode];
+    ++gangs[j.workers];
+    EXPECT_FALSE(j.regimes.empty()) << j.id;
+  }
+  EXPECT_NEAR(modes[AdaptationMode::kGns] / 1000.0, 0.5, 0.05);
+  EXPECT_NEAR((modes[AdaptationMode::kAccordion] + modes[AdaptationMode::kStatic]) / 1000.0, 0.5,
+              0.05);
+  EXPECT_NEAR(gangs[1] / 1000.0, 0.6, 0.05);
+  EXPECT_NEAR(gangs[2] / 1000.0, 0.3, 0.05);
+  EXPECT_NEAR(w.jobs.back().arrival_s / 999.0, 40.0, 4.0);
+  // The same seed gives the same workload.
+  EXPECT_EQ(write_native_trace(generate_workload(g, profiles)), write_native_trace(w));
+}
+
+}  // namespace
+}  // namespace fairgpu
