@@ -34,6 +34,24 @@ std::string detect_format(const std::string& path) {
   return "native";
 }
 
+// A native CSV whose header has a `mode` column carries batch-size schedules:
+// its profiles are Shockwave's kind.
+bool native_has_mode(const std::string& path) {
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  std::string cell;
+  for (char c : first + ",") {
+    if (c == ',') {
+      if (cell == "mode" || cell == "\"mode\"") return true;
+      cell.clear();
+    } else if (c != '\r' && c != ' ') {
+      cell += c;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 GeneratorOptions default_generator_options() {
@@ -50,10 +68,12 @@ Scenario load_scenario(const ScenarioOptions& o) {
                              : o.trace_format.empty() ? detect_format(o.trace_path)
                                                       : o.trace_format;
   // Shockwave's throughput JSON marks a job type that cannot run on a type
-  // (out of memory) with zeros: its reader leaves those out.
+  // (out of memory) with zeros: its reader leaves those out. Used with
+  // Shockwave's traces, its generated mix and native CSVs with a mode column.
   const ProfileCatalogue profiles =
       o.profiles_path.empty() ? builtin_profiles()
-      : format == "shockwave" || (o.trace_path.empty() && o.generator.style == "shockwave")
+      : format == "shockwave" || (o.trace_path.empty() && o.generator.style == "shockwave") ||
+              (format == "native" && native_has_mode(o.trace_path))
           ? read_shockwave_profiles_file(o.profiles_path)
           : read_profiles_file(o.profiles_path);
 
