@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -323,6 +324,31 @@ TEST(ShockwavePolicy, DeterministicAndEveryJobFinishes) {
       EXPECT_EQ(a.jobs[i].finish, b.jobs[i].finish) << spec << " job " << i;
     }
     EXPECT_EQ(a.rounds.size(), b.rounds.size());
+  }
+}
+
+TEST(ShockwavePolicy, HeterogeneousClusterUsesBothTypesAndEveryJobFinishes) {
+  // fairgpu's extension: rounds per GPU type. 4 P100 + 4 V100, 16 generated
+  // Shockwave jobs arriving fast enough to need both types.
+  const std::string cluster = testing::TempDir() + "/fairgpu-shockwave-pv.json";
+  std::ofstream(cluster) << R"({"p100": {"nodes": 1, "gpus_per_node": 4},
+                                "v100": {"nodes": 1, "gpus_per_node": 4}})";
+  ScenarioOptions o;
+  o.cluster_path = cluster;
+  o.profiles_path = kShockwave + "tacc_throughputs.json";
+  o.generator.style = "shockwave";
+  o.generator.jobs = 16;
+  o.generator.tenants = 4;
+  o.generator.arrivals_per_hour = 600;
+  Scenario sc = load_scenario(o);
+  for (const char* spec : {"shockwave", "shockwave:variant=artifact"}) {
+    auto policy = make_round_policy(spec, {});
+    SimResult r = simulate(sc.model, sc.workload, *policy);
+    for (const JobRecord& j : r.jobs) EXPECT_FALSE(std::isnan(j.finish)) << spec << " " << j.id;
+    double most_busy = 0.0;
+    for (const RoundSample& round : r.rounds)
+      most_busy = std::max(most_busy, round.busy_gpu_seconds / (round.end - round.start));
+    EXPECT_GT(most_busy, 4.0 + 1e-9) << spec << ": never more than one type's GPUs busy";
   }
 }
 
