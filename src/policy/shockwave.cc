@@ -41,9 +41,7 @@
 // the window is used up; in mode=reactive (the paper's default) also when a
 // job enters a new regime, mode=lazy keeps the plan until then (§7).
 // The solve is deterministic: CBC with a node limit and a relative gap, no
-// wall time (a wall-time limit only belongs in the live manager). Stopped at
-// the node limit, the plan keeps the better (by the objective) of CBC's
-// incumbent and the LP relaxation's counts rounded down.
+// wall time (a wall-time limit only belongs in the live manager).
 //
 // variant=artifact reproduces the authors' code (spec §3.2, model B): the
 // count-based predictor; progress at the job's historical mean epoch time
