@@ -177,10 +177,7 @@ PlanProblem build_problem(const SchedulerState& s, double round_s, int window, b
   return p;
 }
 
-namespace {
-
-// The counts model; `integer` false gives its LP relaxation.
-CountsSolution solve_counts_model(const PlanProblem& p, bool integer) {
+CountsSolution solve_counts(const PlanProblem& p) {
   CountsSolution out;
   const std::size_t types = p.capacity.size();
   out.rounds.assign(p.jobs.size(), std::vector<int>(types, 0));
@@ -205,7 +202,7 @@ CountsSolution solve_counts_model(const PlanProblem& p, bool integer) {
     std::vector<double> ones, speeds;
     for (std::size_t g = 0; g < types; ++g) {
       if (!(j.speed[g] > 0) || j.workers > p.capacity[g]) continue;
-      n[i][g] = lp.add_variable(0.0, j.max_rounds, 0.0, integer);
+      n[i][g] = lp.add_variable(0.0, j.max_rounds, 0.0, true);
       rounds_vars.push_back(n[i][g]);
       ones.push_back(1.0);
       speeds.push_back(j.speed[g]);
@@ -255,7 +252,7 @@ CountsSolution solve_counts_model(const PlanProblem& p, bool integer) {
       if (needs_order(j)) {
         for (std::size_t k = 0; k + 1 < ys.size(); ++k) {
           const double cap = j.regimes[k].first * j.regimes[k].second / D;
-          const int delta = lp.add_variable(0.0, 1.0, 0.0, integer);
+          const int delta = lp.add_variable(0.0, 1.0, 0.0, true);
           lp.add_constraint({ys[k], delta}, {1.0, -cap}, 0.0, kInf);
           lp.add_constraint({ys[k + 1], delta}, {1.0, -T}, -kInf, 0.0);
         }
@@ -284,32 +281,11 @@ CountsSolution solve_counts_model(const PlanProblem& p, bool integer) {
   opt.relative_gap = p.gap;
   out.status = lp.solve(opt);
   if (out.status != LpStatus::kOptimal && out.status != LpStatus::kFeasible) return out;
-  // Integral values are rounded; the relaxation's are rounded down, which
-  // keeps every (<=, positive) capacity and window row satisfied.
   for (std::size_t i = 0; i < p.jobs.size(); ++i)
     for (std::size_t g = 0; g < types; ++g)
-      if (n[i][g] >= 0)
-        out.rounds[i][g] = static_cast<int>(integer ? std::round(lp.value(n[i][g]))
-                                                    : std::floor(lp.value(n[i][g]) + 1e-9));
+      if (n[i][g] >= 0) out.rounds[i][g] = static_cast<int>(std::lround(lp.value(n[i][g])));
   out.objective = objective_of(p, out.rounds);
   return out;
-}
-
-}  // namespace
-
-CountsSolution solve_counts(const PlanProblem& p) {
-  CountsSolution best = solve_counts_model(p, true);
-  if (best.status == LpStatus::kOptimal) return best;
-  // Stopped at the node limit (or no incumbent): the relaxation rounded down
-  // is a feasible plan too; keep whichever scores better on the objective.
-  CountsSolution rounded = solve_counts_model(p, false);
-  if (rounded.status != LpStatus::kOptimal) return best;
-  const bool have_best = best.status == LpStatus::kFeasible;
-  if (!have_best || rounded.objective > best.objective) {
-    rounded.status = LpStatus::kFeasible;
-    return rounded;
-  }
-  return best;
 }
 
 double objective_of(const PlanProblem& p, const RoundCounts& rounds) {
