@@ -32,6 +32,8 @@ seeds_for() {
     profiles) echo tests/data/bad-profiles-*.json ;;
     native_trace) echo examples/small-trace.csv tests/data/bad-trace-*.csv tests/data/sim-*.csv ;;
     gavel_trace) echo tests/data/bad-gavel-*.trace "$shared"/gavel/*.trace "$shared"/shockwave/120-jobs.trace ;;
+    shockwave_trace) echo "$shared"/shockwave/*.trace ;;
+    shockwave_profiles) echo tests/data/bad-profiles-*.json ;;
     alibaba_nodes) echo tests/data/bad-alibaba-node-*.csv "$shared"/alibaba-gpu-v2023/openb_node_list_gpu_node.csv ;;
     alibaba_pods) echo tests/data/bad-alibaba-pod-*.csv "$shared"/alibaba-gpu-v2023/openb_pod_list_multigpu50.csv ;;
     serve_config) echo examples/serve.json ;;
@@ -44,8 +46,8 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(allocation audit_allocation cluster profiles native_trace gavel_trace alibaba_nodes
-           alibaba_pods serve_config live_api synergy)
+  targets=(allocation audit_allocation cluster profiles native_trace gavel_trace shockwave_trace
+           shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy)
 fi
 failed=()
 for t in "${targets[@]}"; do

@@ -253,7 +253,7 @@ TEST_F(VenusCliTest, GenerateStyleVenus) {
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(bad.out, "");
   EXPECT_EQ(bad.err,
-            "fairgpu: generate: style: 'philly' is not a generator style (gavel, venus)\n");
+            "fairgpu: generate: style: 'philly' is not a generator style (gavel, venus, shockwave)\n");
 }
 
 TEST_F(VenusCliTest, SimulateGenStyleVenusOnTheVenusLikeCluster) {
@@ -270,7 +270,7 @@ TEST_F(VenusCliTest, SimulateGenStyleVenusOnTheVenusLikeCluster) {
 
   RunResult bad = run({"compare", "--gen-style", "alibaba"});
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("style: 'alibaba' is not a generator style (gavel, venus)"),
+  EXPECT_NE(bad.err.find("style: 'alibaba' is not a generator style (gavel, venus, shockwave)"),
             std::string::npos)
       << bad.err;
 }

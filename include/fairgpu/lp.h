@@ -16,24 +16,24 @@ namespace fairgpu {
 
 inline constexpr double kInf = 1e30;  // CLP's notion of infinity for bounds
 
-// kFeasible: a MIP stopped by a limit of LpSolveOptions with a solution.
+// kFeasible (MIP only): a limit (time, nodes) stopped branch and bound with
+// an incumbent, whose values are returned; kError: no solution at all.
 enum class LpStatus { kOptimal, kInfeasible, kUnbounded, kError, kFeasible };
 const char* to_string(LpStatus s);
 
 struct LpSolveOptions {
   bool presolve = true;           // first solve only; CLP's presolve shrinks OEF's LPs a lot
   double time_limit_seconds = 0;  // 0: none (MIP only)
+  // MIP only. A deterministic budget for simulations, where a wall-time
+  // limit would make results depend on the machine: branch-and-bound nodes
+  // (0: none), and the relative gap at which CBC stops (0: CBC's default).
+  int max_nodes = 0;
+  double relative_gap = 0.0;
   // LP only: dual simplex prices rows by exact steepest-edge weights (one
   // backward solve per row at the start of each solve) instead of CLP's
   // default approximation. Pays off on degenerate LPs re-solved after many
   // added rows: oef-coop needs half the iterations.
   bool exact_dual_steepest_edge = false;
-  // MIP only, deterministic limits (time limits depend on the machine):
-  // stop after this many branch-and-bound nodes (0: none), or once the best
-  // solution is within this fraction of the bound (0: prove optimality).
-  // Stopped by either with a solution: kFeasible.
-  int max_nodes = 0;
-  double relative_gap = 0.0;
 };
 
 class LinearProgram {

@@ -89,5 +89,10 @@ const ProfileCatalogue& builtin_profiles();
 // type without a 1-worker figure on some type).
 ProfileCatalogue parse_gavel_profiles(std::string_view json_text, const std::string& source);
 ProfileCatalogue read_profiles_file(const std::string& path);
+// Shockwave's throughput JSON (tacc_throughputs.json): Gavel's format, where a
+// job type measured 0 at every size on a GPU type (out of memory there, e.g.
+// Transformer (batch size 256)) cannot run on that type: those figures are
+// left out (the catalogue's source says how many), the rest is read as above.
+ProfileCatalogue read_shockwave_profiles_file(const std::string& path);
 
 }  // namespace fairgpu

@@ -137,6 +137,29 @@ struct Job {
 
   JobRecord record;  // the per-job outputs, filled as the run goes
 
+  // Dynamic adaptation (fairgpu/adaptation.h); `regimes` is empty for a
+  // static job. With regimes, work and done are epochs, every rate above is
+  // epochs/s, and rate_* / ref_rate / job_type are the current regime's. The
+  // executor enters the next regime at the epoch boundary where it begins,
+  // and only then does a policy see it (regime, regime_starts, the rates).
+  struct Regime {
+    std::size_t job_type = 0;  // "<model> (batch size b)" in the model's profiles
+    int batch_size = 0;
+    double end_epoch = 0.0;    // cumulative epochs at its end
+    std::vector<double> rate_one_node, rate_spread, rate_best;
+    double ref_rate = 0.0;
+  };
+  AdaptationMode mode = AdaptationMode::kStatic;
+  std::string model;  // "ResNet-18": the model whose batch size changes
+  double samples_per_epoch = 0.0;
+  // The whole profiled schedule. Its future is an oracle: only the policies'
+  // `variant=artifact` (which reproduces the authors' code) may read past
+  // `regime`.
+  std::vector<Regime> regimes;
+  std::size_t regime = 0;             // current
+  std::vector<double> regime_starts;  // epoch at which each entered regime began (first: 0)
+  bool adaptive() const { return !regimes.empty(); }
+
   bool active() const { return state == JobState::kQueued || state == JobState::kRunning; }
   double remaining() const { return work - done; }
   // Progress rate relative to the same gang on the slowest type it runs on
@@ -226,6 +249,13 @@ SchedulerState make_scheduler_state(const ClusterModel& model, const Workload& w
 // make_scheduler_state does; its job type must be in the model's profiles.
 // The live manager adds submissions this way. Returns its index.
 std::size_t add_job(SchedulerState& state, const JobSpec& spec);
+// Dynamic adaptation (src/core/adaptation_state.cc): add_job calls this for a
+// spec with regimes: per-regime rates in epochs/s, work = epochs, isolated
+// run time = sum over regimes; the job starts in regime 0.
+void bind_adaptation(const ClusterModel& model, const JobSpec& spec, Job& job);
+// Makes `regime` the job's current one (rates, job type); the executor calls
+// it when the job reaches the regime's first epoch.
+void enter_regime(Job& job, std::size_t regime);
 
 // Moves the fair-service and contention integrals forward over
 // [state.now, state.now + dt] with no arrival or completion inside. Does not

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fairgpu/adaptation.h"
 #include "fairgpu/cluster.h"
 #include "fairgpu/profile.h"
 
@@ -38,6 +39,16 @@ struct JobSpec {
   // policies (drf); the others ignore them.
   double cpus = kUnset;
   double memory_gb = kUnset;
+  // Dynamic adaptation (fairgpu/adaptation.h). Empty `regimes`: a static job
+  // whose work is iterations (or duration_s). Otherwise the job's work is the
+  // sum of the regimes' epochs (iterations and duration_s are informative),
+  // job_type is the first regime's profile entry and each regime runs at
+  // "<model> (batch size b)"; samples_per_epoch turns iterations/s into
+  // epochs/s.
+  AdaptationMode mode = AdaptationMode::kStatic;
+  std::string model = {};
+  double samples_per_epoch = kUnset;
+  std::vector<BatchRegime> regimes = {};
 };
 
 struct TenantSpec {
@@ -76,6 +87,20 @@ std::string write_native_trace(const Workload& workload);  // the same format, r
 // SLO, arrival_time). Jobs are their own tenants ("job-<i>") unless
 // options.tenants spreads them.
 Workload read_gavel_trace(const std::string& path, const TraceOptions& options);
+
+// Shockwave's .trace (specs/shockwave.md §1.1): Gavel's columns plus `mode`
+// (static | accordion | gns) after scale_factor and `duration` (isolated
+// seconds at the initial batch size) before arrival_time, 12 in all. Each job
+// gets its per-epoch batch-size schedule from its mode, model and initial
+// batch size (adaptation.h). An unknown mode or model, or a job type without
+// a batch size, is an InputError naming the line and column.
+Workload read_shockwave_trace(const std::string& path, const TraceOptions& options);
+
+// Gives `job` (job_type "<model> (batch size b)", iterations set) its
+// batch-size schedule under `mode`: model, samples_per_epoch, regimes.
+// Returns "" or what is wrong (no batch size in the job type, a model without
+// a known dataset, too few iterations for one epoch).
+std::string set_adaptation(JobSpec& job, AdaptationMode mode);
 
 // Alibaba's 2023 heterogeneous GPU cluster trace (alibaba-gpu-v2023).
 // GPU model -> GPU type map, default documented in src/trace/alibaba_trace.cc,

@@ -24,5 +24,7 @@ void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
 void add_serve_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+// `shockwave-eval` (src/cli/shockwave_command.cc).
+void add_shockwave_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 
 }  // namespace fairgpu::cli

@@ -185,6 +185,7 @@ int run(int argc, char** argv) {
   cli::add_agent_command(app, commands);
   cli::add_serve_command(app, commands);
   cli::add_client_commands(app, commands);
+  cli::add_shockwave_command(app, commands);
 
   try {
     app.parse(argc, argv);

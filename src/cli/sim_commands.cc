@@ -59,7 +59,7 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "trace: native CSV, Gavel .trace or Alibaba pod list; default: a generated "
                 "workload");
   c->add_option("--trace-format", s.trace_format,
-                "native | gavel | alibaba | synergy (default: detect)");
+                "native | gavel | shockwave | alibaba | synergy (default: detect)");
   c->add_option("--tenants", s.tenants,
                 "spread a trace without tenants over N tenants (default: each job its own)");
   c->add_option("--seed", s.seed, "seed of the generated workload and drawn job types");
@@ -70,7 +70,8 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "tenants of the generated workload (default 20)");
   c->add_option("--gen-style", s.generator.style,
                 "job mix of the generated workload: gavel (default) | venus (SenseTime's "
-                "Venus, Astraea §3.1) | synergy (Synergy's model mix and durations)");
+                "Venus, Astraea §3.1) | synergy (Synergy's model mix and durations) | shockwave "
+                "(Shockwave §8.1: Accordion and GNS jobs)");
   c->add_option("--gen-split", s.synergy_split,
                 "--gen-style synergy: image:language:speech shares (default 20:70:10)");
   // Aliases of policy keys (see 'fairgpu policies'): each applies to every
@@ -429,7 +430,9 @@ struct GenerateArgs {
 };
 
 std::string run_generate(const GenerateArgs& a) {
-  ProfileCatalogue catalogue = a.profiles.empty() ? builtin_profiles() : read_profiles_file(a.profiles);
+  ProfileCatalogue catalogue = a.profiles.empty()         ? builtin_profiles()
+                               : a.g.style == "shockwave" ? read_shockwave_profiles_file(a.profiles)
+                                                          : read_profiles_file(a.profiles);
   GeneratorOptions g = a.g;
   if (!a.job_types.empty()) {
     std::stringstream ss(a.job_types);
@@ -512,7 +515,9 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
                        "job mix: gavel (default: Gavel's sizes, tenants uniform) | venus "
                        "(SenseTime's Venus, Astraea §3.1: long-tailed run times, 1-16 GPUs, "
                        "bursty tenants) | synergy (Synergy's models and durations, 1 GPU; "
-                       "needs --profiles ../shared/data/synergy/profiles.json)");
+                       "needs --profiles ../shared/data/synergy/profiles.json) | shockwave "
+                       "(Shockwave §8.1: Accordion/GNS batch-size schedules; needs --profiles with "
+                       "its job types)");
   generate->add_option("--split", gen->synergy_split,
                        "--style synergy: image:language:speech shares (default 20:70:10)");
   generate->add_option("--arrivals-per-hour", gen->g.arrivals_per_hour,

@@ -27,13 +27,24 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
 
   // The job types the workload uses, in first-use order; all must be known on
   // every GPU type of the cluster.
+  // A job with a batch-size schedule uses one type per batch size.
+  std::vector<std::pair<const JobSpec*, std::string>> uses;
   for (const JobSpec& job : workload.jobs) {
-    if (model.profiles.index(job.job_type)) continue;
-    const JobTypeProfile* p = catalogue.find(job.job_type);
+    uses.emplace_back(&job, job.job_type);
+    for (const BatchRegime& r : job.regimes)
+      uses.emplace_back(&job, batch_job_type(job.model, r.batch_size));
+  }
+  for (const auto& [job_ptr, job_type] : uses) {
+    const JobSpec& job = *job_ptr;
+    if (model.profiles.index(job_type)) continue;
+    const JobTypeProfile* p = catalogue.find(job_type);
     if (!p)
       throw InputError("trace", fmt::format("job {}: job_type", job.id),
-                       fmt::format("'{}' is not in the profiles ({})", job.job_type,
-                                   catalogue.source));
+                       fmt::format("'{}' is not in the profiles ({}){}", job_type, catalogue.source,
+                                   job_type == job.job_type
+                                       ? ""
+                                       : fmt::format(" (its {} schedule reaches that batch size)",
+                                                     to_string(job.mode))));
     for (const std::string& type : cluster.gpu_types) {
       double r = p->rate(type, 1, false);
       if (!(r > 0.0))
@@ -45,6 +56,24 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
     model.profiles.job_types.push_back(*p);
   }
   if (model.profiles.job_types.empty()) throw InputError("trace", "jobs", "the trace has no job");
+  // Batch sizes a predictor may expect a job to reach (adaptation.h's
+  // next_configuration) are bound too when the profiles have them on every
+  // type: optional, a prediction falls back to known regimes without them.
+  for (const JobSpec& job : workload.jobs) {
+    if (job.regimes.empty()) continue;
+    const int bs0 = job.regimes.front().batch_size;
+    int bs = bs0;
+    for (int step = 0; step < 8; ++step) {
+      bs = next_configuration(job.mode, job.model, bs0, bs);
+      const std::string name = batch_job_type(job.model, bs);
+      if (model.profiles.index(name)) continue;
+      const JobTypeProfile* p = catalogue.find(name);
+      bool everywhere = p != nullptr;
+      for (const std::string& type : cluster.gpu_types)
+        everywhere = everywhere && p->rate(type, 1, false) > 0.0;
+      if (everywhere) model.profiles.job_types.push_back(*p);
+    }
+  }
 
   // Speed order: geometric mean over the used job types of the 1-worker rate
   // relative to the first type; ties keep the cluster's order.
@@ -85,16 +114,22 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
       throw InputError("trace", fmt::format("job {}: workers", job.id),
                        fmt::format("{} workers can never run on the cluster's {} GPUs",
                                    job.workers, model.total_gpus));
-    const JobTypeProfile& p = *model.profiles.find(job.job_type);
-    int usable = 0;
-    for (std::size_t t = 0; t < k; ++t)
-      if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > model.largest_node[t]) > 0.0)
-        usable += model.capacity[t];
-    if (usable < job.workers)
-      throw InputError("trace", fmt::format("job {}: workers", job.id),
-                       fmt::format("'{}' with {} workers has a positive rate only on GPU types "
-                                   "with {} GPUs in all",
-                                   job.job_type, job.workers, usable));
+    std::vector<std::string> types{job.job_type};
+    for (const BatchRegime& r : job.regimes)
+      types.push_back(batch_job_type(job.model, r.batch_size));
+    for (const std::string& name : types) {
+      const JobTypeProfile& p = *model.profiles.find(name);
+      int usable = 0;
+      for (std::size_t t = 0; t < k; ++t)
+        if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > model.largest_node[t]) >
+            0.0)
+          usable += model.capacity[t];
+      if (usable < job.workers)
+        throw InputError("trace", fmt::format("job {}: workers", job.id),
+                         fmt::format("'{}' with {} workers has a positive rate only on GPU types "
+                                     "with {} GPUs in all",
+                                     name, job.workers, usable));
+    }
   }
   return model;
 }

@@ -73,6 +73,7 @@ std::size_t add_job(SchedulerState& s, const JobSpec& spec) {
   r.arrival = spec.arrival_s;
   r.work = j.work;
   r.exclusive_s = j.work / mean_rate;
+  if (!spec.regimes.empty()) bind_adaptation(model, spec, j);
   j.fair_class = s.fair_classes.size();
   for (std::size_t c = 0; c < s.fair_classes.size(); ++c)
     if (s.fair_classes[c].workers == j.workers && s.fair_classes[c].weight == j.weight)

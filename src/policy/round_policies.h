@@ -42,5 +42,12 @@ std::vector<OptionSpec> SynergyTuneKeys();
 std::unique_ptr<RoundPolicy> NewSynergyTunePolicy(const PolicyOptions& options);
 std::vector<OptionSpec> SynergyOptKeys();
 std::unique_ptr<RoundPolicy> NewSynergyOptPolicy(const PolicyOptions& options);
+std::vector<OptionSpec> ShockwaveKeys();
+std::unique_ptr<RoundPolicy> NewShockwavePolicy(const PolicyOptions& options);
+std::vector<OptionSpec> OsspKeys();
+std::unique_ptr<RoundPolicy> NewOsspPolicy(const PolicyOptions& options);
+// gandiva-fair:mechanism=stride (gandiva_stride.cc): job-level stride
+// scheduling, tickets = gang size; reads the share round policy's `round`.
+std::unique_ptr<RoundPolicy> NewGandivaStridePolicy(const PolicyOptions& options);
 
 }  // namespace fairgpu::policy

@@ -29,12 +29,12 @@ std::vector<OptionSpec> common_keys() { return policy::time_sharing_keys(); }
 const std::vector<TimeSharingPolicy>& time_sharing_policies() {
   using namespace policy;
   static const std::vector<TimeSharingPolicy> all = {
-      {"astraea", "Astraea: long-term GPU-time fairness, two-phase selection, leases",
-       AstraeaKeys, NewAstraeaPolicy},
+      {"astraea", "Astraea: long-term GPU-time fairness, two-phase selection, leases", AstraeaKeys,
+       NewAstraeaPolicy},
       {"themis", "Themis: finish-time fairness filter, then efficiency among the worst off",
        ThemisKeys, NewThemisPolicy},
-      {"ftf", "Gavel finish-time fairness: min max rho (LP search on rho), Gavel's rounds",
-       FtfKeys, NewFtfPolicy},
+      {"ftf", "Gavel finish-time fairness: min max rho (LP search on rho), Gavel's rounds", FtfKeys,
+       NewFtfPolicy},
       {"tiresias", "Tiresias-L: discretised 2D least-attained-service", TiresiasKeys,
        NewTiresiasPolicy},
       {"allox", "AlloX: min-cost matching of jobs to GPU queue positions, alpha fairness",
@@ -57,6 +57,10 @@ const std::vector<TimeSharingPolicy>& time_sharing_policies() {
        SynergyTuneKeys, NewSynergyTunePolicy},
       {"synergy-opt", "Synergy-OPT: two-stage MILP upper bound on CPU/memory allocation",
        SynergyOptKeys, NewSynergyOptPolicy},
+      {"shockwave", "Shockwave: volatile Fisher market planned over T rounds, regime prediction",
+       ShockwaveKeys, NewShockwavePolicy},
+      {"ossp", "OSSP: Gavel's minimum-makespan LP at job level (Shockwave's baseline)", OsspKeys,
+       NewOsspPolicy},
   };
   return all;
 }

@@ -445,7 +445,7 @@ class ShareRoundPolicy final : public RoundPolicy {
 std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
   // Round lengths from the papers: OEF 5 min (§6.1.1), Gavel 6 min.
   const bool gavel = name == "gavel";
-  return {
+  std::vector<OptionSpec> keys = {
       choice_option("level", gavel ? "job" : "tenant",
                     "tenant (shares per tenant, OEF's placer) or job (Gavel's priority rounds)",
                     {"tenant", "job"}),
@@ -466,10 +466,19 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                     "alone (a new class of jobs re-solves at once)",
                     0.0, std::numeric_limits<double>::infinity()),
   };
+  if (name == "gandiva-fair")
+    keys.push_back(choice_option("mechanism", "trading",
+                                 "trading (tenant-level shares traded between GPU types, OEF "
+                                 "§2.4) or stride (job-level stride scheduling, tickets = gang "
+                                 "size, as Shockwave §8.2 ran it; ignores level)",
+                                 {"trading", "stride"}));
+  return keys;
 }
 
 std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
                                                  const PolicyOptions& options) {
+  if (name == "gandiva-fair" && options.choice("mechanism") == "stride")
+    return NewGandivaStridePolicy(options);
   const std::string& level = options.choice("level");
   const double round = options.number("round");
   auto share = name == "gavel" && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);

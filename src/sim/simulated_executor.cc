@@ -38,6 +38,12 @@ double placement_rate(const SchedulerState& s, Job& j, bool* cross_type, bool* c
   return spread ? j.rate_spread[slowest] : j.rate_one_node[slowest];
 }
 
+// Where the job's current run segment ends: its work, or for a job with a
+// batch-size schedule the end of its current regime if that comes first.
+double segment_end(const Job& j) {
+  return j.adaptive() ? std::min(j.work, j.regimes[j.regime].end_epoch) : j.work;
+}
+
 bool same_devices(std::vector<DeviceRef> a, std::vector<DeviceRef> b) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -108,8 +114,10 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
 
 void SimulatedExecutor::push_finish(const Job& j, const Assignment& a, double now) {
   if (!(j.rate > 0.0)) return;
-  double t = now + j.overhead_left + j.remaining() / j.rate;
-  if (a.finish_at_lease_end && t <= a.lease_end + 1e-9) t = a.lease_end;
+  // The next event: the job's finish, or the end of its batch-size regime.
+  const double end = segment_end(j);
+  double t = now + j.overhead_left + (end - j.done) / j.rate;
+  if (a.finish_at_lease_end && end >= j.work && t <= a.lease_end + 1e-9) t = a.lease_end;
   finishes_.push({t, a.job, j.version});
 }
 
@@ -144,7 +152,7 @@ double SimulatedExecutor::next_finish() const {
 }
 
 void SimulatedExecutor::advance(SchedulerState& s, double until) {
-  bool any = false;
+  bool any = false, regime_changed = false;
   while (!finishes_.empty() && finishes_.top().t <= until) {
     Finish f = finishes_.top();
     finishes_.pop();
@@ -154,6 +162,21 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
     account_interval(s, t - s.now);
     s.now = t;
     settle(s, j, t);
+    if (segment_end(j) < j.work) {
+      // A regime boundary: the job goes on at the next batch size's rate on
+      // the same devices, and the policy learns of it at its next point.
+      j.done = segment_end(j);
+      j.record.done = j.done;
+      enter_regime(j, j.regime + 1);
+      j.regime_starts.push_back(j.done);
+      bool cross_type = false, cross_node = false;
+      j.rate = placement_rate(s, j, &cross_type, &cross_node);
+      if (j.rate > 0.0)
+        finishes_.push(
+            {t + j.overhead_left + (segment_end(j) - j.done) / j.rate, f.job, j.version});
+      regime_changed = true;
+      continue;
+    }
     j.done = j.work;
     j.record.done = j.work;
     j.record.finish = t;
@@ -166,6 +189,7 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
   }
   account_interval(s, until - s.now);
   s.now = std::max(s.now, until);
+  if (regime_changed) s.changed = true;
   if (any) {
     s.changed = true;
     auto finished = [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; };

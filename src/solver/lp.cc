@@ -24,7 +24,7 @@ const char* to_string(LpStatus s) {
     case LpStatus::kError:
       return "error";
     case LpStatus::kFeasible:
-      return "feasible";
+      return "feasible (stopped at a limit)";
   }
   return "?";
 }
@@ -278,9 +278,9 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     objective_ = 0;
     for (std::size_t c = 0; c < d.obj.size(); ++c) objective_ += d.obj[c] * values_[c];
     duals_.assign(d.row_lower.size(), 0.0);
-    if (cbc.isProvenOptimal()) return LpStatus::kOptimal;
-    const bool limited = options.max_nodes > 0 || options.relative_gap > 0;
-    return limited ? LpStatus::kFeasible : LpStatus::kError;
+    // Stopped at the gap: CBC calls that optimal; at a node or time limit
+    // the incumbent is still a solution.
+    return cbc.isProvenOptimal() ? LpStatus::kOptimal : LpStatus::kFeasible;
   }
 
   if (options.exact_dual_steepest_edge != d.exact_steepest_edge) {

@@ -62,6 +62,7 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/workload.h"
 #include "text_input.h"
+#include "trace/shockwave_generator.h"
 
 namespace fairgpu {
 
@@ -133,8 +134,10 @@ struct Phase {
 }  // namespace
 
 Workload generate_workload(const GeneratorOptions& options, const ProfileCatalogue& catalogue) {
+  if (options.style == "shockwave") return generate_shockwave_workload(options, catalogue);
   if (options.style != "gavel" && options.style != "venus")
-    bad_option("style", fmt::format("'{}' is not a generator style (gavel, venus)", options.style));
+    bad_option("style", fmt::format("'{}' is not a generator style (gavel, venus, shockwave)",
+                                    options.style));
   const bool venus = options.style == "venus";
   if (options.jobs < 1) bad_option("jobs", fmt::format("must be >= 1, got {}", options.jobs));
   if (options.tenants < 1)

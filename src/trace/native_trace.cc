@@ -18,6 +18,12 @@
 // emits both columns only when some job sets either, so traces without them
 // (and the generator's output) are written as before. Cells may be
 // double-quoted as in RFC 4180.
+// `mode` and `batch_size` (optional columns, optional cells; Shockwave's
+// dynamic adaptation, fairgpu/adaptation.h): batch_size turns a job type
+// naming only the model into "<model> (batch size B)" (a job type that names
+// one must agree); a mode (static | accordion | gns) gives the job its
+// per-epoch batch-size schedule, which needs iterations (at the initial batch
+// size). The writer emits both columns only when some job has a schedule.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -40,11 +46,11 @@ std::string number_cell(double v) { return std::isnan(v) ? std::string() : fmt::
 }  // namespace
 
 Workload read_native_trace(const std::string& path) {
-  text_input::HeaderTable t(path, ',',
-                            {"job_id", "tenant", "job_type", "num_workers", "arrival_s",
-                             "iterations", "duration_s", "weight", "priority_weight", "cpus",
-                             "memory_gb"},
-                            {"job_id", "tenant", "job_type", "num_workers", "arrival_s"});
+  text_input::HeaderTable t(
+      path, ',',
+      {"job_id", "tenant", "job_type", "num_workers", "arrival_s", "iterations", "duration_s",
+       "weight", "priority_weight", "cpus", "memory_gb", "mode", "batch_size"},
+      {"job_id", "tenant", "job_type", "num_workers", "arrival_s"});
   if (!t.has("iterations") && !t.has("duration_s"))
     t.fail("iterations", "missing column: give iterations or duration_s (the header has: " +
                              text_input::join(t.columns()) + ")");
@@ -80,6 +86,25 @@ Workload read_native_trace(const std::string& path) {
     if (!t.cell("priority_weight").empty()) job.weight = t.weight("priority_weight");
     if (!t.cell("cpus").empty()) job.cpus = t.non_negative("cpus");
     if (!t.cell("memory_gb").empty()) job.memory_gb = t.non_negative("memory_gb");
+    if (!t.cell("batch_size").empty()) {
+      const int bs = static_cast<int>(t.whole("batch_size", 1, 1 << 30));
+      if (auto named = split_job_type(job.job_type)) {
+        if (named->batch_size != bs)
+          t.fail("batch_size", fmt::format("{} disagrees with job_type '{}'", bs, job.job_type));
+      } else {
+        job.job_type = batch_job_type(job.job_type, bs);
+      }
+    }
+    if (!t.cell("mode").empty()) {
+      const auto mode = parse_adaptation_mode(t.cell("mode"));
+      if (!mode)
+        t.fail("mode",
+               "expected static, accordion or gns, got '" + std::string(t.cell("mode")) + "'");
+      if (!has_iterations)
+        t.fail("iterations", "a job with a mode needs iterations (at its initial batch size)");
+      if (std::string problem = set_adaptation(job, *mode); !problem.empty())
+        t.fail("mode", problem);
+    }
     if (!t.cell("weight").empty()) {
       double w = t.weight("weight");
       auto [it, fresh] = given_weight.emplace(job.tenant, Weight{w, t.table().line()});
@@ -101,14 +126,17 @@ std::string write_native_trace(const Workload& workload) {
   for (const TenantSpec& t : workload.tenants) weight.emplace(t.name, t.weight);
   bool priorities = false;
   bool resources = false;
+  bool adaptive = false;
   for (const JobSpec& j : workload.jobs) {
+    adaptive = adaptive || !j.regimes.empty();
     priorities = priorities || j.weight != 1.0;
     resources = resources || !std::isnan(j.cpus) || !std::isnan(j.memory_gb);
   }
 
   std::string out = "job_id,tenant,job_type,num_workers,arrival_s,iterations,duration_s,weight";
   if (priorities) out += ",priority_weight";
-  out += resources ? ",cpus,memory_gb\n" : "\n";
+  if (resources) out += ",cpus,memory_gb";
+  out += adaptive ? ",mode,batch_size\n" : "\n";
   for (const JobSpec& j : workload.jobs) {
     auto w = weight.find(j.tenant);
     out += fmt::format("{},{},{},{},{},{},{},{}", text_input::csv_cell(j.id),
@@ -117,6 +145,10 @@ std::string write_native_trace(const Workload& workload) {
                        w == weight.end() ? 1.0 : w->second);
     if (priorities) out += fmt::format(",{}", j.weight);
     if (resources) out += fmt::format(",{},{}", number_cell(j.cpus), number_cell(j.memory_gb));
+    if (adaptive)
+      out += j.regimes.empty()
+                 ? std::string(",,")
+                 : fmt::format(",{},{}", to_string(j.mode), j.regimes.front().batch_size);
     out += '\n';
   }
   return out;
