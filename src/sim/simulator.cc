@@ -66,9 +66,10 @@ void make_sparse(RoundSample& s, std::size_t k) {
     s.sparse_gpus.insert(s.sparse_gpus.end(), s.tenant_gpus.begin() + t * k,
                          s.tenant_gpus.begin() + (t + 1) * k);
   }
-  s.tenant_throughput = {};
-  s.tenant_gpus = {};
-  s.tenant_active_jobs = {};
+  // Move-assigned, not "= {}" (which keeps the capacity), so the memory goes.
+  s.tenant_throughput = std::vector<double>();
+  s.tenant_gpus = std::vector<double>();
+  s.tenant_active_jobs = std::vector<int>();
 }
 
 }  // namespace
