@@ -23,6 +23,7 @@
 #include "fairgpu/scenario.h"
 #include "fairgpu/scheduler.h"
 #include "fairgpu/sim_report.h"
+#include "fairgpu/simulator.h"
 #include "fairgpu/sweep_stats.h"
 #include "run_binary.h"
 
@@ -540,6 +541,47 @@ TEST(LoadScaling, ArrivalsAreScaledToTheRequestedOfferedLoad) {
   o.time_scale = 1;
   o.load = -1;
   EXPECT_THROW(load_scenario(o), InputError);
+}
+
+// The sparse per-tenant series (what the CLI stores) give the same metrics
+// and files as the dense ones, and hold only tenants with something.
+TEST(SparseSeries, SameMetricsAndFilesAsDense) {
+  ScenarioOptions o;
+  o.generator.jobs = 60;
+  o.generator.tenants = 12;
+  const Scenario sc = load_scenario(o);
+  for (const char* policy : {"astraea", "oef-coop"}) {
+    auto run = [&](bool sparse) {
+      auto p = make_round_policy(policy, {});
+      SimOptions options;
+      options.sparse_tenant_series = sparse;
+      return simulate(sc.model, sc.workload, *p, options);
+    };
+    const SimResult dense = run(false), sparse = run(true);
+    std::size_t listed = 0;
+    for (const RoundSample& round : sparse.rounds) {
+      EXPECT_TRUE(round.sparse);
+      EXPECT_TRUE(round.tenant_gpus.empty());
+      listed += round.sparse_tenants.size();
+    }
+    EXPECT_LT(listed, sparse.rounds.size() * sparse.tenants.size()) << policy;
+    EXPECT_EQ(tenants_csv(sparse), tenants_csv(dense)) << policy;
+    EXPECT_EQ(tenants_csv(sparse, 3600), tenants_csv(dense, 3600)) << policy;
+    EXPECT_EQ(tenant_windows_csv(sparse), tenant_windows_csv(dense)) << policy;
+    SimSummary a = summarise(dense), b = summarise(sparse);
+    EXPECT_EQ(a.jain_index, b.jain_index) << policy;
+    EXPECT_EQ(a.actual_throughput, b.actual_throughput) << policy;
+    EXPECT_EQ(a.tenant_unfairness_ratio, b.tenant_unfairness_ratio) << policy;
+    EXPECT_EQ(a.min_tenant_rho, b.min_tenant_rho) << policy;
+    // A sparse round listing a tenant twice is a broken result.
+    SimResult broken = sparse;
+    for (RoundSample& round : broken.rounds)
+      if (round.sparse_tenants.size() >= 2) {
+        round.sparse_tenants[1] = round.sparse_tenants[0];
+        break;
+      }
+    EXPECT_THROW(check_sim_result(broken), std::invalid_argument) << policy;
+  }
 }
 
 TEST(ReportCells, NonzeroValuesNeverShowAsZero) {

@@ -18,6 +18,7 @@
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
+#include "fairgpu/scenario.h"
 #include "fairgpu/workload.h"
 #include "run_binary.h"
 
@@ -246,7 +247,7 @@ TEST_F(VenusCliTest, GenerateStyleVenus) {
   EXPECT_EQ(a.err, "");
   EXPECT_EQ(a.out, b.out);  // --gen-tenants is --tenants
   GeneratorOptions o = venus(5, 300);
-  o.arrivals_per_hour = 30.0;  // the CLI's default rate
+  o.arrivals_per_hour = default_generator_options().arrivals_per_hour;  // the CLI's default
   EXPECT_EQ(a.out, write_native_trace(generate_workload(o, builtin_profiles())));
 
   RunResult bad = run({"generate", "--style", "philly"});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,16 @@ struct RoundSample {
   // Per tenant: its jobs arrived and unfinished at start (the report's Jain's
   // index averages a tenant's throughput over the rounds in which this is > 0).
   std::vector<int> tenant_active_jobs;
+  // The same three in sparse form (SimOptions::sparse_tenant_series), so a
+  // trace with thousands of tenants and few active at a time keeps per-round
+  // memory small: only tenants with an active job, throughput or a GPU held,
+  // ascending; the dense vectors above are then empty. for_each_tenant()
+  // reads either form.
+  bool sparse = false;
+  std::vector<std::uint32_t> sparse_tenants = {};
+  std::vector<int> sparse_active_jobs = {};
+  std::vector<double> sparse_throughput = {};
+  std::vector<double> sparse_gpus = {};  // entry-major x num_types
   // (Astraea eq. 7's Demand_j(t) is not sampled here: the report integrates
   // it exactly from the jobs' arrival and finish.)
   // Share policies: sum_l W_l . x_l of the fractional allocation in force
@@ -81,6 +92,23 @@ struct RoundSample {
   double cpus_allocated = 0.0, memory_gb_allocated = 0.0;
   double cpus_used = 0.0, memory_gb_used = 0.0;
 };
+
+// Calls f(tenant, active_jobs, throughput, gpus) for the tenants of a round:
+// every tenant in the dense form, the listed ones in the sparse form (the
+// others had nothing: no active job, no throughput, no GPU). `gpus` points at
+// num_types time-averaged GPU counts.
+template <class F>
+void for_each_tenant(const RoundSample& round, std::size_t num_types, F&& f) {
+  if (round.sparse) {
+    for (std::size_t i = 0; i < round.sparse_tenants.size(); ++i)
+      f(std::size_t{round.sparse_tenants[i]}, round.sparse_active_jobs[i],
+        round.sparse_throughput[i], round.sparse_gpus.data() + i * num_types);
+    return;
+  }
+  for (std::size_t t = 0; t < round.tenant_throughput.size(); ++t)
+    f(t, round.tenant_active_jobs[t], round.tenant_throughput[t],
+      round.tenant_gpus.data() + t * num_types);
+}
 
 struct SimResult {
   std::string policy, level;  // level: "tenant" | "job"

@@ -22,6 +22,10 @@ struct SimOptions {
   double horizon_s = std::numeric_limits<double>::infinity();
   // Record per-tenant series in every RoundSample (off for huge benchmarks).
   bool tenant_series = true;
+  // Store the per-tenant series in RoundSample's sparse form (only tenants
+  // with something in the round): what `fairgpu simulate` uses, so memory
+  // follows active tenants, not all tenants, per round.
+  bool sparse_tenant_series = false;
   // Called after every round with the fraction of jobs finished (for a
   // progress line); may be empty.
   std::function<void(double fraction_done, double sim_time)> on_progress;

@@ -160,6 +160,7 @@ SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimA
   SimOptions options;
   if (a.horizon_h > 0.0) options.horizon_s = sc.workload.jobs.front().arrival_s + a.horizon_h * 3600;
   options.on_progress = progress_printer(policy_name, a.quiet);
+  options.sparse_tenant_series = true;  // memory follows active tenants, not all
   SimResult r = simulate(sc.model, sc.workload, *policy, options);
   end_progress(static_cast<bool>(options.on_progress));
   return r;

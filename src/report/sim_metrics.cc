@@ -184,6 +184,18 @@ void check_sim_result(const SimResult& r) {
     if (i > 0 && s.start < r.rounds[i - 1].end)
       fail(fmt::format("round {} starts at {} before round {} ends at {}", i, s.start, i - 1,
                        r.rounds[i - 1].end));
+    if (s.sparse) {
+      const std::size_t m = s.sparse_tenants.size();
+      expect("tenant_throughput", s.tenant_throughput.size(), 0, "sparse form");
+      expect("sparse_active_jobs", s.sparse_active_jobs.size(), m, "one per listed tenant");
+      expect("sparse_throughput", s.sparse_throughput.size(), m, "one per listed tenant");
+      expect("sparse_gpus", s.sparse_gpus.size(), m * k, "listed tenants x GPU types");
+      for (std::size_t e = 0; e < m; ++e)
+        if (s.sparse_tenants[e] >= n || (e > 0 && s.sparse_tenants[e] <= s.sparse_tenants[e - 1]))
+          fail(fmt::format("round {} (start {}): sparse tenants not ascending below {}", i, s.start,
+                           n));
+      continue;
+    }
     expect("tenant_throughput", s.tenant_throughput.size(), n, "one per tenant");
     expect("tenant_active_jobs", s.tenant_active_jobs.size(), n, "one per tenant");
     expect("tenant_gpus", s.tenant_gpus.size(), n * k, "tenants x GPU types");
@@ -353,11 +365,11 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
       const RoundSample& round = r.rounds[q];
       const double overlap = std::min(round.end, b) - std::max(round.start, a);
       if (!(overlap > 0)) continue;
-      for (std::size_t t = 0; t < n; ++t) {
+      for_each_tenant(round, k, [&](std::size_t t, int, double, const double* gpus) {
         double held = 0.0;
-        for (std::size_t j = 0; j < k; ++j) held += round.tenant_gpus[t * k + j];
+        for (std::size_t j = 0; j < k; ++j) held += gpus[j];
         alloc[t] += held * overlap;
-      }
+      });
     }
     while (round_at < num_rounds && r.rounds[round_at].end <= b) ++round_at;
     // Fair share: exact, the pieces are constant.
@@ -502,6 +514,7 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   // length is the exact integral over it. Time averages divide those integrals
   // by the makespan: gaps between rounds (nothing to schedule) count as 0.
   const std::size_t n = r.tenants.size();
+  const std::size_t k = r.num_types();
   std::vector<double> tenant_integral(n, 0.0), tenant_active_s(n, 0.0);
   std::vector<double> compute;
   double actual_integral = 0.0, estimated_integral = 0.0;
@@ -514,11 +527,11 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
     compute.push_back(round.compute_seconds);
     s.compute_total_s += round.compute_seconds;
     s.busy_gpu_seconds += round.busy_gpu_seconds;
-    for (std::size_t t = 0; t < n; ++t) {
-      tenant_integral[t] += round.tenant_throughput[t] * len;
-      actual_integral += round.tenant_throughput[t] * len;
-      if (round.tenant_active_jobs[t] > 0) tenant_active_s[t] += len;
-    }
+    for_each_tenant(round, k, [&](std::size_t t, int active, double throughput, const double*) {
+      tenant_integral[t] += throughput * len;
+      actual_integral += throughput * len;
+      if (active > 0) tenant_active_s[t] += len;
+    });
     // A round without an estimate under a share policy had no allocation in
     // force, i.e. an estimated throughput of 0: same denominator as actual, so
     // the two compare directly (OEF §6.1.4's estimated vs actual).

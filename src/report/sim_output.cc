@@ -55,6 +55,7 @@ void add_row(std::string& out, const std::vector<std::string>& cells) {
 double actual_throughput(const RoundSample& round) {
   double sum = 0.0;
   for (double x : round.tenant_throughput) sum += x;
+  for (double x : round.sparse_throughput) sum += x;
   return sum;
 }
 
@@ -231,12 +232,11 @@ std::string tenants_csv(const SimResult& result, double window_s) {
     for (std::size_t i = first; i < last; ++i) {
       const RoundSample& round = result.rounds[i];
       const double dt = last - first == 1 ? 1.0 : round.end - round.start;
-      if (round.tenant_throughput.empty()) continue;  // no tenant series recorded
-      for (std::size_t t = 0; t < n; ++t) {
-        active[t] += round.tenant_active_jobs[t] * dt;
-        tput[t] += round.tenant_throughput[t] * dt;
-        for (std::size_t j = 0; j < k; ++j) gpus[t * k + j] += round.tenant_gpus[t * k + j] * dt;
-      }
+      for_each_tenant(round, k, [&](std::size_t t, int a, double x, const double* g) {
+        active[t] += a * dt;
+        tput[t] += x * dt;
+        for (std::size_t j = 0; j < k; ++j) gpus[t * k + j] += g[j] * dt;
+      });
     }
     const double scale = last - first == 1 ? 1.0 : (len > 0 ? 1.0 / len : 0.0);
     for (std::size_t t = 0; t < n; ++t) {

@@ -53,6 +53,25 @@ int idle_usable_by_waiting(const std::vector<int>& idle, const WaitingClasses& w
   return used;
 }
 
+// Moves a round's dense per-tenant series into the sparse form.
+void make_sparse(RoundSample& s, std::size_t k) {
+  s.sparse = true;
+  for (std::size_t t = 0; t < s.tenant_throughput.size(); ++t) {
+    bool any = s.tenant_active_jobs[t] != 0 || s.tenant_throughput[t] != 0;
+    for (std::size_t j = 0; j < k && !any; ++j) any = s.tenant_gpus[t * k + j] != 0;
+    if (!any) continue;
+    s.sparse_tenants.push_back(static_cast<std::uint32_t>(t));
+    s.sparse_active_jobs.push_back(s.tenant_active_jobs[t]);
+    s.sparse_throughput.push_back(s.tenant_throughput[t]);
+    s.sparse_gpus.insert(s.sparse_gpus.end(), s.tenant_gpus.begin() + t * k,
+                         s.tenant_gpus.begin() + (t + 1) * k);
+  }
+  // Move-assigned, not "= {}" (which keeps the capacity), so the memory goes.
+  s.tenant_throughput = std::vector<double>();
+  s.tenant_gpus = std::vector<double>();
+  s.tenant_active_jobs = std::vector<int>();
+}
+
 }  // namespace
 
 SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPolicy& policy,
@@ -208,6 +227,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       for (double& v : sums.tenant_gpus) v /= len;
       sample.tenant_throughput = std::move(sums.tenant_throughput);
       sample.tenant_gpus = std::move(sums.tenant_gpus);
+      if (options.sparse_tenant_series) make_sparse(sample, k);
     }
     out.rounds.push_back(std::move(sample));
     if (options.on_progress) options.on_progress(n ? double(finished) / double(n) : 1.0, until);
