@@ -14,12 +14,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/workload.h"
-#include "text_input.h"
+#include "gavel_columns.h"
 
 namespace fairgpu {
 
@@ -32,39 +33,59 @@ constexpr std::int64_t kMaxWorkers = 1 << 20;
 
 }  // namespace
 
-Workload read_gavel_trace(const std::string& path, const TraceOptions& options) {
+namespace text_input {
+
+Workload read_gavel_columns(const std::string& path, const TraceOptions& options,
+                            std::span<const char* const> columns, const GavelExtraColumns& extra) {
   if (options.tenants < 0)
     throw InputError("options", "tenants", "must be >= 0, got " + std::to_string(options.tenants));
-  text_input::LineTable t(path, '\t', false);
+  auto column = [&](std::string_view name) {
+    return static_cast<std::size_t>(
+        std::find_if(columns.begin(), columns.end(), [&](const char* c) { return c == name; }) -
+        columns.begin());
+  };
+  const std::size_t type_col = column("job_type"), data_col = column("needs_data_dir"),
+                    steps_col = column("total_steps"), workers_col = column("scale_factor"),
+                    weight_col = column("priority_weight"), slo_col = column("SLO"),
+                    arrival_col = column("arrival_time");
+  LineTable t(path, '\t', false);
   std::vector<JobSpec> jobs;
   std::size_t with_slo = 0;
   while (t.next()) {
     const auto& c = t.cells();
-    if (c.size() != kColumns.size())
-      t.fail("", fmt::format("expected {} tab-separated columns ({}), got {}", kColumns.size(),
-                             fmt::join(kColumns, ", "), c.size()));
-    auto field = [](std::size_t i) { return std::string(kColumns[i]); };
+    if (c.size() != columns.size())
+      t.fail("", fmt::format("expected {} tab-separated columns ({}), got {}", columns.size(),
+                             fmt::join(columns, ", "), c.size()));
+    auto field = [&](std::size_t i) { return std::string(columns[i]); };
     JobSpec job;
     job.id = "job-" + std::to_string(jobs.size());
-    job.job_type = text_input::name_cell(c[0], t, field(0));
-    text_input::whole_cell(c[4], t, field(4), 0, 1);
-    job.iterations = text_input::finite_cell(c[5], t, field(5));
-    if (!(job.iterations > 0)) t.fail(field(5), "must be > 0, got '" + c[5] + "'");
-    job.workers = static_cast<int>(text_input::whole_cell(c[6], t, field(6), 1, kMaxWorkers));
-    job.weight = text_input::finite_cell(c[7], t, field(7));
+    job.job_type = name_cell(c[type_col], t, field(type_col));
+    whole_cell(c[data_col], t, field(data_col), 0, 1);
+    job.iterations = finite_cell(c[steps_col], t, field(steps_col));
+    if (!(job.iterations > 0)) t.fail(field(steps_col), "must be > 0, got '" + c[steps_col] + "'");
+    job.workers =
+        static_cast<int>(whole_cell(c[workers_col], t, field(workers_col), 1, kMaxWorkers));
+    job.weight = finite_cell(c[weight_col], t, field(weight_col));
     if (!weight_in_range(job.weight))
-      t.fail(field(7), weight_range_text() + ", got '" + c[7] + "'");
-    if (text_input::finite_cell(c[8], t, field(8)) >= 0) ++with_slo;
-    job.arrival_s = text_input::finite_cell(c[9], t, field(9));
-    if (job.arrival_s < 0) t.fail(field(9), "must be >= 0, got '" + c[9] + "'");
+      t.fail(field(weight_col), weight_range_text() + ", got '" + c[weight_col] + "'");
+    if (finite_cell(c[slo_col], t, field(slo_col)) >= 0) ++with_slo;
+    job.arrival_s = finite_cell(c[arrival_col], t, field(arrival_col));
+    if (job.arrival_s < 0) t.fail(field(arrival_col), "must be >= 0, got '" + c[arrival_col] + "'");
+    if (extra) extra(job, c, t);
     job.tenant = options.tenants > 0 ? "t" + std::to_string(jobs.size() % options.tenants) : job.id;
     jobs.push_back(std::move(job));
   }
   if (jobs.empty()) throw InputError(path, "", "no jobs (the trace is empty)");
-  Workload w = text_input::make_workload(std::move(jobs));
+  Workload w = make_workload(std::move(jobs));
   if (with_slo > 0)
     w.notes.push_back(fmt::format("{}: {} jobs have an SLO; fairgpu ignores SLOs", path, with_slo));
   return w;
+}
+
+}  // namespace text_input
+
+Workload read_gavel_trace(const std::string& path, const TraceOptions& options) {
+  return text_input::read_gavel_columns(path, options, kColumns);
 }
 
 }  // namespace fairgpu

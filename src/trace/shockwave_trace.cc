@@ -19,6 +19,7 @@
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/workload.h"
+#include "gavel_columns.h"
 #include "text_input.h"
 
 namespace fairgpu {
@@ -29,8 +30,6 @@ constexpr std::array<const char*, 12> kColumns = {
     "job_type",        "command",     "working_directory", "num_steps_arg",
     "needs_data_dir",  "total_steps", "scale_factor",      "mode",
     "priority_weight", "SLO",         "duration",          "arrival_time"};
-constexpr std::int64_t kMaxWorkers = 1 << 20;
-
 }  // namespace
 
 std::string set_adaptation(JobSpec& job, AdaptationMode mode) {
@@ -57,44 +56,17 @@ std::string set_adaptation(JobSpec& job, AdaptationMode mode) {
 }
 
 Workload read_shockwave_trace(const std::string& path, const TraceOptions& options) {
-  if (options.tenants < 0)
-    throw InputError("options", "tenants", "must be >= 0, got " + std::to_string(options.tenants));
-  text_input::LineTable t(path, '\t', false);
-  std::vector<JobSpec> jobs;
-  std::size_t with_slo = 0;
-  while (t.next()) {
-    const auto& c = t.cells();
-    if (c.size() != kColumns.size())
-      t.fail("", fmt::format("expected {} tab-separated columns ({}), got {}", kColumns.size(),
-                             fmt::join(kColumns, ", "), c.size()));
+  auto mode_and_duration = [](JobSpec& job, const std::vector<std::string>& c,
+                              const text_input::LineTable& t) {
     auto field = [](std::size_t i) { return std::string(kColumns[i]); };
-    JobSpec job;
-    job.id = "job-" + std::to_string(jobs.size());
-    job.job_type = text_input::name_cell(c[0], t, field(0));
-    text_input::whole_cell(c[4], t, field(4), 0, 1);
-    job.iterations = text_input::finite_cell(c[5], t, field(5));
-    if (!(job.iterations > 0)) t.fail(field(5), "must be > 0, got '" + c[5] + "'");
-    job.workers = static_cast<int>(text_input::whole_cell(c[6], t, field(6), 1, kMaxWorkers));
     const auto mode = parse_adaptation_mode(text_input::trim(c[7]));
     if (!mode) t.fail(field(7), "expected static, accordion or gns, got '" + c[7] + "'");
-    job.weight = text_input::finite_cell(c[8], t, field(8));
-    if (!weight_in_range(job.weight))
-      t.fail(field(8), weight_range_text() + ", got '" + c[8] + "'");
-    if (text_input::finite_cell(c[9], t, field(9)) >= 0) ++with_slo;
     if (!(text_input::finite_cell(c[10], t, field(10)) > 0))
       t.fail(field(10), "must be > 0, got '" + c[10] + "'");
-    job.arrival_s = text_input::finite_cell(c[11], t, field(11));
-    if (job.arrival_s < 0) t.fail(field(11), "must be >= 0, got '" + c[11] + "'");
     if (std::string problem = set_adaptation(job, *mode); !problem.empty())
       t.fail(field(0), problem);
-    job.tenant = options.tenants > 0 ? "t" + std::to_string(jobs.size() % options.tenants) : job.id;
-    jobs.push_back(std::move(job));
-  }
-  if (jobs.empty()) throw InputError(path, "", "no jobs (the trace is empty)");
-  Workload w = text_input::make_workload(std::move(jobs));
-  if (with_slo > 0)
-    w.notes.push_back(fmt::format("{}: {} jobs have an SLO; fairgpu ignores SLOs", path, with_slo));
-  return w;
+  };
+  return text_input::read_gavel_columns(path, options, kColumns, mode_and_duration);
 }
 
 ProfileCatalogue read_shockwave_profiles_file(const std::string& path) {
