@@ -121,6 +121,7 @@ struct Job {
   // While running.
   std::vector<DeviceRef> devices;
   double lease_end = 0.0;
+  bool finish_at_lease_end = false;  // the placement's Assignment::finish_at_lease_end
   double rate = 0.0;           // of the current placement
   double overhead_left = 0.0;  // restart overhead still to pay (no progress)
   double run_start = 0.0;      // when the current run started

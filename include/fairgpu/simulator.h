@@ -62,7 +62,8 @@ class SimulatedExecutor final : public Executor {
 
  private:
   void settle(SchedulerState& state, Job& job, double t);
-  void push_finish(const Job& job, const Assignment& a, double now);
+  // Queues job `index`'s next event: its finish or the end of its regime.
+  void push_finish(const Job& job, std::size_t index, double now);
   struct Finish {
     double t;
     std::size_t job;

@@ -71,7 +71,8 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
       if (a->finish_at_lease_end) {  // the lease end moved: so does the finish
         settle(s, j, s.now);
         ++j.version;
-        push_finish(j, *a, s.now);
+        j.lease_end = a->lease_end;
+        push_finish(j, i, s.now);
       }
       continue;
     }
@@ -84,16 +85,17 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
   for (const Assignment& a : plan.run) {
     Job& j = s.jobs[a.job];
     j.lease_end = a.lease_end;
+    j.finish_at_lease_end = a.finish_at_lease_end;
     if (j.state == JobState::kRunning) continue;  // renewed: same devices, no cost
     s.running.push_back(a.job);
     j.devices = a.devices;
     for (DeviceRef d : j.devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(a.job);
     bool cross_type = false, cross_node = false;
     j.resources = resolved_resources(*s.model, a);
-    j.resource_multiplier = std::isnan(a.rate_multiplier)
-                                ? sensitivity_multiplier(*s.model, j.job_type, j.devices,
-                                                         j.resources)
-                                : a.rate_multiplier;
+    j.resource_multiplier =
+        std::isnan(a.rate_multiplier)
+            ? sensitivity_multiplier(*s.model, j.job_type, j.devices, j.resources)
+            : a.rate_multiplier;
     j.rate = placement_rate(s, j, &cross_type, &cross_node) * j.resource_multiplier;
     j.record.cross_type_placements += cross_type;
     j.record.cross_node_placements += cross_node;
@@ -102,7 +104,7 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     j.run_start = s.now;
     j.settled_at = s.now;
     ++j.version;
-    push_finish(j, a, s.now);
+    push_finish(j, a.job, s.now);
     if (std::isnan(j.record.first_start))
       j.record.first_start = s.now;
     else
@@ -112,13 +114,12 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
   for (const Assignment& a : plan.run) by_job_[a.job] = nullptr;
 }
 
-void SimulatedExecutor::push_finish(const Job& j, const Assignment& a, double now) {
+void SimulatedExecutor::push_finish(const Job& j, std::size_t index, double now) {
   if (!(j.rate > 0.0)) return;
-  // The next event: the job's finish, or the end of its batch-size regime.
   const double end = segment_end(j);
   double t = now + j.overhead_left + (end - j.done) / j.rate;
-  if (a.finish_at_lease_end && end >= j.work && t <= a.lease_end + 1e-9) t = a.lease_end;
-  finishes_.push({t, a.job, j.version});
+  if (j.finish_at_lease_end && end >= j.work && t <= j.lease_end + 1e-9) t = j.lease_end;
+  finishes_.push({t, index, j.version});
 }
 
 void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
@@ -169,11 +170,10 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
       j.record.done = j.done;
       enter_regime(j, j.regime + 1);
       j.regime_starts.push_back(j.done);
+      // The CPUs and memory it holds slow it as before.
       bool cross_type = false, cross_node = false;
-      j.rate = placement_rate(s, j, &cross_type, &cross_node);
-      if (j.rate > 0.0)
-        finishes_.push(
-            {t + j.overhead_left + (segment_end(j) - j.done) / j.rate, f.job, j.version});
+      j.rate = placement_rate(s, j, &cross_type, &cross_node) * j.resource_multiplier;
+      push_finish(j, f.job, t);
       regime_changed = true;
       continue;
     }
