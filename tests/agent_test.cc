@@ -550,6 +550,9 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
   json wild = launch(45, "j-000045");
   wild["lease"] = 18446744073709551615ULL;
   server_.push(wild);
+  json zero = launch(47, "j-000047");
+  zero["lease"] = 0;  // below the range: parsed as an unsigned integer
+  server_.push(zero);
   if (geteuid() == 0) {
     ASSERT_TRUE(reported(43, "launch_failed"));
     EXPECT_NE(server_.last_report(43).at("log_tail").get<std::string>().find(
@@ -571,7 +574,7 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
     env >> uid;
     EXPECT_EQ(uid, std::to_string(getpwnam("nobody")->pw_uid));
   }
-  EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 1; }, 5))
+  EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 2; }, 5))
       << agent_.lines();
 }
 

@@ -52,10 +52,12 @@ Clock::duration seconds(double s) {
 // A lease id of the server's answer: an integer in 1..2^53.
 std::int64_t lease_id(const nlohmann::json& action) {
   const nlohmann::json& v = action.at("lease");
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() <= (std::uint64_t{1} << 53))
+  constexpr std::uint64_t kMax = std::uint64_t{1} << 53;
+  // nlohmann stores a non-negative integer as unsigned: 0 comes this way.
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= kMax)
     return static_cast<std::int64_t>(v.get<std::uint64_t>());
-  if (v.is_number_integer() && v.get<std::int64_t>() >= 1 &&
-      v.get<std::int64_t>() <= (std::int64_t{1} << 53))
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() >= 1 &&
+      v.get<std::int64_t>() <= static_cast<std::int64_t>(kMax))
     return v.get<std::int64_t>();
   throw std::invalid_argument("lease: not an integer in 1..2^53");
 }
@@ -76,7 +78,9 @@ std::string join_ints(const std::vector<int>& v) {
 // The agent speaks plain http only.
 ServerUrl agent_server_url(const std::string& url) {
   ServerUrl u = parse_server_url(url, "--server '" + url + "'");
-  if (u.https) throw InputError("--server '" + url + "'", "", "https is not supported; use http://HOST[:PORT]");
+  if (u.https)
+    throw InputError("--server '" + url + "'", "",
+                     "https is not supported; use http://HOST[:PORT]");
   return u;
 }
 
