@@ -42,16 +42,18 @@
 namespace fairgpu::placement {
 
 void order_by_starvation(const SchedulerState& s, std::vector<std::size_t>& jobs) {
-  auto key = [&](std::size_t i) {
-    const Job& j = s.jobs[i];
-    // Waiting: starved since last_stop (>= 0). Running: -(time running), so
-    // the job that has run longest yields first.
-    return j.state == JobState::kRunning ? -(s.now - j.run_start) - 1.0 : s.now - j.last_stop;
-  };
-  std::stable_sort(jobs.begin(), jobs.end(), [&](std::size_t a, std::size_t b) {
-    double ka = key(a), kb = key(b);
-    return ka != kb ? ka > kb : a < b;
-  });
+  // Waiting: starved since last_stop (>= 0). Running: -(time running), so
+  // the job that has run longest yields first. Keys computed once: entities
+  // hold thousands of backlogged jobs in the simulator.
+  std::vector<std::pair<double, std::size_t>> keyed(jobs.size());
+  for (std::size_t r = 0; r < jobs.size(); ++r) {
+    const Job& j = s.jobs[jobs[r]];
+    const double starved =
+        j.state == JobState::kRunning ? -(s.now - j.run_start) - 1.0 : s.now - j.last_stop;
+    keyed[r] = {-starved, jobs[r]};  // ascending: most starved first, then index
+  }
+  std::sort(keyed.begin(), keyed.end());
+  for (std::size_t r = 0; r < jobs.size(); ++r) jobs[r] = keyed[r].second;
 }
 
 std::vector<DeviceRef> place_on_counts(FreeDevices& free, const std::vector<int>& counts) {
@@ -172,6 +174,10 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   };
   auto start = [&](std::size_t e, std::size_t i, bool in_share) {
     const Job& j = s.jobs[i];
+    int free_usable = 0;  // what choose_counts could find at best
+    for (std::size_t t = 0; t < k; ++t)
+      if (j.runs_on(t)) free_usable += free.free_of_type(t);
+    if (free_usable < j.workers) return false;
     if (in_share) {
       within_share_limits(e, j);
     } else {
