@@ -154,7 +154,7 @@ class CoopSolver {
     cap_.resize(n_);
     for (std::size_t l = 0; l < n_; ++l) cap_[l] = p.entity_demand(l);
     any_cap_ = std::any_of(cap_.begin(), cap_.end(), [](double c) { return std::isfinite(c); });
-    anchor_ = capped_equal_split();
+    if (any_cap_) anchor_ = capped_equal_split();  // only capped rows use it
   }
 
   Matrix solve() {

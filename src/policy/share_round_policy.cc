@@ -20,9 +20,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -213,7 +214,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   // speedups): x_ and capped_ re-indexed to problem_'s rows and tenants, the
   // rows that left dropped. False, changing nothing, if a row is new.
   bool carry_over(const ShareProblem& previous) {
-    std::map<std::string_view, std::size_t> row_index, tenant_index;
+    std::unordered_map<std::string_view, std::size_t> row_index, tenant_index;
     for (std::size_t e = 0; e < previous.num_entities(); ++e)
       row_index.emplace(previous.entities[e].name, e);
     for (std::size_t t = 0; t < previous.tenants.size(); ++t)
