@@ -4,8 +4,6 @@
 // " JobState=COMPLETED", a 2-node job, exit 3, a cancelled job, a drained
 // node) and on hand-made lines for what that cluster cannot show (a DOWN
 // node, odd host lists), plus the one-line errors of bad input.
-#include "live/slurm/parse.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,6 +11,7 @@
 
 #include "fairgpu/input_error.h"
 #include "live/slurm/client.h"
+#include "live/slurm/parse.h"
 #include "run_binary.h"
 #include "test_files.h"
 
@@ -73,8 +72,9 @@ TEST(SlurmGres, ReadsTypesCountsAndIndices) {
   EXPECT_EQ(parse_gres_list("gpu:k80:4(S:0-1)", "t", "f")[0].count, 4);
   for (const char* bad : {"gpu:v100:x", "gpu", "gpu:a:b:c", "gpu:v100:1(IDX:0-3)",
                           "gpu:v100:4(IDX:3,1)", "gpu:v100:2(FOO:1)", "gpu:v100:2(IDX:0"}) {
-    EXPECT_NE(error_of([&] { parse_gres_list(bad, "scontrol show node", "node n1: Gres"); })
-                  .find("scontrol show node: node n1: Gres: "),
+    EXPECT_NE(error_of([&] {
+                parse_gres_list(bad, "scontrol show node", "node n1: Gres");
+              }).find("scontrol show node: node n1: Gres: "),
               std::string::npos)
         << bad;
   }
@@ -98,8 +98,9 @@ TEST(SlurmSqueue, ReadsCapturedQueue) {
 }
 
 TEST(SlurmSqueue, RefusesBadLinesNamingLineAndField) {
-  EXPECT_EQ(error_of([] { parse_squeue("7|RUNNING|None|n1|gres:gpu:1|root\n8|BOGUS|None||N/A|u\n"); }),
-            "squeue: line 2: state: unknown job state 'BOGUS'");
+  EXPECT_EQ(
+      error_of([] { parse_squeue("7|RUNNING|None|n1|gres:gpu:1|root\n8|BOGUS|None||N/A|u\n"); }),
+      "squeue: line 2: state: unknown job state 'BOGUS'");
   EXPECT_EQ(error_of([] { parse_squeue("7|RUNNING|None|n1|gres:gpu:1\n"); }),
             "squeue: line 1: expected 6 '|'-separated columns (%i|%T|%r|%N|%b|%u), got 5");
   EXPECT_EQ(error_of([] { parse_squeue("x7|RUNNING|None|n1|N/A|root\n"); }),
@@ -251,9 +252,11 @@ TEST(SlurmBatch, AttributesErrorsToTheirCommands) {
       "scontrol: \n";
   const Strings errors = split_batch_output(out, cmds);
   ASSERT_EQ(errors.size(), 4u);
-  EXPECT_EQ(errors[0],
-            "scontrol: error: Could not load state information for job 999: Invalid job id specified");
-  EXPECT_EQ(errors[1], "Invalid job id specified for job 998; slurm_suspend error: Invalid job id specified");
+  EXPECT_EQ(
+      errors[0],
+      "scontrol: error: Could not load state information for job 999: Invalid job id specified");
+  EXPECT_EQ(errors[1],
+            "Invalid job id specified for job 998; slurm_suspend error: Invalid job id specified");
   EXPECT_EQ(errors[2], "");
   EXPECT_EQ(errors[3], "");
   // A command never echoed: scontrol stopped before it.
@@ -267,10 +270,9 @@ TEST(SlurmRound, CommandsInOrderHoldPinRelease) {
   w.pins = {{7, {"n1"}}, {8, {"n2", "n3"}}};
   w.hold = {9};
   w.requeue_hold = {5};
-  EXPECT_EQ(round_commands(w), (Strings{"requeuehold 5", "hold 9",
-                                        "update JobId=7 NodeList=n1 StartTime=now",
-                                        "update JobId=8 NodeList=n2,n3 StartTime=now",
-                                        "release 7,8"}));
+  EXPECT_EQ(round_commands(w),
+            (Strings{"requeuehold 5", "hold 9", "update JobId=7 NodeList=n1 StartTime=now",
+                     "update JobId=8 NodeList=n2,n3 StartTime=now", "release 7,8"}));
 }
 
 TEST(SlurmSubmitScript, ExecsTheQuotedCommandAfterReadingTheRunFile) {

@@ -55,7 +55,8 @@ void check_submit(const SubmitSpec& spec) {
       refuse("job", "only letters, digits, '-', '_' and '.'");
   if (spec.argv.empty() && spec.shell_command.empty()) refuse("command", "empty");
   if (spec.nodes < 1 || spec.nodes > 10000) refuse("nodes", "out of 1..10000");
-  if (spec.gpus_per_node < 0 || spec.gpus_per_node > 1024) refuse("gpus_per_node", "out of 0..1024");
+  if (spec.gpus_per_node < 0 || spec.gpus_per_node > 1024)
+    refuse("gpus_per_node", "out of 0..1024");
   if (spec.cpus_per_node < 0) refuse("cpus_per_node", "negative");
   if (spec.memory_mb_per_node < 0) refuse("memory_mb_per_node", "negative");
   if (spec.checkpoint_dir.empty() || spec.checkpoint_dir[0] != '/')
@@ -98,7 +99,9 @@ void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
 std::string submit_script(const SubmitSpec& spec) {
   std::ostringstream s;
   s << "#!/bin/sh\n"
-       "# fairgpu job " << spec.job << ": the wrapper of its Slurm job.\n"
+       "# fairgpu job "
+    << spec.job
+    << ": the wrapper of its Slurm job.\n"
        "# The lease and GPU type of this run, written before the release.\n"
        "run_file=\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-run\"\n"
        "if [ -r \"$run_file\" ]; then\n"
@@ -107,11 +110,13 @@ std::string submit_script(const SubmitSpec& spec) {
        "  done <\"$run_file\"\n"
        "fi\n"
        "export FAIRGPU_NUM_WORKERS=$(( ${SLURM_GPUS_ON_NODE:-0} * ${SLURM_JOB_NUM_NODES:-1} ))\n";
-  for (const auto& [name, value] : spec.env) s << "export " << name << "=" << sh_quote(value) << "\n";
+  for (const auto& [name, value] : spec.env)
+    s << "export " << name << "=" << sh_quote(value) << "\n";
   s << "exec ";
   if (spec.nodes > 1) s << "srun --ntasks-per-node=1 --kill-on-bad-exit=1 ";
   if (!spec.argv.empty()) {
-    for (std::size_t i = 0; i < spec.argv.size(); ++i) s << (i ? " " : "") << sh_quote(spec.argv[i]);
+    for (std::size_t i = 0; i < spec.argv.size(); ++i)
+      s << (i ? " " : "") << sh_quote(spec.argv[i]);
   } else {
     s << "/bin/sh -c " << sh_quote(spec.shell_command);
   }
@@ -171,19 +176,24 @@ std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
   std::error_code ec;
   std::filesystem::create_directories(spec.checkpoint_dir, ec);
   if (ec) throw SlurmError("cannot create " + spec.checkpoint_dir + ": " + ec.message());
-  std::vector<std::string> argv{settings_.sbatch, "--parsable", "--hold", "--requeue",
+  std::vector<std::string> argv{settings_.sbatch,
+                                "--parsable",
+                                "--hold",
+                                "--requeue",
                                 "--job-name=fairgpu-" + spec.job,
                                 "--nodes=" + std::to_string(spec.nodes)};
   if (spec.gpus_per_node > 0) argv.push_back("--gres=gpu:" + std::to_string(spec.gpus_per_node));
   if (spec.nodes > 1) argv.push_back("--ntasks-per-node=1");
-  if (spec.cpus_per_node > 0) argv.push_back("--cpus-per-task=" + std::to_string(spec.cpus_per_node));
-  if (spec.memory_mb_per_node > 0) argv.push_back("--mem=" + std::to_string(spec.memory_mb_per_node));
+  if (spec.cpus_per_node > 0)
+    argv.push_back("--cpus-per-task=" + std::to_string(spec.cpus_per_node));
+  if (spec.memory_mb_per_node > 0)
+    argv.push_back("--mem=" + std::to_string(spec.memory_mb_per_node));
   if (!settings_.partition.empty()) argv.push_back("--partition=" + settings_.partition);
   argv.push_back("--output=" + (spec.log_path.empty() ? std::string("/dev/null") : spec.log_path));
   if (!spec.working_dir.empty()) argv.push_back("--chdir=" + spec.working_dir);
   // Not ALL: nothing of fairgpu's own environment reaches the job.
-  std::string exports = "--export=FAIRGPU_JOB_ID=" + spec.job +
-                        ",FAIRGPU_CHECKPOINT_DIR=" + spec.checkpoint_dir;
+  std::string exports =
+      "--export=FAIRGPU_JOB_ID=" + spec.job + ",FAIRGPU_CHECKPOINT_DIR=" + spec.checkpoint_dir;
   if (!spec.progress_file.empty()) exports += ",FAIRGPU_PROGRESS_FILE=" + spec.progress_file;
   argv.push_back(exports);
   const CommandResult r = run(argv, submit_script(spec), /*merge=*/false);
@@ -276,7 +286,8 @@ std::map<std::int64_t, std::string> CommandLineSlurm::signal_checkpoint(
   return scancel({"--signal=USR1", "--full"}, jobs);
 }
 
-std::map<std::int64_t, std::string> CommandLineSlurm::cancel(const std::vector<std::int64_t>& jobs) {
+std::map<std::int64_t, std::string> CommandLineSlurm::cancel(
+    const std::vector<std::int64_t>& jobs) {
   return scancel({}, jobs);
 }
 

@@ -54,8 +54,8 @@ struct SubmitSpec {
   std::vector<std::string> argv;
   std::string shell_command;
   int nodes = 1;
-  int gpus_per_node = 1;  // untyped: the pin chooses the GPU type
-  int cpus_per_node = 0;  // 0 = Slurm's default
+  int gpus_per_node = 1;                // untyped: the pin chooses the GPU type
+  int cpus_per_node = 0;                // 0 = Slurm's default
   std::int64_t memory_mb_per_node = 0;  // 0 = Slurm's default
   // FAIRGPU_CHECKPOINT_DIR (created here); it also holds the run file the
   // wrapper reads (run_file_path). No ',' (sbatch --export separator).

@@ -49,16 +49,19 @@ CommandResult run_command(const CommandSpec& spec) {
   // EPIPE (MSG_NOSIGNAL), not a SIGPIPE to this process.
   int in_pair[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair) != 0 ||
-      ::pipe2(out_pipe, O_CLOEXEC) != 0 || (!spec.merge_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
+      ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      (!spec.merge_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
     const std::string why = std::strerror(errno);
-    for (int* fd : {&in_pair[0], &in_pair[1], &out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1]})
+    for (int* fd :
+         {&in_pair[0], &in_pair[1], &out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1]})
       close_fd(*fd);
     throw std::runtime_error("run_command: cannot make pipes: " + why);
   }
   const pid_t pid = ::fork();
   if (pid < 0) {
     const std::string why = std::strerror(errno);
-    for (int* fd : {&in_pair[0], &in_pair[1], &out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1]})
+    for (int* fd :
+         {&in_pair[0], &in_pair[1], &out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1]})
       close_fd(*fd);
     throw std::runtime_error("run_command: fork: " + why);
   }
@@ -122,8 +125,8 @@ CommandResult run_command(const CommandSpec& spec) {
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     if (in_at >= 0 && fds[in_at].revents) {
-      const ssize_t w = ::send(in_fd, spec.input.data() + written, spec.input.size() - written,
-                               MSG_NOSIGNAL);
+      const ssize_t w =
+          ::send(in_fd, spec.input.data() + written, spec.input.size() - written, MSG_NOSIGNAL);
       if (w > 0) written += static_cast<std::size_t>(w);
       if (w < 0 && errno != EAGAIN && errno != EINTR) written = spec.input.size();
       if (written == spec.input.size()) close_fd(in_fd);

@@ -19,7 +19,7 @@ struct CommandResult {
   bool timed_out = false;  // killed at the deadline
   bool started = false;    // false: exec failed (exit_code 127, err says why)
   std::string out;
-  std::string err;         // empty when merge_stderr
+  std::string err;  // empty when merge_stderr
 };
 
 struct CommandSpec {

@@ -16,46 +16,37 @@ struct StateName {
   const char* name;
 };
 constexpr std::array<StateName, 24> kStateNames{{
-    {JobState::kPending, "PENDING"},
-    {JobState::kRunning, "RUNNING"},
-    {JobState::kSuspended, "SUSPENDED"},
-    {JobState::kCompleting, "COMPLETING"},
-    {JobState::kCompleted, "COMPLETED"},
-    {JobState::kConfiguring, "CONFIGURING"},
-    {JobState::kCancelled, "CANCELLED"},
-    {JobState::kFailed, "FAILED"},
-    {JobState::kTimeout, "TIMEOUT"},
-    {JobState::kPreempted, "PREEMPTED"},
-    {JobState::kNodeFail, "NODE_FAIL"},
-    {JobState::kRevoked, "REVOKED"},
-    {JobState::kSpecialExit, "SPECIAL_EXIT"},
-    {JobState::kBootFail, "BOOT_FAIL"},
-    {JobState::kDeadline, "DEADLINE"},
-    {JobState::kOutOfMemory, "OUT_OF_MEMORY"},
-    {JobState::kRequeued, "REQUEUED"},
-    {JobState::kRequeueHold, "REQUEUE_HOLD"},
-    {JobState::kRequeueFed, "REQUEUE_FED"},
-    {JobState::kResizing, "RESIZING"},
-    {JobState::kResvDelHold, "RESV_DEL_HOLD"},
-    {JobState::kSignaling, "SIGNALING"},
-    {JobState::kStageOut, "STAGE_OUT"},
-    {JobState::kStopped, "STOPPED"},
+    {JobState::kPending, "PENDING"},           {JobState::kRunning, "RUNNING"},
+    {JobState::kSuspended, "SUSPENDED"},       {JobState::kCompleting, "COMPLETING"},
+    {JobState::kCompleted, "COMPLETED"},       {JobState::kConfiguring, "CONFIGURING"},
+    {JobState::kCancelled, "CANCELLED"},       {JobState::kFailed, "FAILED"},
+    {JobState::kTimeout, "TIMEOUT"},           {JobState::kPreempted, "PREEMPTED"},
+    {JobState::kNodeFail, "NODE_FAIL"},        {JobState::kRevoked, "REVOKED"},
+    {JobState::kSpecialExit, "SPECIAL_EXIT"},  {JobState::kBootFail, "BOOT_FAIL"},
+    {JobState::kDeadline, "DEADLINE"},         {JobState::kOutOfMemory, "OUT_OF_MEMORY"},
+    {JobState::kRequeued, "REQUEUED"},         {JobState::kRequeueHold, "REQUEUE_HOLD"},
+    {JobState::kRequeueFed, "REQUEUE_FED"},    {JobState::kResizing, "RESIZING"},
+    {JobState::kResvDelHold, "RESV_DEL_HOLD"}, {JobState::kSignaling, "SIGNALING"},
+    {JobState::kStageOut, "STAGE_OUT"},        {JobState::kStopped, "STOPPED"},
 }};
 
 // Node states of 22.05 (scontrol prints BASE+FLAG+FLAG...).
 const std::set<std::string_view> kNodeBaseStates{"UNKNOWN", "DOWN",  "IDLE",  "ALLOCATED",
                                                  "ERROR",   "MIXED", "FUTURE"};
-const std::set<std::string_view> kNodeFlags{
-    "CLOUD",         "COMPLETING",   "DRAIN",          "DYNAMIC_FUTURE",   "DYNAMIC_NORM",
-    "FAIL",          "INVALID_REG",  "MAINTENANCE",    "NOT_RESPONDING",   "PERFCTRS",
-    "PLANNED",       "POWER_DOWN",   "POWER_UP",       "POWERED_DOWN",     "POWERING_DOWN",
-    "POWERING_UP",   "REBOOT_ISSUED", "REBOOT_REQUESTED", "RESERVED",      "RESUME",
-    "UNDRAIN",       "DRAINED",      "DRAINING"};
+const std::set<std::string_view> kNodeFlags{"CLOUD",          "COMPLETING",    "DRAIN",
+                                            "DYNAMIC_FUTURE", "DYNAMIC_NORM",  "FAIL",
+                                            "INVALID_REG",    "MAINTENANCE",   "NOT_RESPONDING",
+                                            "PERFCTRS",       "PLANNED",       "POWER_DOWN",
+                                            "POWER_UP",       "POWERED_DOWN",  "POWERING_DOWN",
+                                            "POWERING_UP",    "REBOOT_ISSUED", "REBOOT_REQUESTED",
+                                            "RESERVED",       "RESUME",        "UNDRAIN",
+                                            "DRAINED",        "DRAINING"};
 // Flags under which a node takes no new job.
 const std::set<std::string_view> kUnusableFlags{
-    "DRAIN",       "DRAINED",       "DRAINING",     "FAIL",          "NOT_RESPONDING",
-    "POWER_DOWN",  "POWERED_DOWN",  "POWERING_DOWN", "POWERING_UP",  "REBOOT_ISSUED",
-    "REBOOT_REQUESTED", "INVALID_REG", "MAINTENANCE", "FUTURE",      "DYNAMIC_FUTURE"};
+    "DRAIN",          "DRAINED",       "DRAINING",         "FAIL",
+    "NOT_RESPONDING", "POWER_DOWN",    "POWERED_DOWN",     "POWERING_DOWN",
+    "POWERING_UP",    "REBOOT_ISSUED", "REBOOT_REQUESTED", "INVALID_REG",
+    "MAINTENANCE",    "FUTURE",        "DYNAMIC_FUTURE"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& field,
                        const std::string& problem) {
@@ -122,9 +113,7 @@ std::vector<std::string_view> split_top(std::string_view s, char sep) {
   return parts;
 }
 
-bool host_char_ok(char c) {
-  return c > ' ' && c != ',' && c != '[' && c != ']' && c != 0x7f;
-}
+bool host_char_ok(char c) { return c > ' ' && c != ',' && c != '[' && c != ']' && c != 0x7f; }
 
 // Expands one host expression (no top-level comma) into `out`, prefixed.
 void expand_host(std::string_view expr, const std::string& prefix, std::vector<std::string>& out,
@@ -149,7 +138,8 @@ void expand_host(std::string_view expr, const std::string& prefix, std::vector<s
   for (std::string_view range : split_top(ranges, ',')) {
     const std::size_t dash = range.find('-');
     const std::string_view lo_text = range.substr(0, dash);
-    const std::string_view hi_text = dash == std::string_view::npos ? lo_text : range.substr(dash + 1);
+    const std::string_view hi_text =
+        dash == std::string_view::npos ? lo_text : range.substr(dash + 1);
     std::uint64_t lo = 0, hi = 0;
     if (!parse_int(lo_text, lo) || !parse_int(hi_text, hi))
       fail(source, field, "bad range " + quoted(range));
@@ -419,19 +409,23 @@ std::vector<JobDetail> parse_job_details(std::string_view text) {
     d.reason = std::string(need_field(m, "Reason", source, where));
     const std::string_view priority = need_field(m, "Priority", source, where);
     std::uint64_t prio = 0;
-    if (!parse_int(priority, prio)) fail(source, where + "Priority", "not a number: " + quoted(priority));
+    if (!parse_int(priority, prio))
+      fail(source, where + "Priority", "not a number: " + quoted(priority));
     d.held = d.state == JobState::kPending && prio == 0;
-    d.restarts = need_int<int>(need_field(m, "Restarts", source, where), source, where + "Restarts");
+    d.restarts =
+        need_int<int>(need_field(m, "Restarts", source, where), source, where + "Restarts");
     const std::string_view exit = need_field(m, "ExitCode", source, where);
     const std::size_t colon = exit.find(':');
-    if (colon == std::string_view::npos) fail(source, where + "ExitCode", "not E:S: " + quoted(exit));
+    if (colon == std::string_view::npos)
+      fail(source, where + "ExitCode", "not E:S: " + quoted(exit));
     d.exit_code = need_int<int>(exit.substr(0, colon), source, where + "ExitCode");
     d.exit_signal = need_int<int>(exit.substr(colon + 1), source, where + "ExitCode");
     if (d.exit_code > 255 || d.exit_signal > 255)
       fail(source, where + "ExitCode", "out of range: " + quoted(exit));
-    d.nodes = expand_host_list(need_field(m, "NodeList", source, where), source, where + "NodeList");
-    d.required_nodes =
-        expand_host_list(need_field(m, "ReqNodeList", source, where), source, where + "ReqNodeList");
+    d.nodes =
+        expand_host_list(need_field(m, "NodeList", source, where), source, where + "NodeList");
+    d.required_nodes = expand_host_list(need_field(m, "ReqNodeList", source, where), source,
+                                        where + "ReqNodeList");
     d.partition = std::string(need_field(m, "Partition", source, where));
     const std::string_view user = need_field(m, "UserId", source, where);
     d.user = std::string(user.substr(0, user.find('(')));
@@ -459,8 +453,10 @@ std::vector<JobDetail> parse_job_details(std::string_view text) {
             NodeGpus& ng = d.per_node[k];
             // A node with several GPU types: "v100+k80" (fairgpu plans
             // only nodes with one type, NodeInfo::gpu_type).
-            if (ng.gpu_type.empty()) ng.gpu_type = g.type;
-            else if (ng.gpu_type != g.type) ng.gpu_type += "+" + g.type;
+            if (ng.gpu_type.empty())
+              ng.gpu_type = g.type;
+            else if (ng.gpu_type != g.type)
+              ng.gpu_type += "+" + g.type;
             ng.indices.insert(ng.indices.end(), g.indices.begin(), g.indices.end());
           }
         }
@@ -527,7 +523,8 @@ std::vector<NodeInfo> parse_nodes(std::string_view text) {
         fail(source, where + "State", "unknown node state flag " + quoted(parts[i]));
       node.flags.emplace_back(parts[i]);
     }
-    node.gres = gpu_entries(parse_gres_list(need_field(m, "Gres", source, where), source, where + "Gres"));
+    node.gres =
+        gpu_entries(parse_gres_list(need_field(m, "Gres", source, where), source, where + "Gres"));
     if (auto it = m.find("GresUsed"); it != m.end())
       node.gres_used = gpu_entries(parse_gres_list(it->second, source, where + "GresUsed"));
     node.cpus = need_int<int>(need_field(m, "CPUTot", source, where), source, where + "CPUTot");
@@ -560,7 +557,7 @@ std::vector<std::string> split_batch_output(std::string_view output,
                                             const std::vector<std::string>& commands) {
   const std::string source = "scontrol (batch)";
   std::vector<std::string> errors(commands.size());
-  std::size_t next = 0;      // the next command whose echo is expected
+  std::size_t next = 0;  // the next command whose echo is expected
   bool started = false;
   for (std::string_view line : split_lines(output)) {
     if (blank(line)) continue;
@@ -570,15 +567,15 @@ std::vector<std::string> split_batch_output(std::string_view output,
       continue;
     }
     if (trim(line) == "scontrol:") continue;  // the prompt at end of input
-    if (!started)
-      fail(source, "line", "output before the first command's echo: " + quoted(line));
+    if (!started) fail(source, "line", "output before the first command's echo: " + quoted(line));
     std::string& e = errors[next - 1];
     if (!e.empty()) e += "; ";
     e += std::string(trim(line));
   }
   if (next != commands.size())
     fail(source, "command " + std::to_string(next + 1),
-         "not echoed (scontrol stopped early?): " + quoted(next < commands.size() ? commands[next] : ""));
+         "not echoed (scontrol stopped early?): " +
+             quoted(next < commands.size() ? commands[next] : ""));
   return errors;
 }
 

@@ -78,8 +78,8 @@ std::vector<int> expand_index_list(std::string_view list, const std::string& sou
 
 // One GRES entry: "gpu:v100:4", "gpu:2", "gpu:v100:1(IDX:0,2-3)", "gpu:k80:4(S:0-1)".
 struct Gres {
-  std::string name;          // "gpu"
-  std::string type;          // "v100"; "" when untyped
+  std::string name;  // "gpu"
+  std::string type;  // "v100"; "" when untyped
   int count = 0;
   std::vector<int> indices;  // from "(IDX:...)"; empty otherwise
 };
@@ -110,18 +110,18 @@ struct NodeGpus {
 struct JobDetail {
   std::int64_t job_id = 0;
   JobState state = JobState::kPending;
-  std::string reason;      // Reason=, as scontrol prints it
-  bool held = false;       // pending with Priority=0 (a user or admin hold)
+  std::string reason;  // Reason=, as scontrol prints it
+  bool held = false;   // pending with Priority=0 (a user or admin hold)
   int restarts = 0;
-  int exit_code = 0;       // ExitCode=E:S
+  int exit_code = 0;  // ExitCode=E:S
   int exit_signal = 0;
-  std::vector<std::string> nodes;  // NodeList, expanded
+  std::vector<std::string> nodes;           // NodeList, expanded
   std::vector<std::string> required_nodes;  // ReqNodeList (the pin), expanded
-  std::vector<NodeGpus> per_node;  // -d's "Nodes=... GRES=..." groups, while allocated
+  std::vector<NodeGpus> per_node;           // -d's "Nodes=... GRES=..." groups, while allocated
   std::string partition;
-  std::string user;        // UserId's name ("root" of "root(0)")
-  std::string name;        // JobName (see the trust note above)
-  std::string comment;     // Comment; "" when absent
+  std::string user;     // UserId's name ("root" of "root(0)")
+  std::string name;     // JobName (see the trust note above)
+  std::string comment;  // Comment; "" when absent
 };
 // Every line ("No jobs in the system" is an empty list); a job id seen twice
 // is an error.
@@ -130,16 +130,16 @@ std::vector<JobDetail> parse_job_details(std::string_view text);
 // What `scontrol -d -o show node` says of one node.
 struct NodeInfo {
   std::string name;
-  std::string base_state;          // IDLE, MIXED, ALLOCATED, DOWN, ...
-  std::vector<std::string> flags;  // DRAIN, NOT_RESPONDING, COMPLETING, ...
-  std::vector<Gres> gres;          // Gres= (configured), gpu entries only
-  std::vector<Gres> gres_used;     // GresUsed= (all jobs, fairgpu's or not), gpu entries only
-  int cpus = 0;                    // CPUTot
-  int cpus_allocated = 0;          // CPUAlloc
-  std::int64_t memory_mb = 0;      // RealMemory
+  std::string base_state;                // IDLE, MIXED, ALLOCATED, DOWN, ...
+  std::vector<std::string> flags;        // DRAIN, NOT_RESPONDING, COMPLETING, ...
+  std::vector<Gres> gres;                // Gres= (configured), gpu entries only
+  std::vector<Gres> gres_used;           // GresUsed= (all jobs, fairgpu's or not), gpu entries only
+  int cpus = 0;                          // CPUTot
+  int cpus_allocated = 0;                // CPUAlloc
+  std::int64_t memory_mb = 0;            // RealMemory
   std::int64_t memory_allocated_mb = 0;  // AllocMem
   std::vector<std::string> partitions;
-  std::string reason;              // Reason= (drain/down), "" when none
+  std::string reason;  // Reason= (drain/down), "" when none
   // Jobs may be started here: IDLE, MIXED or ALLOCATED without DRAIN,
   // NOT_RESPONDING, FAIL, power-saving or reboot flags.
   bool usable() const;
