@@ -20,6 +20,7 @@
 
 #include "live/slurm/client.h"
 #include "live/slurm/command.h"
+#include "live/slurm/executor.h"
 #include "polling.h"
 #include "run_binary.h"
 
@@ -328,6 +329,57 @@ TEST_F(SlurmCluster, UnreachableControllerIsAOneLineErrorWithinTheTimeout) {
     EXPECT_EQ(what.rfind("scontrol: ", 0), 0u) << what;
   }
   EXPECT_LT(testing_support::since(start), 20.0);  // killed at its deadline, not left hanging
+}
+
+TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
+  // The job checkpoints on SIGUSR1 and exits 0; its second run fails with 3.
+  ExecutorJob j;
+  j.job = "exec1";
+  j.checkpoint_dir = job_dir("exec1");
+  j.progress_file = j.checkpoint_dir + "/progress";
+  j.log_path = j.checkpoint_dir + ".log";
+  j.shell_command =
+      "if [ -e \"$FAIRGPU_CHECKPOINT_DIR/ckpt\" ]; then exit 3; fi; echo 5 "
+      ">\"$FAIRGPU_PROGRESS_FILE\"; "
+      "trap 'echo $FAIRGPU_LEASE_ID >\"$FAIRGPU_CHECKPOINT_DIR/ckpt\"; exit 0' USR1; "
+      "while :; do sleep 0.1; done";
+  SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
+  exec.admit(j);
+  const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return testing_support::since(start); };
+  // Polls until an event of `kind` for `lease` comes; returns it.
+  auto wait_event = [&](RunEvent::Kind kind, std::int64_t lease) -> std::optional<RunEvent> {
+    while (now() < kWaitS) {
+      for (const RunEvent& e : exec.poll(now()))
+        if (e.kind == kind && e.lease == lease) return e;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "no event of kind " << static_cast<int>(kind) << " for lease " << lease;
+    return std::nullopt;
+  };
+  exec.apply({RunStart{1, "exec1", "v100", {{"n1", {0}}}}}, {}, now());
+  auto running = wait_event(RunEvent::Kind::kRunning, 1);
+  ASSERT_TRUE(running);
+  EXPECT_EQ(running->nodes, (std::vector<std::string>{"n1"}));
+  // Launching until its first progress report.
+  auto progress = wait_event(RunEvent::Kind::kProgress, 1);
+  ASSERT_TRUE(progress);
+  EXPECT_EQ(progress->iterations, 5);
+  exec.apply({}, {1}, now());
+  auto ended = wait_event(RunEvent::Kind::kEnded, 1);
+  ASSERT_TRUE(ended);
+  EXPECT_TRUE(ended->revoked);
+  EXPECT_EQ(slurp(j.checkpoint_dir + "/ckpt"), "1\n");  // checkpointed under lease 1
+  // Next lease on another GPU type: it runs there and fails with 3.
+  exec.apply({RunStart{2, "exec1", "k80", {{"n3", {0}}}}}, {}, now());
+  ended = wait_event(RunEvent::Kind::kEnded, 2);
+  ASSERT_TRUE(ended);
+  EXPECT_FALSE(ended->revoked);
+  EXPECT_EQ(ended->exit_code, 3);
+  const JobsSnapshot snap = client_->read_jobs();
+  const JobDetail& d = snap.detail.at(exec.slurm_id("exec1"));
+  EXPECT_EQ(d.nodes, (std::vector<std::string>{"n3"}));
+  EXPECT_EQ(d.restarts, 1);
 }
 
 }  // namespace
