@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "fairgpu/input_error.h"
 #include "live/slurm/client.h"
 #include "live/slurm/command.h"
 #include "live/slurm/executor.h"
@@ -329,6 +330,26 @@ TEST_F(SlurmCluster, UnreachableControllerIsAOneLineErrorWithinTheTimeout) {
     EXPECT_EQ(what.rfind("scontrol: ", 0), 0u) << what;
   }
   EXPECT_LT(testing_support::since(start), 20.0);  // killed at its deadline, not left hanging
+}
+
+TEST_F(SlurmCluster, BadConfigurationIsRefusedInOneLine) {
+  client_->check();  // the suite's own settings are good
+  SlurmSettings s = client_->settings();
+  s.partition = "nosuch";
+  try {
+    CommandLineSlurm(s).check();
+    ADD_FAILURE() << "an unknown partition passed the check";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "slurm: partition: no partition 'nosuch' in Slurm");
+  }
+  s.partition = "main";
+  s.conf = cluster_->dir() + "/missing.conf";
+  try {
+    CommandLineSlurm client(s);
+    ADD_FAILURE() << "a missing slurm.conf was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "slurm: conf: cannot read " + s.conf);
+  }
 }
 
 TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {

@@ -138,7 +138,23 @@ std::vector<std::string> round_commands(const RoundWrites& writes) {
   return cmds;
 }
 
-CommandLineSlurm::CommandLineSlurm(SlurmSettings settings) : settings_(std::move(settings)) {}
+CommandLineSlurm::CommandLineSlurm(SlurmSettings settings) : settings_(std::move(settings)) {
+  if (!settings_.conf.empty() && ::access(settings_.conf.c_str(), R_OK) != 0)
+    throw InputError("slurm", "conf", "cannot read " + settings_.conf);
+  if (settings_.timeout_s <= 0 || settings_.timeout_s > 3600)
+    throw InputError("slurm", "timeout_s", "out of (0, 3600]");
+}
+
+void CommandLineSlurm::check() {
+  std::vector<std::string> argv{settings_.scontrol, "-o", "show", "partition"};
+  if (!settings_.partition.empty()) argv.push_back(settings_.partition);
+  const CommandResult r = run(argv, "", /*merge=*/true);
+  if (r.exit_code == 0) return;
+  if (!settings_.partition.empty() && r.out.find("not found") != std::string::npos)
+    throw InputError("slurm", "partition", "no partition '" + settings_.partition + "' in Slurm");
+  throw SlurmError(settings_.scontrol + ": exit status " + std::to_string(r.exit_code) + ": " +
+                   first_line(r.out));
+}
 
 CommandResult CommandLineSlurm::run(std::vector<std::string> argv, const std::string& input,
                                     bool merge) {

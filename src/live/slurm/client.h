@@ -125,7 +125,13 @@ class SlurmClient {
 
 class CommandLineSlurm : public SlurmClient {
  public:
+  // Throws InputError (field "conf") when settings.conf names no readable
+  // file: Slurm's tools would retry reading it for 60 s.
   explicit CommandLineSlurm(SlurmSettings settings);
+  // The configuration as a whole, before serving: the controller answers and
+  // the partition exists (InputError naming "partition"); SlurmError when
+  // no controller answers within the timeout.
+  void check();
   std::int64_t submit(const SubmitSpec& spec) override;
   std::map<std::int64_t, std::string> apply(const RoundWrites& writes) override;
   std::map<std::int64_t, std::string> signal_checkpoint(
