@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -350,6 +351,32 @@ TEST_F(SlurmCluster, BadConfigurationIsRefusedInOneLine) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "slurm: conf: cannot read " + s.conf);
   }
+}
+
+TEST_F(SlurmCluster, AGangRunsOneTaskPerPinnedNode) {
+  // Two nodes of different types, one GPU each: the wrapper runs the command
+  // once per node through srun.
+  SubmitSpec s = spec("gang1",
+                      "echo \"$SLURMD_NODENAME $FAIRGPU_NUM_WORKERS $FAIRGPU_LEASE_ID "
+                      "$SLURM_GPUS_ON_NODE\" >\"$FAIRGPU_CHECKPOINT_DIR/task.$SLURM_PROCID\"",
+                      1);
+  s.nodes = 2;
+  const std::int64_t id = client_->submit(s);
+  write_run_file(s.checkpoint_dir, 41, "v100");
+  RoundWrites w;
+  w.pins = {{id, {"n1", "n2"}}};
+  w.release = {id};
+  EXPECT_TRUE(client_->apply(w).empty());
+  auto d = wait_job(id, [](const JobDetail& j) { return is_final(j.state); });
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->state, JobState::kCompleted) << slurp(s.log_path);
+  EXPECT_EQ(d->nodes, (std::vector<std::string>{"n1", "n2"}));
+  std::set<std::string> lines;
+  for (const char* task : {"/task.0", "/task.1"}) {
+    std::string line = slurp(s.checkpoint_dir + task);
+    lines.insert(line);
+  }
+  EXPECT_EQ(lines, (std::set<std::string>{"n1 2 41 1\n", "n2 2 41 1\n"}));
 }
 
 TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {

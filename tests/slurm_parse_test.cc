@@ -285,7 +285,7 @@ TEST(SlurmSubmitScript, ExecsTheQuotedCommandAfterReadingTheRunFile) {
   EXPECT_NE(script.find("export MODE='a b'\n"), std::string::npos);
   EXPECT_NE(script.find(".fairgpu-run"), std::string::npos);
   s.nodes = 2;
-  EXPECT_NE(submit_script(s).find("exec srun --ntasks-per-node=1"), std::string::npos);
+  EXPECT_NE(submit_script(s).find("exec srun --export=ALL --ntasks-per-node=1"), std::string::npos);
 }
 
 }  // namespace

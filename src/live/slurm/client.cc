@@ -113,7 +113,9 @@ std::string submit_script(const SubmitSpec& spec) {
   for (const auto& [name, value] : spec.env)
     s << "export " << name << "=" << sh_quote(value) << "\n";
   s << "exec ";
-  if (spec.nodes > 1) s << "srun --ntasks-per-node=1 --kill-on-bad-exit=1 ";
+  // --export=ALL: sbatch's --export list (SLURM_EXPORT_ENV) would otherwise
+  // keep the variables set above from srun's tasks.
+  if (spec.nodes > 1) s << "srun --export=ALL --ntasks-per-node=1 --kill-on-bad-exit=1 ";
   if (!spec.argv.empty()) {
     for (std::size_t i = 0; i < spec.argv.size(); ++i)
       s << (i ? " " : "") << sh_quote(spec.argv[i]);
