@@ -190,11 +190,11 @@ TEST_F(SlurmCluster, HeldJobPinnedAndReleasedRunsOnItsNodeWithItsGpus) {
 
 TEST_F(SlurmCluster, PreemptSignalsCheckpointRequeueHoldsAndRepinsElsewhere) {
   // The job checkpoints on SIGUSR1 (the whole job gets it: --full) and
-  // reports which run it is.
+  // reports which run it is, after its trap is set (a report before it would
+  // let the signal kill the shell).
   const std::string cmd =
-      std::string(kReportEnv) +
-      "trap 'echo ${SLURM_RESTART_COUNT:-0} >\"$FAIRGPU_CHECKPOINT_DIR/ckpt\"; exit 0' "
-      "USR1; while :; do sleep 0.1; done";
+      "trap 'echo ${SLURM_RESTART_COUNT:-0} >\"$FAIRGPU_CHECKPOINT_DIR/ckpt\"; exit 0' USR1; " +
+      std::string(kReportEnv) + "while :; do sleep 0.1; done";
   SubmitSpec s = spec("pre1", cmd, 1);
   const std::int64_t id = client_->submit(s);
   write_run_file(s.checkpoint_dir, 21, "v100");
@@ -387,10 +387,9 @@ TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
   j.progress_file = j.checkpoint_dir + "/progress";
   j.log_path = j.checkpoint_dir + ".log";
   j.shell_command =
-      "if [ -e \"$FAIRGPU_CHECKPOINT_DIR/ckpt\" ]; then exit 3; fi; echo 5 "
-      ">\"$FAIRGPU_PROGRESS_FILE\"; "
+      "if [ -e \"$FAIRGPU_CHECKPOINT_DIR/ckpt\" ]; then exit 3; fi; "
       "trap 'echo $FAIRGPU_LEASE_ID >\"$FAIRGPU_CHECKPOINT_DIR/ckpt\"; exit 0' USR1; "
-      "while :; do sleep 0.1; done";
+      "echo 5 >\"$FAIRGPU_PROGRESS_FILE\"; while :; do sleep 0.1; done";
   SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
   exec.admit(j);
   const auto start = std::chrono::steady_clock::now();
