@@ -16,6 +16,7 @@ packages=(
   chromium                              # headless browser: the test of report.html
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
+  slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
 )
 
 missing=()
