@@ -925,6 +925,62 @@ TEST(LiveStore, OpensWhileAnotherConnectionHoldsTheLockForAMoment) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 12 item 5: a store written before gangs (no nodes.address, no
+// leases.gang/rank/parts) opens, reads its leases as gangs of one part, and
+// takes the new columns from then on.
+TEST(LiveStore, AStoreFromBeforeGangsOpensAndTakesTheNewColumns) {
+  const std::string dir = temp_dir("store-old");
+  {
+    sqlite3* old = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/fairgpu.db").c_str(), &old), SQLITE_OK);
+    const char* schema = R"sql(
+      CREATE TABLE nodes (
+        name TEXT PRIMARY KEY, gpu_type TEXT NOT NULL, devices TEXT NOT NULL, cpus REAL,
+        memory_gb REAL, epoch INTEGER NOT NULL, state TEXT NOT NULL);
+      CREATE TABLE leases (
+        id INTEGER PRIMARY KEY, job TEXT NOT NULL, node TEXT NOT NULL, devices TEXT NOT NULL,
+        start REAL, end REAL, status TEXT NOT NULL, profiling INTEGER, profile_from REAL,
+        profile_from_t REAL);
+      INSERT INTO nodes VALUES ('n1', 'fast', '[0,1]', 8, 64, 3, 'ready');
+      INSERT INTO leases VALUES (7, 'j-000001', 'n1', '[1]', 10, 70, 'active', 0, -1, -1);)sql";
+    char* error = nullptr;
+    ASSERT_EQ(sqlite3_exec(old, schema, nullptr, nullptr, &error), SQLITE_OK) << error;
+    sqlite3_close(old);
+  }
+  {
+    Store store(dir);
+    StoreSnapshot snap = store.load();
+    ASSERT_EQ(snap.nodes.size(), 1u);
+    EXPECT_EQ(snap.nodes[0].epoch, 3);
+    EXPECT_EQ(snap.nodes[0].address, "");
+    ASSERT_EQ(snap.leases.size(), 1u);
+    const StoredLease& l = snap.leases[0];
+    EXPECT_EQ(l.id, 7);
+    EXPECT_EQ(l.devices, std::vector<int>{1});
+    EXPECT_EQ(l.status, "active");
+    EXPECT_EQ(l.gang, 7);
+    EXPECT_EQ(l.rank, 0);
+    EXPECT_EQ(l.parts, 1);
+    StoredLease part = l;
+    part.id = 9;
+    part.gang = 8;
+    part.rank = 1;
+    part.parts = 2;
+    StoredNode n = snap.nodes[0];
+    n.address = "10.1.2.3";
+    store.put(n);
+    store.wait(store.put(part));
+  }
+  Store again(dir);  // reopened: nothing left to add
+  StoreSnapshot snap = again.load();
+  EXPECT_EQ(snap.nodes[0].address, "10.1.2.3");
+  ASSERT_EQ(snap.leases.size(), 2u);
+  EXPECT_EQ(snap.leases[1].gang, 8);
+  EXPECT_EQ(snap.leases[1].rank, 1);
+  EXPECT_EQ(snap.leases[1].parts, 2);
+  std::filesystem::remove_all(dir);
+}
+
 // Issue 12, defect 8: one store, one server.
 TEST(LiveStore, ASecondStoreOnTheSameDirIsRefused) {
   const std::string dir = temp_dir("store-twice");
