@@ -755,6 +755,11 @@ TEST_F(LiveEndToEnd, ChaosKillNineOfServerAndAgentsWithRestarts) {
 // finds nothing. Over HTTP, Bob sees neither Alice's leases nor the epochs,
 // and a heartbeat forged with a tenant's or another node's token is refused.
 TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
+  // An old config that still names the shared agent token (deprecated): it
+  // must authenticate no agent.
+  json config = json::parse(slurp(dir_ / "serve.json"));
+  config["agent_token"] = "agent-token";
+  std::ofstream(dir_ / "serve.json") << config.dump(2);
   start_server(0);
   start_agent("a-slow", "slow:2");
   const std::string node_token = slurp(token_file("a-slow"));
@@ -828,7 +833,8 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
   EXPECT_EQ(found.find(token), std::string::npos) << found;
   EXPECT_EQ(found.find("FAIRGPU_AGENT_TOKEN"), std::string::npos) << found;
   EXPECT_EQ(found.find("--token "), std::string::npos) << found;
-  // The job's environment: the protocol's variables, PATH, HOME, LANG and
+  // The job's environment: the protocol's variables (and the rendezvous),
+  // PATH, HOME, LANG and
   // what the shell adds; nothing of the agent's (or of this test's).
   const std::string env =
       found.substr(found.find("--env\n") + 6, found.find("--cmdline") - found.find("--env\n") - 6);
@@ -837,7 +843,9 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
     const std::string name = line.substr(0, line.find('='));
     const bool allowed = name.rfind("FAIRGPU_", 0) == 0 || name == "CUDA_VISIBLE_DEVICES" ||
                          name == "PATH" || name == "HOME" || name == "LANG" || name == "PWD" ||
-                         name == "SHLVL" || name == "_" || name == "OLDPWD";
+                         name == "SHLVL" || name == "_" || name == "OLDPWD" ||
+                         name == "MASTER_ADDR" || name == "MASTER_PORT" || name == "WORLD_SIZE" ||
+                         name == "RANK" || name == "NODE_RANK" || name == "LOCAL_WORLD_SIZE";
     EXPECT_TRUE(allowed) << "the job saw " << line;
   }
   if (::geteuid() == 0) {
@@ -871,8 +879,16 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
   EXPECT_EQ(r->status, 403) << r->body;
   r = cli.Post("/v1/agents/heartbeat", forged.dump(), "application/json");
   EXPECT_EQ(r->status, 401) << r->body;
-  r = post("/v1/agents/heartbeat", "agent-token", forged);  // no shared agent token any more
-  EXPECT_EQ(r->status, 401) << r->body;
+  // The config's deprecated shared token, and a token of the right form that
+  // was never issued: 401, for register too.
+  for (const std::string& unknown :
+       std::vector<std::string>{"agent-token", "fgn_" + std::string(48, '0')}) {
+    r = post("/v1/agents/heartbeat", unknown, forged);
+    EXPECT_EQ(r->status, 401) << unknown << ": " << r->body;
+    r = post("/v1/agents/register", unknown,
+             {{"node", "a-slow"}, {"gpu_type", "slow"}, {"devices", {0}}});
+    EXPECT_EQ(r->status, 401) << unknown << ": " << r->body;
+  }
   EXPECT_EQ(get("/v1/jobs/" + alice_job)["state"], "running");
 }
 

