@@ -635,11 +635,11 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     // is the first node (manager.h).
     std::vector<std::pair<std::string, std::vector<int>>> by_node;
     for (DeviceRef d : a.devices) {
-      const auto& [node, device] = flat_device_[state_.flat(d)];
+      const std::pair<std::string, int>& where = flat_device_[state_.flat(d)];
       auto part = std::find_if(by_node.begin(), by_node.end(),
-                               [&node](const auto& p) { return p.first == node; });
-      if (part == by_node.end()) part = by_node.insert(by_node.end(), {node, {}});
-      part->second.push_back(device);
+                               [&where](const auto& p) { return p.first == where.first; });
+      if (part == by_node.end()) part = by_node.insert(by_node.end(), {where.first, {}});
+      part->second.push_back(where.second);
     }
     const std::int64_t gang = next_lease_;
     for (std::size_t r = 0; r < by_node.size(); ++r) {

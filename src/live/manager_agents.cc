@@ -1,6 +1,8 @@
 // The live manager's side of the agent protocol (docs/live-protocol.md):
 // registration (a new epoch ends the node's old leases), heartbeats (progress,
 // profiling measurements, ended runs, and the launch / renew / revoke answer).
+#include "live/manager.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <map>
 #include <set>
 
-#include "live/manager.h"
 #include "live/request.h"
 
 namespace fairgpu::live {
