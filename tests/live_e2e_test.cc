@@ -634,8 +634,20 @@ TEST_F(LiveEndToEnd, OnePartOfAGangFailingStopsTheOtherAndFailsTheJob) {
   EXPECT_EQ(jobs[0]["exit_code"], 3);
   EXPECT_NE(jobs[0]["log_tail"].get<std::string>().find("rank 2 of 4 fails"), std::string::npos)
       << jobs.dump();
-  // Every rank-0 part was stopped by the server (revoked), none failed on
-  // its own, and every part ended.
+  // Every part ends (the server has heard of every exit, so the agents
+  // have logged them).
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json c = get("/v1/cluster");
+        if (c.is_null()) return false;
+        for (const json& n : c["nodes"])
+          if (!n["holders"].empty()) return false;
+        return true;
+      },
+      20))
+      << get("/v1/cluster").dump();
+  // Every rank-0 part was stopped by the server (revoked) and none failed
+  // on its own; every rank-1 part failed (exit 3).
   int revoked = 0, failed = 0;
   for (const std::string node : {"g1", "g2"}) {
     const std::string log = slurp(dir_ / ("agent-" + node + ".log"));
@@ -653,16 +665,6 @@ TEST_F(LiveEndToEnd, OnePartOfAGangFailingStopsTheOtherAndFailsTheJob) {
   }
   EXPECT_EQ(failed, 3);
   EXPECT_EQ(revoked, 3);
-  ASSERT_TRUE(testing_support::wait_for(
-      [&] {
-        json c = get("/v1/cluster");
-        if (c.is_null()) return false;
-        for (const json& n : c["nodes"])
-          if (!n["holders"].empty()) return false;
-        return true;
-      },
-      20))
-      << get("/v1/cluster").dump();
 }
 
 TEST_F(LiveEndToEnd, SurvivesKillNineOfServerAndAgent) {

@@ -380,6 +380,32 @@ TEST_F(LiveManager, GangsOverSeveralNodesRunAsPartsThatStartAndStopTogether) {
   EXPECT_EQ(manager_->cluster(as("admin-token"))["nodes"][0]["holders"].size(), 0u);
 }
 
+// A part whose launch is revoked before its node's agent heard of it (the
+// other part failed at once) ends at that agent's next heartbeat, which does
+// not report it: the job is not left "Stopping" for ever.
+TEST_F(LiveManager, AGangPartRevokedBeforeItsLaunchEndsAtItsNodesNextHeartbeat) {
+  start();
+  const auto e1 = reg("f1", "fast", 2);
+  const auto e2 = reg("f2", "fast", 2);
+  const std::string id = submit("alice-token", "mlp", 4)["id"];
+  manager_->schedule();
+  auto l1 = actions(beat("f1", e1), "launch");
+  ASSERT_EQ(l1.size(), 1u);
+  const std::int64_t lease = l1[0]["lease"];
+  beat(
+      "f1", e1,
+      {{{"lease", lease}, {"state", "launch_failed"}, {"iterations", 0}, {"log_tail", "no exec"}}});
+  EXPECT_EQ(job(id)["failures"], 1);
+  EXPECT_EQ(job(id)["pending"]["reason"], "Stopping");  // f2's part is revoked
+  json a = beat("f2", e2);                              // f2's agent never ran it
+  EXPECT_TRUE(actions(a, "launch").empty()) << a.dump();
+  EXPECT_NE(job(id)["pending"]["reason"], "Stopping") << job(id).dump();
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_EQ(actions(beat("f1", e1), "launch").size(), 1u);
+  EXPECT_EQ(actions(beat("f2", e2), "launch").size(), 1u);
+}
+
 // Review of issue 12: a job whose type has no throughput for its gang on any
 // GPU type that could hold it waits with Resources, not Round/Priority.
 TEST_F(LiveManager, AJobWithNoThroughputAnywhereSaysResources) {

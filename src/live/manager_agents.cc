@@ -334,6 +334,18 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
                          {"job", l.job},
                          {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
     }
+    // A revoked lease that this node's agent does not report never ran here:
+    // its launch was revoked before the agent's heartbeat brought it (one
+    // part of a gang failed at once, a cancel). The agent reports every run it
+    // holds until acked, so it is over.
+    std::vector<std::int64_t> never_launched;
+    for (const auto& [id, l] : leases_)
+      if (l.node == name && l.status == "revoking" && !reported.count(id))
+        never_launched.push_back(id);
+    for (std::int64_t id : never_launched) {
+      tickets.push_back(end_lease(leases_.at(id)));
+      must_wait = true;
+    }
     activate_pending(tickets);
     // Launches: active leases on this node the agent does not run yet.
     for (const auto& [id, l] : leases_) {
