@@ -443,7 +443,8 @@ TEST_F(Agent, FencesItsJobsWhenTheServerStopsAnswering) {
   ASSERT_TRUE(registered());
   // A job that ignores SIGUSR1 and SIGTERM: only SIGKILL ends it.
   server_.push(launch(9, "j-000003",
-                      "trap '' USR1 TERM; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+                      "trap '' USR1 TERM; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+                      "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
                       "while true; do sleep 0.05; done"));
   pid_t pgid = started("j-000003");
   ASSERT_GT(pgid, 0);

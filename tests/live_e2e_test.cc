@@ -976,6 +976,26 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
     }
   };
   expect_unchanged();
+  // Progress is committed shortly after the heartbeat is answered (it is not
+  // waited for): the kill -9 comes once the store holds it.
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        sqlite3* db = nullptr;
+        int at_ten = 0;
+        if (sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                            nullptr) == SQLITE_OK) {
+          sqlite3_busy_timeout(db, 2000);
+          sqlite3_stmt* st = nullptr;
+          if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM jobs WHERE done = 10", -1, &st,
+                                 nullptr) == SQLITE_OK &&
+              sqlite3_step(st) == SQLITE_ROW)
+            at_ten = sqlite3_column_int(st, 0);
+          sqlite3_finalize(st);
+        }
+        sqlite3_close(db);
+        return at_ten == 2;
+      },
+      10));
   server_->stop(SIGKILL);
   start_server(port_);
   expect_unchanged();
