@@ -10,7 +10,8 @@
 //                      ▲                               → revoking → ended
 //                      └──── agents' heartbeats ◄──────┘ (launch/renew/revoke)
 //
-// A lease is the right to run one job on devices of one node until its end.
+// A lease is the right to run one job on devices of one node until its end
+// (a gang spread over nodes holds one part lease per node, below).
 // At each scheduling point the policy renews it (same devices), moves it or
 // leaves it out (revoke: the agent signals the job to checkpoint and exit).
 // A new lease stays pending until the job's previous run and every previous
