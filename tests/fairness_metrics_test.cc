@@ -600,7 +600,8 @@ TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
 
   auto csv = lines(compare_csv(runs));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_NE(csv[0].find(",unfair_fraction,worst_ftf_rho,tenant_unfairness_ratio,"
+  EXPECT_NE(csv[0].find(",unfair_fraction,worst_ftf_rho,worst_ftf_rho_static,"
+                        "unfair_fraction_static_105,tenant_unfairness_ratio,"
                         "sharing_loss_fraction,tenant_sharing_loss_fraction,avg_slowdown,"
                         "jain_index,restarts,"
                         "restart_overhead_share,compute_p50_s,"),

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -113,6 +114,67 @@ namespace {
 
 // Duals are the rate of change of the stated objective per unit of a row's
 // bound: max 3a + 2b, a + b <= 4 (binding, dual 2 once a is at its bound 3).
+// A 30-item knapsack whose optimum (by dynamic programming) branch and bound
+// cannot prove in one node. With a node limit, CBC returns its incumbent:
+// none without a start (kError), the start or better with one (kFeasible,
+// below the optimum); without the limit it proves the optimum.
+TEST(LinearProgram, MipNodeLimitKeepsTheStartingIncumbent) {
+  std::vector<int> weight, value;
+  for (int i = 0; i < 30; ++i) {
+    weight.push_back(11 + (i * 7) % 23);
+    value.push_back(weight.back() + (i * 5) % 9);
+  }
+  const int capacity = 200;
+  std::vector<int> best(capacity + 1, 0);  // 0/1 knapsack by DP
+  for (std::size_t i = 0; i < weight.size(); ++i)
+    for (int c = capacity; c >= weight[i]; --c)
+      best[c] = std::max(best[c], best[c - weight[i]] + value[i]);
+  const double optimum = best[capacity];
+  auto knapsack = [&] {
+    LinearProgram lp;
+    lp.maximize();
+    std::vector<int> x;
+    std::vector<double> w;
+    for (std::size_t i = 0; i < weight.size(); ++i) {
+      x.push_back(lp.add_variable(0, 1, value[i], true));
+      w.push_back(weight[i]);
+    }
+    lp.add_constraint(x, w, -kInf, capacity);
+    return lp;
+  };
+  // The start: the first items that fit, in index order.
+  std::vector<double> start(weight.size(), 0.0);
+  double start_value = 0.0;
+  for (std::size_t i = 0, used = 0; i < weight.size(); ++i)
+    if (used + weight[i] <= capacity) {
+      start[i] = 1.0;
+      used += weight[i];
+      start_value += value[i];
+    }
+  ASSERT_LT(start_value, optimum);
+  LpSolveOptions limited;
+  limited.max_nodes = 1;
+  LinearProgram without_start = knapsack();
+  EXPECT_EQ(without_start.solve(limited), LpStatus::kError);
+  LinearProgram with_start = knapsack();
+  limited.initial_solution = start;
+  ASSERT_EQ(with_start.solve(limited), LpStatus::kFeasible);
+  EXPECT_GE(with_start.objective_value(), start_value - 1e-9);
+  EXPECT_LT(with_start.objective_value(), optimum - 0.5);
+  LinearProgram unlimited = knapsack();
+  ASSERT_EQ(unlimited.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(unlimited.objective_value(), optimum, 1e-9);
+  // The start only prunes: without a limit the optimum is still found.
+  LpSolveOptions started;
+  started.initial_solution = start;
+  LinearProgram unlimited_started = knapsack();
+  ASSERT_EQ(unlimited_started.solve(started), LpStatus::kOptimal);
+  EXPECT_NEAR(unlimited_started.objective_value(), optimum, 1e-9);
+  // A start of the wrong length is a caller's bug.
+  limited.initial_solution.pop_back();
+  EXPECT_THROW(knapsack().solve(limited), std::logic_error);
+}
+
 TEST(LinearProgram, DualsInTheObjectivesSense) {
   LinearProgram lp;
   lp.maximize();

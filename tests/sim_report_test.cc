@@ -381,6 +381,12 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
   EXPECT_EQ(j["jobs"], 2);
   EXPECT_EQ(j["makespan_s"], 300.0);
   EXPECT_EQ(j["unfair_fraction"], 0.5);
+  // Static N = max(1, 2 jobs / 4 GPUs) = 1: ρ = 100 / 50 = 2 and 250 / 200 =
+  // 1.25 (j2's time-averaged N of 1.25 makes its ρ 1, not unfair).
+  EXPECT_EQ(j["ftf_static_contention"], 1.0);
+  EXPECT_EQ(j["worst_ftf_rho_static"], 2.0);
+  EXPECT_EQ(j["unfair_fraction_static"], 1.0);
+  EXPECT_EQ(j["unfair_fraction_static_105"], 1.0);
   EXPECT_TRUE(j["estimated_throughput"].is_null());
   std::istringstream metrics(
       "finished_jobs unfinished_jobs never_started_jobs busy_gpu_seconds utilisation avg_jct_s "
@@ -395,8 +401,8 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "throughput_per_busy_gpu idle_waiting_gpu_hours plan_idle_waiting_gpu_hours");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["first_arrival_s"], 0.0);  // the series' time origin
-  // 8 setup fields + the 56 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 8u + 56u);
+  // 8 setup fields + the 60 of SimSummary: a new field must be added here too.
+  EXPECT_EQ(j.size(), 8u + 60u);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.
@@ -417,6 +423,10 @@ TEST(SimReport, SummaryTableIsReadable) {
   EXPECT_EQ(table_value(table, "makespan"), "300.0 s (0.08 h)") << table;
   EXPECT_EQ(table_value(table, "utilisation, makespan"), "83.3 %") << table;
   EXPECT_EQ(table_value(table, "unfair fraction (rho_FTF > 1)"), "50.0 %") << table;
+  EXPECT_EQ(table_value(table, "worst rho_FTF, N = jobs / GPUs"), "2.000 (N = 1.00)") << table;
+  EXPECT_EQ(table_value(table, "unfair, N = jobs / GPUs"),
+            "100.0 % (rho > 1), 100.0 % (rho > 1.05)")
+      << table;
   EXPECT_EQ(table_value(table, "sharing-loss fraction (rho < 0.95)"), "50.0 %") << table;
   EXPECT_EQ(table_value(table, "estimated throughput, makespan"), "-") << table;
   EXPECT_EQ(table_value(table, "estimated throughput, contended"), "-") << table;
@@ -487,17 +497,17 @@ TEST(SimReport, CompareCsvHasMetricsAndRatios) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,makespan_s,utilisation,", 0), 0u) << rows[0];
   EXPECT_NE(rows[0].find(",compute_p50_s,avg_jct_s_ratio,"), std::string::npos) << rows[0];
-  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 46);  // 1 + 23 + 23 columns
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 50);  // 1 + 25 + 25 columns
   EXPECT_EQ(rows[2].rfind("synergy-greedy-long-name,350,", 0), 0u) << rows[2];
-  // Ratio block (from column 24): avg JCT 2, then p95 JCT, makespan,
+  // Ratio block (from column 26): avg JCT 2, then p95 JCT, makespan,
   // utilisation and actual throughput 1; estimated (undefined) is empty.
   std::vector<std::string> cells;
   std::stringstream row(rows[2]);
   for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-  ASSERT_GE(cells.size(), 30u);
-  EXPECT_EQ(cells[24], "2");
-  for (std::size_t c = 25; c <= 28; ++c) EXPECT_EQ(cells[c], "1") << c;
-  EXPECT_EQ(cells[29], "");
+  ASSERT_GE(cells.size(), 32u);
+  EXPECT_EQ(cells[26], "2");
+  for (std::size_t c = 27; c <= 30; ++c) EXPECT_EQ(cells[c], "1") << c;
+  EXPECT_EQ(cells[31], "");
 }
 
 }  // namespace

@@ -197,5 +197,16 @@ TEST(GangRound, SpreadGangMovesOntoOneNodeWhenOneFrees) {
   EXPECT_NEAR(rec(r, "c").finish, 2088.0, 1e-6);
 }
 
+// Gandiva_fair's stride scheduling, tickets = gang size: on 2 GPUs a 1-GPU
+// and a 2-GPU job never fit together, so they alternate round by round
+// (passes 0/0 -> A, 1/0 -> B, 1/1 -> A, ...): equal rounds, GPU time 1 : 2 as
+// their tickets. Ten rounds of 100 s: A 5 x 100 GPU-s, B 5 x 200.
+TEST(GandivaStride, GpuTimeFollowsTickets) {
+  const Workload w = workload({job("A", "a", "lin", 1, 0, 1e9), job("B", "b", "lin", 2, 0, 1e9)});
+  SimResult r = run(slow_cluster({2}), w, "gandiva-fair:mechanism=stride:round=100", {}, 1000, 0.0);
+  EXPECT_NEAR(rec(r, "A").attained_gpu_seconds, 500.0, 1e-6);
+  EXPECT_NEAR(rec(r, "B").attained_gpu_seconds, 1000.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace fairgpu

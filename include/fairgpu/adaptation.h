@@ -42,6 +42,8 @@ std::string batch_job_type(std::string_view model, int batch_size);
 // ImageNet subset 100,000, Multi30k 10,000, Wikitext-2 59,675, ML-20M
 // 117,907); nullopt for a model Shockwave does not know.
 std::optional<double> dataset_samples(std::string_view model);
+// The models above, comma-separated, for messages.
+std::string adaptive_models();
 
 // Epochs of a job of `total_steps` iterations at batch size bs0:
 // ceil(total_steps / ceil(samples / bs0)) (spec §1.2).

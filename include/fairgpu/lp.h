@@ -29,6 +29,11 @@ struct LpSolveOptions {
   // (0: none), and the relative gap at which CBC stops (0: CBC's default).
   int max_nodes = 0;
   double relative_gap = 0.0;
+  // MIP only: a starting incumbent, one value per variable, which the caller
+  // guarantees feasible (integers integral, every bound and row met): a node
+  // limit then returns it or better instead of no solution (plain branch and
+  // bound may dive past the limit without an incumbent).
+  std::vector<double> initial_solution;
   // LP only: dual simplex prices rows by exact steepest-edge weights (one
   // backward solve per row at the start of each solve) instead of CLP's
   // default approximation. Pays off on degenerate LPs re-solved after many

@@ -67,6 +67,14 @@ struct SimSummary {
   double avg_ftf_rho = kUnset;
   double worst_ftf_rho = kUnset;    // the largest
   double unfair_fraction = kUnset;  // share of ftf_jobs with ρ_FTF > kUnfairFtfRho
+  // The same with Shockwave's static contention N = max(1, jobs / GPUs)
+  // instead of the time-averaged one (its figures; fairgpu/shockwave_eval.h),
+  // over finished jobs with an isolated run time; unfair also at ρ > 1.05,
+  // the threshold of its simulation figures.
+  double ftf_static_contention = kUnset;
+  double worst_ftf_rho_static = kUnset;
+  double unfair_fraction_static = kUnset;      // ρ > kUnfairFtfRho
+  double unfair_fraction_static_105 = kUnset;  // ρ > 1.05
 
   // LTGF ρ_job over finished jobs with fair_gpu_seconds > 0 (ltgf_jobs);
   // finished jobs whose fair share is 0 have no ρ and are ltgf_excluded_jobs.

@@ -6,13 +6,12 @@
 
 #include <stdexcept>
 
+#include "core/gang_rates.h"
 #include "fairgpu/scheduler.h"
 
 namespace fairgpu {
 
 void bind_adaptation(const ClusterModel& model, const JobSpec& spec, Job& j) {
-  const std::size_t k = model.cluster.num_types();
-  const double total = model.total_gpus;
   if (!(spec.samples_per_epoch > 0))
     throw std::invalid_argument(fmt::format("job {}: regimes without samples_per_epoch", spec.id));
   j.mode = spec.mode;
@@ -32,18 +31,12 @@ void bind_adaptation(const ClusterModel& model, const JobSpec& spec, Job& j) {
     end += b.epochs;
     r.end_epoch = end;
     const double per_iteration = b.batch_size / spec.samples_per_epoch;  // epochs per iteration
-    r.rate_one_node.resize(k);
-    r.rate_spread.resize(k);
-    r.rate_best.resize(k);
-    double mean_rate = 0.0;
-    for (std::size_t t = 0; t < k; ++t) {
-      const std::string& type = model.cluster.gpu_types[t];
-      r.rate_one_node[t] = p.rate(type, j.workers, false) * per_iteration;
-      r.rate_spread[t] = p.rate(type, j.workers, true) * per_iteration;
-      r.rate_best[t] = j.workers <= model.largest_node[t] ? r.rate_one_node[t] : r.rate_spread[t];
-      mean_rate += model.capacity[t] / total * r.rate_best[t];
-    }
-    for (std::size_t t = 0; t < k && r.ref_rate == 0.0; ++t) r.ref_rate = r.rate_best[t];
+    GangRates rates = gang_rates(model, p, j.workers, per_iteration);
+    r.rate_one_node = std::move(rates.one_node);
+    r.rate_spread = std::move(rates.spread);
+    r.rate_best = std::move(rates.best);
+    r.ref_rate = rates.ref;
+    const double mean_rate = rates.capacity_mean;
     exclusive += b.epochs / mean_rate;
     j.regimes.push_back(std::move(r));
   }

@@ -9,9 +9,28 @@
 
 #include <fmt/format.h>
 
+#include "core/gang_rates.h"
 #include "fairgpu/scheduler.h"
 
 namespace fairgpu {
+
+GangRates gang_rates(const ClusterModel& model, const JobTypeProfile& p, int workers,
+                     double units_per_iteration) {
+  const std::size_t k = model.cluster.num_types();
+  GangRates r;
+  r.one_node.resize(k);
+  r.spread.resize(k);
+  r.best.resize(k);
+  for (std::size_t t = 0; t < k; ++t) {
+    const std::string& type = model.cluster.gpu_types[t];
+    r.one_node[t] = p.rate(type, workers, false) * units_per_iteration;
+    r.spread[t] = p.rate(type, workers, true) * units_per_iteration;
+    r.best[t] = workers <= model.largest_node[t] ? r.one_node[t] : r.spread[t];
+    r.capacity_mean += model.capacity[t] / double(model.total_gpus) * r.best[t];
+  }
+  for (std::size_t t = 0; t < k && r.ref == 0.0; ++t) r.ref = r.best[t];
+  return r;
+}
 
 std::size_t add_job(SchedulerState& s, const JobSpec& spec) {
   const ClusterModel& model = *s.model;
@@ -47,18 +66,12 @@ std::size_t add_job(SchedulerState& s, const JobSpec& spec) {
   j.cpus = demand(spec.cpus, spec.workers * cluster_cpus / total, "cpus");
   j.memory_gb = demand(spec.memory_gb, spec.workers * cluster_memory_gb / total, "memory_gb");
   const JobTypeProfile& p = model.profiles.job_types[j.job_type];
-  j.rate_one_node.resize(k);
-  j.rate_spread.resize(k);
-  j.rate_best.resize(k);
-  double mean_rate = 0.0;
-  for (std::size_t t = 0; t < k; ++t) {
-    const std::string& type = model.cluster.gpu_types[t];
-    j.rate_one_node[t] = p.rate(type, j.workers, false);
-    j.rate_spread[t] = p.rate(type, j.workers, true);
-    j.rate_best[t] = j.workers <= model.largest_node[t] ? j.rate_one_node[t] : j.rate_spread[t];
-    mean_rate += model.capacity[t] / total * j.rate_best[t];
-  }
-  for (std::size_t t = 0; t < k && j.ref_rate == 0.0; ++t) j.ref_rate = j.rate_best[t];
+  GangRates rates = gang_rates(model, p, j.workers, 1.0);
+  const double mean_rate = rates.capacity_mean;
+  j.rate_one_node = std::move(rates.one_node);
+  j.rate_spread = std::move(rates.spread);
+  j.rate_best = std::move(rates.best);
+  j.ref_rate = rates.ref;
   j.work = std::isnan(spec.iterations) ? spec.duration_s * j.ref_rate : spec.iterations;
   j.restart_overhead_s = p.restart_overhead_s.value_or(model.restart_overhead_s);
   j.time_on_type.assign(k, 0.0);

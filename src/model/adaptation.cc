@@ -14,33 +14,34 @@
 namespace fairgpu {
 namespace {
 
-struct Dataset {
+// What the artifact knows of each model (spec §1.2): its dataset's samples
+// per epoch, Accordion's large batch size (0: never adapts) and GNS's cap on
+// the batch size.
+struct ModelTraits {
   const char* model;
   double samples;
+  int accordion_max, gns_cap;
 };
-constexpr std::array<Dataset, 5> kDatasets = {{{"ResNet-18", 50000.0},
-                                               {"ResNet-50", 100000.0},
-                                               {"Transformer", 10000.0},
-                                               {"LM", 59675.0},
-                                               {"Recommendation", 117907.0}}};
+constexpr std::array<ModelTraits, 5> kModels = {{{"ResNet-18", 50000.0, 256, 256},
+                                                 {"ResNet-50", 100000.0, 128, 128},
+                                                 {"Transformer", 10000.0, 0, 128},
+                                                 {"LM", 59675.0, 80, 80},
+                                                 {"Recommendation", 117907.0, 8192, 8192}}};
 
-// Accordion's large batch size; 0: never adapts.
-int accordion_max(std::string_view model) {
-  if (model == "LM") return 80;
-  if (model == "ResNet-18") return 256;
-  if (model == "ResNet-50") return 128;
-  if (model == "Recommendation") return 8192;
-  return 0;
+const ModelTraits* traits(std::string_view model) {
+  for (const ModelTraits& t : kModels)
+    if (model == t.model) return &t;
+  return nullptr;
 }
 
-// GNS's cap on the batch size.
+int accordion_max(std::string_view model) {
+  const ModelTraits* t = traits(model);
+  return t ? t->accordion_max : 0;
+}
+
 int gns_cap(std::string_view model) {
-  if (model == "ResNet-18") return 256;
-  if (model == "ResNet-50") return 128;
-  if (model == "Transformer") return 128;
-  if (model == "LM") return 80;
-  if (model == "Recommendation") return 8192;
-  return 0;
+  const ModelTraits* t = traits(model);
+  return t ? t->gns_cap : 0;
 }
 
 bool accordion_critical(std::string_view model, int bs0, int e) {
@@ -162,9 +163,15 @@ std::string batch_job_type(std::string_view model, int batch_size) {
 }
 
 std::optional<double> dataset_samples(std::string_view model) {
-  for (const Dataset& d : kDatasets)
-    if (model == d.model) return d.samples;
-  return std::nullopt;
+  const ModelTraits* t = traits(model);
+  if (!t) return std::nullopt;
+  return t->samples;
+}
+
+std::string adaptive_models() {
+  std::string out;
+  for (const ModelTraits& t : kModels) out += (out.empty() ? "" : ", ") + std::string(t.model);
+  return out;
 }
 
 int epochs_of(double total_steps, double samples, int bs0) {

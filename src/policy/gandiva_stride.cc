@@ -4,9 +4,11 @@
 // `gandiva_fair` with tickets equal to the scale factor). The default
 // `gandiva-fair` (gandiva_fair.cc) is the tenant-level trading version.
 //
-// Stride scheduling: job j holds t_j = workers_j tickets; each round it runs
-// its pass advances by (GPUs held) / t_j (= 1 here: every job gets the same
-// share of rounds, so GPU time is proportional to tickets). Each scheduling
+// Stride scheduling in GPU-rounds: job j holds t_j = workers_j tickets; a
+// round it runs uses workers_j GPU-rounds, so its pass advances by
+// workers_j / t_j = 1. Every job thus gets the same number of rounds and GPU
+// time in proportion to its tickets (a pass advancing by 1 / t_j per round
+// would give a job GPU time in proportion to t_j squared). Each scheduling
 // point grants leases to the jobs with the lowest pass first whose gang fits
 // (ties: earlier arrival), consolidated by GangRound; a running job on its
 // own free devices is renewed in place. A job that arrives (or wakes) starts
@@ -49,11 +51,7 @@ class GandivaStride final : public RoundPolicy {
                      [&](std::size_t a, std::size_t b) { return pass_[a] < pass_[b]; });
     const double lease_end = s.now + interval_;
     for (std::size_t i : order)
-      if (round.grant(i, lease_end)) {
-        const Job& j = s.jobs[i];
-        const double tickets = j.workers;
-        pass_[i] += j.workers / tickets;
-      }
+      if (round.grant(i, lease_end)) pass_[i] += 1.0;  // workers GPU-rounds / workers tickets
     return round.plan();
   }
 

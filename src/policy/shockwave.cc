@@ -52,9 +52,13 @@
 // each arrival or completion + 0.1 × the latest); objective Σ π_j u_j / (N T)
 // − 1e-3 · max_j r_j with r_j ≥ R̂_j − d̄_j p_j; re-planning lazy (arrival,
 // completion, every 8 rounds), and the rank step above.
-// Choices where the paper is silent: weights above 1e6 are capped at 1e6
-// (ρ^100 overflows what CBC can use); a job whose progress would pass 100%
-// gets no more utility, so rounds beyond its finish are not planned.
+// Choices where the paper is silent: when the largest weight passes 1e6
+// (ρ^100 overflows what CBC can use) every weight is divided by the same
+// factor so the largest is 1e6, which keeps their order and ratios; a job
+// whose progress would pass 100% gets no more utility, so rounds beyond its
+// finish are not planned. The relaxation rounded to a feasible plan stands
+// in where CBC has no incumbent at the node limit (shockwave_planner.h), so
+// no round is left unplanned for want of one.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -115,7 +119,7 @@ class Shockwave final : public TimeSharingPolicy {
     }
     std::vector<std::pair<double, std::size_t>> rest;
     for (std::size_t i : round.decidable())
-      if (!in_round[i]) rest.emplace_back(remaining_seconds(s, s.jobs[i]), i);
+      if (!in_round[i]) rest.emplace_back(remaining_seconds(s, i), i);
     std::stable_sort(rest.begin(), rest.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     for (const auto& [r, i] : rest)
@@ -128,9 +132,20 @@ class Shockwave final : public TimeSharingPolicy {
   }
 
  private:
-  // Seconds of isolated work left on the job's fastest type, as predicted.
-  double remaining_seconds(const SchedulerState& s, const Job& j) const {
-    return shockwave::predicted_remaining_s(s, j, artifact_, regimes_from_mode_);
+  // Seconds of isolated work left on the job's fastest type, as predicted:
+  // from this round's plan when it re-planned, else forecast once a round.
+  double remaining_seconds(const SchedulerState& s, std::size_t job) {
+    if (remaining_at_ != s.now) {
+      remaining_at_ = s.now;
+      remaining_.clear();
+    }
+    auto it = remaining_.find(job);
+    if (it == remaining_.end())
+      it = remaining_
+               .emplace(job, shockwave::predicted_remaining_s(s, s.jobs[job], artifact_,
+                                                              regimes_from_mode_))
+               .first;
+    return it->second;
   }
 
   bool needs_plan(const SchedulerState& s) const {
@@ -153,7 +168,23 @@ class Shockwave final : public TimeSharingPolicy {
     for (std::size_t i : s.active) membership_changed |= !planned_regime_.count(i);
     PlanProblem problem =
         shockwave::build_problem(s, interval(), window_, artifact_, regimes_from_mode_);
-    for (PlanJob& pj : problem.jobs) pj.weight = weight(s, pj, problem, membership_changed);
+    remaining_at_ = s.now;
+    remaining_.clear();
+    for (const PlanJob& pj : problem.jobs) remaining_[pj.job] = pj.remaining_s;
+    // ρ^k and ρ^100 outgrow what CBC can weigh beside the makespan term, so
+    // when the largest passes kMaxWeight all are scaled down together. A cap
+    // instead tied the latest jobs at scale (60-85 of 300-440 at 1e6 on the
+    // 460-job trace), and among ties the log's slope (61 below 20% progress,
+    // 1.1 above 80%) starved the nearly finished ones ρ^100 is meant to end.
+    std::vector<double> log_w;
+    double top = -std::numeric_limits<double>::infinity();
+    for (const PlanJob& pj : problem.jobs) {
+      log_w.push_back(log_weight(s, pj, problem, membership_changed));
+      top = std::max(top, log_w.back());
+    }
+    const double shift = std::max(0.0, top - std::log(kMaxWeight));
+    for (std::size_t i = 0; i < problem.jobs.size(); ++i)
+      problem.jobs[i].weight = std::exp(log_w[i] - shift);
     problem.lambda = lambda_;
     problem.artifact = artifact_;
     problem.max_nodes = max_nodes_;
@@ -167,19 +198,21 @@ class Shockwave final : public TimeSharingPolicy {
     for (std::size_t i : s.active) planned_regime_[i] = s.jobs[i].regime;
   }
 
-  double weight(const SchedulerState& s, const PlanJob& pj, const PlanProblem& problem,
-                bool membership_changed) {
+  static constexpr double kMaxWeight = 1e6;
+
+  // ln of the job's weight: k ln ρ̂ (paper) or ln π (artifact).
+  double log_weight(const SchedulerState& s, const PlanJob& pj, const PlanProblem& problem,
+                    bool membership_changed) {
     const Job& j = s.jobs[pj.job];
-    constexpr double kMaxWeight = 1e6;
     if (!artifact_) {
       // Eq. 9: (L + W + R̂ N_avg) / (P̂ N_avg); L + W = time since arrival.
       const double elapsed = s.now - j.arrival;
       const double n_avg =
           elapsed > 0 ? std::max(1.0, (s.contention_integral - j.contention_mark) / elapsed) : 1.0;
       const double predicted_total = pj.isolated_done_s + pj.remaining_s;
-      if (!(predicted_total > 0)) return 1.0;
+      if (!(predicted_total > 0)) return 0.0;
       const double rho = (elapsed + pj.remaining_s * n_avg) / (predicted_total * n_avg);
-      return std::min(kMaxWeight, std::pow(rho, k_));
+      return k_ * std::log(std::max(rho, 1e-300));
     }
     // The artifact's fair finish-time target and ρ (spec §3.2).
     const double share = std::min(1.0, s.model->total_gpus / double(problem.jobs.size()));
@@ -195,9 +228,9 @@ class Shockwave final : public TimeSharingPolicy {
     }
     const double target = 0.9 * weighted / span + 0.1 * series.back().second;
     const double rho = (s.now + pj.remaining_s / share) / target;
-    if (!(rho > rhomax_)) return 1.0;
+    if (!(rho > rhomax_)) return 0.0;
     const double exponent = pj.remaining_s < interval() ? 100.0 : k_;
-    return std::min(kMaxWeight, std::pow(rho, exponent));
+    return exponent * std::log(rho);
   }
 
   bool artifact_, reactive_;
@@ -213,6 +246,8 @@ class Shockwave final : public TimeSharingPolicy {
   int rounds_since_plan_ = 0;
   std::map<std::size_t, std::size_t> planned_regime_;  // active jobs when planned, their regime
   std::map<std::size_t, std::vector<std::pair<double, double>>> targets_;  // artifact: (when, T*)
+  double remaining_at_ = -1.0;               // the round remaining_ holds
+  std::map<std::size_t, double> remaining_;  // job -> R̂ this round
 };
 
 }  // namespace

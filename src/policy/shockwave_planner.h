@@ -53,6 +53,11 @@ struct CountsSolution {
 };
 
 // The aggregated MILP (integers n_ig, Σ_g n_ig <= T, Σ_i w_i n_ig <= m_g T).
+// Its LP relaxation rounded to a feasible plan (floors, then the largest
+// fractions, then the highest weights while GPU-rounds are left) is the plan
+// when it is within the gap of the relaxation's bound, and otherwise the
+// fallback when CBC's incumbent at the node limit is worse or missing: a
+// plan is never empty for want of an incumbent.
 CountsSolution solve_counts(const PlanProblem& problem);
 // The objective of eq. 11 (paper) or model B (artifact) at given counts, with
 // the continuous variables at their best: what the MILP maximises.
@@ -65,6 +70,9 @@ std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pack(const PlanPro
 // The problem for the active jobs of `state` (weights left at 1).
 PlanProblem build_problem(const SchedulerState& state, double round_s, int window, bool artifact,
                           bool regimes_from_mode);
+// The GPU type on which the job's current regime runs fastest (the first of
+// equals): the type a plan's times are taken on.
+std::size_t fastest_type(const Job& job);
 // R̂ of one job: predicted isolated seconds left on its fastest type.
 double predicted_remaining_s(const SchedulerState& state, const Job& job, bool artifact,
                              bool regimes_from_mode);
@@ -72,8 +80,9 @@ double predicted_remaining_s(const SchedulerState& state, const Job& job, bool a
 // The rank step as the authors' code states it (spec §3.2): with the counts
 // fixed, a MILP over y[i,g,t] that keeps each round within capacity and puts
 // high-weight jobs early (minimise Σ π_i · mean planned round); a job keeps
-// all its rounds whenever they can be packed. Falls back to pack() above
-// `max_binaries` binaries or without a solution.
+// all its rounds whenever they can be packed. Starts from pack()'s plan (so
+// the node limit returns it or better) and is pack() above `max_binaries`
+// binaries.
 std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(const PlanProblem& problem,
                                                                         const RoundCounts& rounds,
                                                                         int max_binaries);

@@ -69,11 +69,15 @@ Round::Round(const SchedulerState& s, Fit fit, Mode mode) : s_(s), fit_(fit), mo
     free_[node] = {nd.cpus, nd.memory_gb};
     cpus += nd.cpus;
     memory += nd.memory_gb;
+    largest_.gpus = std::max(largest_.gpus, nd.gpus);
+    largest_.cpus = std::max(largest_.cpus, nd.cpus);
+    largest_.memory_gb = std::max(largest_.memory_gb, nd.memory_gb);
     for (std::uint32_t g = 0; g < static_cast<std::uint32_t>(nd.gpus); ++g) {
       const std::int64_t owner = s.device_owner[m.node_first_device[node] + g];
       if (owner == -1 || (owner >= 0 && s.lease_ended(s.jobs[std::size_t(owner)])))
         free_dev_[node].push_back(g);
     }
+    free_total_ += static_cast<int>(free_dev_[node].size());
   }
   cluster_prop_ = {cpus / m.total_gpus, memory / m.total_gpus};
   // Jobs whose lease still runs keep what they hold.
@@ -85,12 +89,6 @@ Round::Round(const SchedulerState& s, Fit fit, Mode mode) : s_(s), fit_(fit), mo
       free_[r.node].memory_gb -= r.memory_gb;
     }
   }
-}
-
-int Round::free_gpus() const {
-  int n = 0;
-  for (const auto& d : free_dev_) n += static_cast<int>(d.size());
-  return n;
 }
 
 PerGpu Round::proportional(std::uint32_t node) const {
@@ -105,14 +103,8 @@ bool Round::usable(const Job& j, std::uint32_t node) const {
 Round::Demand Round::best_demand(const Job& j) const {
   const SensitivityTable* t = table_for(s_, j);
   if (!t) return {cluster_prop_, 1.0};
-  const ClusterModel& m = *s_.model;
-  int largest_gpus = 0;
-  double largest_cpus = 0.0, largest_memory = 0.0;
-  for (const Node& nd : m.cluster.nodes) {
-    largest_gpus = std::max(largest_gpus, nd.gpus);
-    largest_cpus = std::max(largest_cpus, nd.cpus);
-    largest_memory = std::max(largest_memory, nd.memory_gb);
-  }
+  const int largest_gpus = largest_.gpus;
+  const double largest_cpus = largest_.cpus, largest_memory = largest_.memory_gb;
   const double g = j.workers;
   Demand d{{t->best_cpu_per_gpu, t->best_memory_gb_per_gpu}, t->speedup};
   if (j.workers > largest_gpus) {
@@ -150,31 +142,25 @@ std::vector<std::uint32_t> Round::pick_devices(const Job& j, std::uint32_t node,
   return out;
 }
 
-void Round::place(const Job& j,
-                  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> parts, PerGpu d,
-                  PerGpu best, double speedup) {
+void Round::place_on(const Job& j, const std::vector<std::pair<std::uint32_t, int>>& counts,
+                     PerGpu d, double speedup) {
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> parts;
+  for (const auto& c : counts) parts.push_back({c.first, pick_devices(j, c.first, c.second)});
+  std::sort(parts.begin(), parts.end());
   for (const auto& part : parts) {
     auto& free = free_dev_[part.first];
     for (std::uint32_t g : part.second) free.erase(std::find(free.begin(), free.end(), g));
+    free_total_ -= static_cast<int>(part.second.size());
     const double n = double(part.second.size());
     free_[part.first].cpus -= d.cpus * n;
     free_[part.first].memory_gb -= d.memory_gb * n;
   }
-  placed_.push_back({j.index, std::move(parts), d, best, speedup});
+  placed_.push_back({j.index, std::move(parts), d, speedup});
 }
 
-void Round::place_on(const Job& j, const std::vector<std::pair<std::uint32_t, int>>& counts,
-                     PerGpu d, PerGpu best, double speedup) {
-  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> parts;
-  for (const auto& c : counts) parts.push_back({c.first, pick_devices(j, c.first, c.second)});
-  std::sort(parts.begin(), parts.end());
-  place(j, std::move(parts), d, best, speedup);
-}
-
-bool Round::alloc(const Job& j, PerGpu d, PerGpu best, double speedup) {
+bool Round::alloc(const Job& j, PerGpu d, double speedup) {
   const int g = j.workers;
   const auto nodes = static_cast<std::uint32_t>(num_nodes());
-  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> parts;
   // How many GPUs of `node` the job can take with d per GPU.
   auto room = [&](std::uint32_t node) {
     if (!usable(j, node)) return 0;
@@ -183,18 +169,14 @@ bool Round::alloc(const Job& j, PerGpu d, PerGpu best, double speedup) {
     if (d.memory_gb > 0) k = std::min(k, std::floor(free_[node].memory_gb / d.memory_gb + kEps));
     return static_cast<int>(std::max(0.0, k));
   };
+  std::vector<std::uint32_t> order(nodes);
+  for (std::uint32_t node = 0; node < nodes; ++node) order[node] = node;
   if (fit_ == Fit::kFirst) {
     // Synergy's SYNERGY_RANDOM order: GPUs by index, each on a server whose
     // free CPUs and memory still cover one more GPU's share.
-    int left = g;
-    for (std::uint32_t node = 0; node < nodes && left > 0; ++node) {
-      const int take = std::min(left, room(node));
-      if (take == 0) continue;
-      parts.push_back({node, pick_devices(j, node, take)});
-      left -= take;
-    }
-    if (left > 0) return false;
-    place(j, std::move(parts), d, best, speedup);
+    const auto counts = take_gpus(order, g, room);
+    if (counts.empty()) return false;
+    place_on(j, counts, d, speedup);
     return true;
   }
   // Best fit on one server.
@@ -217,27 +199,16 @@ bool Round::alloc(const Job& j, PerGpu d, PerGpu best, double speedup) {
     }
   }
   if (chosen != nodes) {
-    parts.push_back({chosen, pick_devices(j, chosen, g)});
-    place(j, std::move(parts), d, best, speedup);
+    place_on(j, {{chosen, g}}, d, speedup);
     return true;
   }
   if (g == 1) return false;
   // Spread: the servers with the most room first.
-  std::vector<std::uint32_t> order(nodes);
-  for (std::uint32_t node = 0; node < nodes; ++node) order[node] = node;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return room(a) > room(b); });
-  int left = g;
-  for (std::uint32_t node : order) {
-    if (left == 0) break;
-    const int take = std::min(left, room(node));
-    if (take == 0) break;
-    parts.push_back({node, pick_devices(j, node, take)});
-    left -= take;
-  }
-  if (left > 0) return false;
-  std::sort(parts.begin(), parts.end());
-  place(j, std::move(parts), d, best, speedup);
+  const auto counts = take_gpus(order, g, room);
+  if (counts.empty()) return false;
+  place_on(j, counts, d, speedup);
   return true;
 }
 

@@ -7,7 +7,9 @@
 // placements.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,7 +42,6 @@ struct Placed {
   std::size_t job = 0;
   std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> parts;  // node -> GPUs
   PerGpu held;           // per GPU on every node (Synergy keeps them proportional to GPUs)
-  PerGpu best;           // its best-case demand per GPU
   double speedup = 1.0;  // compat: the two-point speedup of `held`
   int gpus_on(std::uint32_t node) const;
 };
@@ -53,7 +54,7 @@ class Round {
   const SchedulerState& state() const { return s_; }
   Fit fit() const { return fit_; }
   Mode mode() const { return mode_; }
-  int free_gpus() const;  // all servers, on types any job runs on
+  int free_gpus() const { return free_total_; }  // all servers
   int free_gpus(std::uint32_t node) const { return int(free_dev_[node].size()); }
   PerGpu free(std::uint32_t node) const { return free_[node]; }
   PerGpu proportional(std::uint32_t node) const;         // the server's CPUs and memory per GPU
@@ -75,14 +76,12 @@ class Round {
   // server with the least room left, else spread over the servers with the
   // most free GPUs; first fit: GPUs in index order on servers whose free
   // CPUs and memory cover d), or returns false and changes nothing.
-  bool alloc(const Job& j, PerGpu d, PerGpu best, double speedup);
-  // Places `j` on exactly these GPUs with `d` per GPU (resources are not
-  // checked: OPT's fallback may over-commit a server).
-  void place(const Job& j, std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> parts,
-             PerGpu d, PerGpu best, double speedup);
-  // Places `j` on `count` free GPUs of each server (its own first).
+  bool alloc(const Job& j, PerGpu d, double speedup);
+  // Places `j` on `count` free GPUs of each server (its own first) with `d`
+  // per GPU (resources are not checked: OPT's fallback may over-commit a
+  // server).
   void place_on(const Job& j, const std::vector<std::pair<std::uint32_t, int>>& counts, PerGpu d,
-                PerGpu best, double speedup);
+                double speedup);
   bool usable(const Job& j, std::uint32_t node) const;  // the job runs on the server's type
   // Lowers placed job `p` (index into placed()) to `d` per GPU on all its servers.
   void resize(std::size_t p, PerGpu d, double speedup);
@@ -101,10 +100,32 @@ class Round {
   Fit fit_;
   Mode mode_;
   std::vector<std::vector<std::uint32_t>> free_dev_;  // per node, ascending
+  int free_total_ = 0;                                // sum of free_dev_'s sizes
   std::vector<PerGpu> free_;
   PerGpu cluster_prop_;
+  struct {
+    int gpus = 0;
+    double cpus = 0.0, memory_gb = 0.0;
+  } largest_;  // the largest GPU count, CPUs and memory of any server (best_demand's caps)
   std::vector<Placed> placed_;
 };
+
+// GPUs from `nodes` in the given order, up to room(node) from each, until
+// `gpus` are taken: (node, GPUs) pairs, or none when the nodes fall short.
+template <class Room>
+std::vector<std::pair<std::uint32_t, int>> take_gpus(const std::vector<std::uint32_t>& nodes,
+                                                     int gpus, Room room) {
+  std::vector<std::pair<std::uint32_t, int>> out;
+  for (std::uint32_t node : nodes) {
+    if (gpus == 0) break;
+    const int take = std::min(gpus, room(node));
+    if (take <= 0) continue;
+    out.push_back({node, take});
+    gpus -= take;
+  }
+  if (gpus > 0) out.clear();
+  return out;
+}
 
 // The active jobs whose lease ended, in the base order (specs/synergy.md §2):
 // FIFO by arrival; LAS by (-priority, attained GPU service, arrival); SRTF by
@@ -128,6 +149,17 @@ std::vector<std::size_t> runnable(const Round& r, const std::vector<std::size_t>
 std::vector<std::size_t> attempt_order(const Round& r, const std::vector<std::size_t>& order,
                                        Base base, bool tune);
 
+// Walks attempt_order(r, order, base, tune) and calls place(job) for each job
+// whose GPU demand still fits the free GPUs.
+template <class Place>
+void for_each_attempt(Round& r, const std::vector<std::size_t>& order, Base base, bool tune,
+                      Place place) {
+  for (std::size_t i : attempt_order(r, order, base, tune)) {
+    const Job& j = r.state().jobs[i];
+    if (j.workers <= r.free_gpus()) place(j);
+  }
+}
+
 // The common policy shell: options, interval, and plan() = order, then the
 // policy's allocate().
 class SynergyPolicy : public RoundPolicy {
@@ -141,8 +173,6 @@ class SynergyPolicy : public RoundPolicy {
   // Places the jobs of this round on `r`, the active jobs in base order.
   virtual void allocate(Round& r, const std::vector<std::size_t>& order) = 0;
   Base base() const { return base_; }
-  Fit fit() const { return fit_; }
-  Mode mode() const { return mode_; }
 
  private:
   std::string name_;

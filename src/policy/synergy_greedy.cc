@@ -15,13 +15,10 @@ class SynergyGreedy final : public synergy::SynergyPolicy {
 
  private:
   void allocate(synergy::Round& r, const std::vector<std::size_t>& order) override {
-    const auto& s = r.state();
-    for (std::size_t i : synergy::attempt_order(r, order, base(), false)) {
-      const Job& j = s.jobs[i];
-      if (j.workers > r.free_gpus()) continue;
+    synergy::for_each_attempt(r, order, base(), false, [&r](const Job& j) {
       const synergy::Round::Demand d = r.best_demand(j);
-      r.alloc(j, d.per_gpu, d.per_gpu, d.speedup);
-    }
+      r.alloc(j, d.per_gpu, d.speedup);
+    });
   }
 };
 

@@ -288,6 +288,8 @@ class SynergyOpt final : public synergy::SynergyPolicy {
       allowed.push_back(std::move(ok));
     }
     const auto packing = synergy::solve_opt_stage2(gpus, cell, servers, allowed);
+    std::vector<std::uint32_t> index_order(r.num_nodes());
+    for (std::uint32_t node = 0; node < r.num_nodes(); ++node) index_order[node] = node;
     for (std::size_t k = 0; k < jobs.size(); ++k) {
       const Job& j = s.jobs[jobs[k]];
       std::vector<std::pair<std::uint32_t, int>> counts;
@@ -295,16 +297,12 @@ class SynergyOpt final : public synergy::SynergyPolicy {
         for (std::uint32_t node = 0; node < r.num_nodes(); ++node)
           if (packing[k][node] > 0) counts.push_back({node, packing[k][node]});
       } else {  // no packing: GPUs in index order, resources unchecked (upper bound)
-        int left = j.workers;
-        for (std::uint32_t node = 0; node < r.num_nodes() && left > 0; ++node) {
-          if (!r.usable(j, node)) continue;
-          const int take = std::min(left, r.free_gpus(node));
-          if (take > 0) counts.push_back({node, take});
-          left -= take;
-        }
-        if (left > 0) continue;
+        counts = synergy::take_gpus(index_order, j.workers, [&](std::uint32_t node) {
+          return r.usable(j, node) ? r.free_gpus(node) : 0;
+        });
+        if (counts.empty()) continue;
       }
-      r.place_on(j, counts, cell[k], cell[k], tput[k]);
+      r.place_on(j, counts, cell[k], tput[k]);
     }
   }
 };

@@ -14,12 +14,8 @@ class SynergyProportional final : public synergy::SynergyPolicy {
 
  private:
   void allocate(synergy::Round& r, const std::vector<std::size_t>& order) override {
-    const auto& s = r.state();
-    for (std::size_t i : synergy::attempt_order(r, order, base(), false)) {
-      const Job& j = s.jobs[i];
-      if (j.workers > r.free_gpus()) continue;
-      r.alloc(j, r.proportional(), r.best_demand(j).per_gpu, 1.0);
-    }
+    synergy::for_each_attempt(r, order, base(), false,
+                              [&r](const Job& j) { r.alloc(j, r.proportional(), 1.0); });
   }
 };
 

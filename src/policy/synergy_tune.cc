@@ -37,33 +37,29 @@ class SynergyTune final : public synergy::SynergyPolicy {
 
  private:
   void allocate(Round& r, const std::vector<std::size_t>& order) override {
-    const auto& s = r.state();
-    for (std::size_t i : synergy::attempt_order(r, order, base(), true)) {
-      const Job& j = s.jobs[i];
-      if (j.workers > r.free_gpus()) continue;
-      tune(r, j);
-    }
+    synergy::for_each_attempt(r, order, base(), true, [&r](const Job& j) { tune(r, j); });
   }
 
   static void tune(Round& r, const Job& j) {
     const Round::Demand best = r.best_demand(j);
-    if (r.alloc(j, best.per_gpu, best.per_gpu, best.speedup)) return;
+    if (r.alloc(j, best.per_gpu, best.speedup)) return;
     const PerGpu prop = r.proportional();
     PerGpu d = best.per_gpu;
     double speedup = best.speedup;
     if (d.cpus > prop.cpus + kEps || d.memory_gb > prop.memory_gb + kEps) {
       d = prop;
       speedup = 1.0;
-      if (r.alloc(j, d, best.per_gpu, speedup)) return;
+      if (r.alloc(j, d, speedup)) return;
     }
     // Step 3: the servers to take the GPUs from, then make room there.
     std::vector<std::pair<std::uint32_t, int>> targets = target_servers(r, j);
+    if (targets.empty()) return;  // the job's GPU types have too few free GPUs
     for (const auto& [node, n] : targets) shrink_peers(r, node, n, d, prop);
     for (const auto& target : targets)
       if (r.free(target.first).cpus + kEps < d.cpus * target.second ||
           r.free(target.first).memory_gb + kEps < d.memory_gb * target.second)
         return;  // only where a server has less than proportional CPUs or memory in all
-    r.place_on(j, targets, d, best.per_gpu, speedup);
+    r.place_on(j, targets, d, speedup);
   }
 
   // The servers (and GPUs from each) the job takes in step 3.
@@ -85,15 +81,8 @@ class SynergyTune final : public synergy::SynergyPolicy {
       std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
         return r.free_gpus(a) > r.free_gpus(b);
       });
-    std::vector<std::pair<std::uint32_t, int>> out;
-    int left = j.workers;
-    for (std::uint32_t node : order) {
-      if (left == 0) break;
-      const int take = std::min(left, r.free_gpus(node));
-      out.push_back({node, take});
-      left -= take;
-    }
-    return out;
+    return synergy::take_gpus(order, j.workers,
+                              [&r](std::uint32_t node) { return r.free_gpus(node); });
   }
 
   // Shrinks jobs placed on `node` this round to min(held, proportional) until

@@ -8,7 +8,7 @@
 namespace fairgpu {
 namespace {
 
-std::string num(double v) { return std::isnan(v) ? "" : fmt::format("{:.6g}", v); }
+std::string num(double v) { return std::isnan(v) ? "" : fmt::format("{:.10g}", v); }
 
 double run_seconds(const JobRecord& j) {
   return j.workers > 0 ? j.attained_gpu_seconds / j.workers : 0.0;

@@ -59,9 +59,7 @@ PredictorAccuracy predictor_accuracy(const ClusterModel& model, const Workload& 
     if (!j.adaptive() || j.regimes.size() < 2) continue;
     ++out.jobs;
     // Seconds per epoch of each regime on the job's fastest type.
-    std::size_t f = 0;
-    for (std::size_t g = 1; g < j.rate_best.size(); ++g)
-      if (j.rate_best[g] > j.rate_best[f]) f = g;
+    const std::size_t f = policy::shockwave::fastest_type(j);
     std::vector<double> tau;
     for (const Job::Regime& r : j.regimes) tau.push_back(1.0 / r.rate_best[f]);
     const auto epochs = static_cast<int>(std::lround(j.work));

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "fairgpu/shockwave_eval.h"
 #include "fairgpu/sim_report.h"
 
 namespace fairgpu {
@@ -471,6 +472,11 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   s.avg_ftf_rho = mean(ftf);
   s.worst_ftf_rho = max_of(ftf);
   s.unfair_fraction = fraction(unfair, ftf.size());
+  const FtfFigures static_n = ftf_static_figures(r);
+  s.ftf_static_contention = static_n.contention;
+  s.worst_ftf_rho_static = static_n.worst_rho;
+  s.unfair_fraction_static = static_n.unfair_1;
+  s.unfair_fraction_static_105 = static_n.unfair_105;
 
   s.ltgf_jobs = static_cast<int>(ltgf.size());
   s.avg_ltgf_rho = mean(ltgf);

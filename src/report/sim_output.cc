@@ -135,6 +135,11 @@ const std::vector<CompareColumn>& compare_columns() {
        [](const SimSummary& s) { return s.unfair_fraction; }},
       {"worst_ftf_rho", "worst", "rho_FTF", 1, 2,
        [](const SimSummary& s) { return s.worst_ftf_rho; }, false},
+      // Shockwave's figures: ρ_FTF with N = jobs / GPUs.
+      {"worst_ftf_rho_static", "worst", "rho N", 1, 2,
+       [](const SimSummary& s) { return s.worst_ftf_rho_static; }, false},
+      {"unfair_fraction_static_105", "unfair", "N >1.05", 1, 3,
+       [](const SimSummary& s) { return s.unfair_fraction_static_105; }, false},
       {"tenant_unfairness_ratio", "tenant", "unfair", 1, 3,
        [](const SimSummary& s) { return s.tenant_unfairness_ratio; }},
       // Astraea §6.3's sharing loss in a multi-tenant cluster (eq. 15); the
@@ -344,6 +349,10 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("avg_ftf_rho", s.avg_ftf_rho);
   real("worst_ftf_rho", s.worst_ftf_rho);
   real("unfair_fraction", s.unfair_fraction);
+  real("ftf_static_contention", s.ftf_static_contention);
+  real("worst_ftf_rho_static", s.worst_ftf_rho_static);
+  real("unfair_fraction_static", s.unfair_fraction_static);
+  real("unfair_fraction_static_105", s.unfair_fraction_static_105);
   out["ltgf_jobs"] = s.ltgf_jobs;
   out["ltgf_excluded_jobs"] = s.ltgf_excluded_jobs;
   real("avg_ltgf_rho", s.avg_ltgf_rho);
@@ -424,6 +433,10 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   line("average rho_FTF", fixed(s.avg_ftf_rho, 3));
   line("worst rho_FTF", fixed(s.worst_ftf_rho, 3));
   line(fmt::format("unfair fraction (rho_FTF > {:g})", kUnfairFtfRho), percent(s.unfair_fraction));
+  line("worst rho_FTF, N = jobs / GPUs",
+       fixed(s.worst_ftf_rho_static, 3) + " (N = " + fixed(s.ftf_static_contention, 2) + ")");
+  line("unfair, N = jobs / GPUs", percent(s.unfair_fraction_static) + " (rho > 1), " +
+                                      percent(s.unfair_fraction_static_105) + " (rho > 1.05)");
   line("LTGF: jobs rated",
        fmt::format("{} ({} without a fair share, excluded)", s.ltgf_jobs, s.ltgf_excluded_jobs));
   line("average rho_job", fixed(s.avg_ltgf_rho, 3));

@@ -331,6 +331,16 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     if (options.time_limit_seconds > 0) cbc.setMaximumSeconds(options.time_limit_seconds);
     if (options.max_nodes > 0) cbc.setMaximumNodes(options.max_nodes);
     if (options.relative_gap > 0) cbc.setAllowableFractionGap(options.relative_gap);
+    if (!options.initial_solution.empty()) {
+      const auto& x = options.initial_solution;
+      if (x.size() != d.obj.size())
+        throw std::logic_error("LinearProgram: initial_solution needs one value per variable");
+      // Taken as given (CBC's own check re-solves with the integers fixed and
+      // can leave them fixed); CBC keeps its incumbent in minimising sense.
+      double value = 0.0;
+      for (std::size_t c = 0; c < x.size(); ++c) value += d.obj[c] * x[c];
+      cbc.setBestSolution(x.data(), static_cast<int>(x.size()), maximize_ ? -value : value, false);
+    }
     cbc.branchAndBound();
     if (cbc.isProvenInfeasible()) return LpStatus::kInfeasible;
     if (!cbc.bestSolution()) return LpStatus::kError;

@@ -53,10 +53,9 @@ Workload generate_shockwave_workload(const GeneratorOptions& options,
   }
   if (types[0].empty())
     bad("job_types", fmt::format("the profiles ({}) have none of Shockwave's job types "
-                                 "('<model> (batch size b)' for ResNet-18, ResNet-50, "
-                                 "Transformer, LM, Recommendation); try "
+                                 "('<model> (batch size b)' for {}); try "
                                  "../shared/data/shockwave/tacc_throughputs.json",
-                                 catalogue.source));
+                                 catalogue.source, adaptive_models()));
   std::vector<double> hours(100);
   for (std::size_t i = 0; i < hours.size(); ++i)
     hours[i] = 0.2 + (5.0 - 0.2) * static_cast<double>(i) / 99.0;

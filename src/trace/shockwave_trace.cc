@@ -39,10 +39,8 @@ std::string set_adaptation(JobSpec& job, AdaptationMode mode) {
                        job.job_type);
   const auto samples = dataset_samples(mb->model);
   if (!samples)
-    return fmt::format(
-        "model '{}' has no known dataset size (known: ResNet-18, ResNet-50, "
-        "Transformer, LM, Recommendation)",
-        mb->model);
+    return fmt::format("model '{}' has no known dataset size (known: {})", mb->model,
+                       adaptive_models());
   if (!(job.iterations > 0)) return "a job with a batch-size schedule needs iterations";
   const int epochs = epochs_of(job.iterations, *samples, mb->batch_size);
   if (epochs < 1 || epochs > 1000000)
