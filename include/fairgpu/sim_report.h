@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -363,6 +364,15 @@ struct CompareColumnInfo {
   bool in_table = true;
 };
 std::vector<CompareColumnInfo> compare_column_info();
+
+// compare_table's layout for any values (the sweep's mean ± interval): a
+// "policy" column as wide as the longest name, then one column per entry of
+// `columns` (its two header lines), right-aligned in `width` characters (a
+// UTF-8 character counts one); cell(row, column) gives each value's text.
+// Lines end without blanks.
+std::string metric_table(const std::vector<CompareColumnInfo>& columns,
+                         const std::vector<std::string>& names, std::size_t width,
+                         const std::function<std::string(std::size_t, std::size_t)>& cell);
 
 // value / base, as compare_table and compare_csv show ratios to the first
 // run: NaN where either is NaN or the base is 0.

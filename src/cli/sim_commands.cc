@@ -221,20 +221,6 @@ SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimA
   return r;
 }
 
-// Writes whole files into `dir` (created). Everything is computed before the
-// first write, so bad input never leaves a half-written folder.
-void write_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
-  for (const auto& [name, text] : files) {
-    std::string path = dir + "/" + name;
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path);
-  }
-}
-
 void check_args(const SimArgs& a) {
   if (!(a.horizon_h >= 0.0)) throw InputError("options", "horizon-hours", "must be >= 0");
   // Below a second a window is far shorter than any scheduling interval and
@@ -438,27 +424,6 @@ void remove_stale_policy_folders(const std::string& dir, const std::vector<std::
   }
 }
 
-std::vector<std::string> split_policies(const std::string& list) {
-  std::vector<std::string> out, folders;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    // Each run writes <out>/<folder>/: a repeated name would overwrite its first run.
-    if (std::find(out.begin(), out.end(), item) != out.end())
-      throw InputError("options", "policies", fmt::format("'{}' is given twice", item));
-    std::string folder = policy_folder_name(item);
-    if (std::find(folders.begin(), folders.end(), folder) != folders.end())
-      throw InputError("options", "policies",
-                       fmt::format("'{}' writes to the same folder '{}' as another policy", item,
-                                   folder));
-    out.push_back(item);
-    folders.push_back(std::move(folder));
-  }
-  if (out.empty()) throw InputError("options", "policies", "no policy given");
-  return out;
-}
-
 // Share policies compared side by side run on one round length, 300 s (OEF
 // §6.1.1) unless --round or a specifier says otherwise: Gavel's own 360 s
 // applies when it runs alone.
@@ -569,6 +534,41 @@ std::string run_generate(const GenerateArgs& a) {
 }
 
 }  // namespace
+
+// Everything is computed before the first write, so bad input never leaves
+// a half-written folder.
+void write_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
+  for (const auto& [name, text] : files) {
+    std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("cannot write " + path);
+  }
+}
+
+std::vector<std::string> split_policies(const std::string& list) {
+  std::vector<std::string> out, folders;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    // Each run writes <out>/<folder>/: a repeated name would overwrite its first run.
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw InputError("options", "policies", fmt::format("'{}' is given twice", item));
+    std::string folder = policy_folder_name(item);
+    if (std::find(folders.begin(), folders.end(), folder) != folders.end())
+      throw InputError("options", "policies",
+                       fmt::format("'{}' writes to the same folder '{}' as another policy", item,
+                                   folder));
+    out.push_back(item);
+    folders.push_back(std::move(folder));
+  }
+  if (out.empty()) throw InputError("options", "policies", "no policy given");
+  return out;
+}
 
 void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
   auto sim = std::make_shared<SimArgs>();

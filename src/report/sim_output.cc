@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -352,35 +353,48 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   return out;
 }
 
+std::string metric_table(const std::vector<CompareColumnInfo>& columns,
+                         const std::vector<std::string>& names, std::size_t width,
+                         const std::function<std::string(std::size_t, std::size_t)>& cell) {
+  // Right-aligned in `width` characters; UTF-8 continuation bytes take no
+  // column ("±").
+  auto right = [width](const std::string& text) {
+    std::size_t chars = 0;
+    for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return std::string(width > chars ? width - chars : 0, ' ') + text;
+  };
+  std::size_t name_w = std::string_view("policy").size();
+  for (const auto& name : names) name_w = std::max(name_w, name.size());
+  std::string top = fmt::format("{:<{}}", "policy", name_w);
+  std::string bottom = fmt::format("{:<{}}", "", name_w);
+  for (const auto& c : columns) {
+    top += " " + right(c.top);
+    bottom += " " + right(c.bottom);
+  }
+  std::string out = trimmed_line(top) + trimmed_line(bottom);
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    std::string line = fmt::format("{:<{}}", names[r], name_w);
+    for (std::size_t c = 0; c < columns.size(); ++c) line += " " + right(cell(r, c));
+    out += trimmed_line(line);
+  }
+  return out;
+}
+
 std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs) {
   std::vector<CompareColumn> columns;
+  std::vector<CompareColumnInfo> info;
   for (const auto& c : compare_columns())
-    if (c.in_table) columns.push_back(c);
-  constexpr std::size_t kColumnW = 7;  // 12 columns of 1 + 7: 96 characters after the names
-  std::size_t name_w = std::string_view("policy").size();
-  for (const auto& run : runs) name_w = std::max(name_w, run.first.size());
-
-  auto header = [&](std::string& out) {
-    std::string top = fmt::format("{:<{}}", "policy", name_w);
-    std::string bottom = fmt::format("{:<{}}", "", name_w);
-    for (const auto& c : columns) {
-      top += fmt::format(" {:>{}}", c.top, kColumnW);
-      bottom += fmt::format(" {:>{}}", c.bottom, kColumnW);
+    if (c.in_table) {
+      columns.push_back(c);
+      info.push_back({c.key, c.top, c.bottom, c.scale, c.precision, c.in_table});
     }
-    out += trimmed_line(top) + trimmed_line(bottom);
-  };
-  auto row = [&](std::string& out, const std::string& name, auto cell) {
-    std::string s = fmt::format("{:<{}}", name, name_w);
-    for (const auto& c : columns) s += fmt::format(" {:>{}}", cell(c), kColumnW);
-    out += trimmed_line(s);
-  };
+  constexpr std::size_t kColumnW = 7;  // 12 columns of 1 + 7: 96 characters after the names
+  std::vector<std::string> names;
+  for (const auto& run : runs) names.push_back(run.first);
 
-  std::string out;
-  header(out);
-  for (const auto& [name, summary] : runs)
-    row(out, name, [&summary = summary](const CompareColumn& c) {
-      return table_cell(c.get(summary) * c.scale, c.precision);
-    });
+  std::string out = metric_table(info, names, kColumnW, [&](std::size_t r, std::size_t c) {
+    return table_cell(columns[c].get(runs[r].second) * columns[c].scale, columns[c].precision);
+  });
   if (runs.empty()) return out;
   out += compare_legend();
   // Ratios of one run to itself say nothing.
@@ -388,12 +402,10 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
 
   const auto& [base_name, base] = runs.front();
   out += fmt::format("\nratio to {} (value / {}'s; - where undefined)\n", base_name, base_name);
-  header(out);
-  for (const auto& [name, summary] : runs)
-    row(out, name, [&summary = summary, &base = base](const CompareColumn& c) {
-      double x = compare_ratio(c.get(summary), c.get(base));
-      return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
-    });
+  out += metric_table(info, names, kColumnW, [&](std::size_t r, std::size_t c) {
+    const double x = compare_ratio(columns[c].get(runs[r].second), columns[c].get(runs[0].second));
+    return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
+  });
   return out;
 }
 
