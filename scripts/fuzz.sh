@@ -40,6 +40,7 @@ seeds_for() {
     serve_config) echo examples/serve.json ;;
     live_api) echo tests/fuzz/seeds/live_api ;;
     synergy) echo tests/fuzz/seeds/synergy ;;
+    slurm_output) echo tests/data/slurm ;;
   esac
 }
 
@@ -48,7 +49,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(allocation audit_allocation cluster cluster_spec profiles native_trace gavel_trace shockwave_trace
-           shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy)
+           shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy slurm_output)
 fi
 failed=()
 for t in "${targets[@]}"; do

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link"
 flags+=" -fno-sanitize-recover=all"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_COMPILER=clang++ -DFAIRGPU_WERROR=ON -DFAIRGPU_BUILD_FUZZ=ON \
+  -DCMAKE_CXX_COMPILER=clang++ -DFAIRGPU_WERROR=ON -DFAIRGPU_BUILD_FUZZ=ON -DFAIRGPU_JEMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DFAIRGPU_TRAIN_FLAGS=-O2 >/dev/null
 cmake --build build-sanitize -j "$(nproc)"

@@ -12,9 +12,11 @@ packages=(
   libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
   libssl-dev                            # libcrypto: SHA-256 of a run's inputs (provenance)
   libgsl-dev                            # Student's t quantile: sweep's confidence intervals
+  libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
   chromium                              # headless browser: the test of report.html
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
+  slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
 )
 
 missing=()

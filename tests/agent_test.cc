@@ -217,7 +217,8 @@ class AgentThread {
 constexpr const char* kJob =
     "trap 'echo usr1 > \"$FAIRGPU_CHECKPOINT_DIR/usr1\"; exit 0' USR1; "
     "echo \"$$ $FAIRGPU_JOB_ID $FAIRGPU_LEASE_ID $FAIRGPU_GPU_TYPE $FAIRGPU_NUM_WORKERS "
-    "$CUDA_VISIBLE_DEVICES $MY_VAR $(id -u)\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+    "$CUDA_VISIBLE_DEVICES $MY_VAR $(id -u) $MASTER_ADDR:$MASTER_PORT $WORLD_SIZE $RANK $NODE_RANK "
+    "$LOCAL_WORLD_SIZE $FAIRGPU_NUM_NODES\" > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
     "echo 1234 > \"$FAIRGPU_PROGRESS_FILE\"; "
     "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
     "while true; do sleep 0.05; done";
@@ -272,7 +273,15 @@ class Agent : public ::testing::Test {
             {"env", {{"MY_VAR", "hello"}}},
             {"devices", {2, 3}},
             {"gpu_type", "v100"},
-            {"workers", 2},
+            {"workers", 4},
+            {"rendezvous",
+             {{"master_addr", "n0.example"},
+              {"master_port", 29517},
+              {"world_size", 4},
+              {"rank", 2},
+              {"node_rank", 1},
+              {"nodes", 2},
+              {"local_world_size", 2}}},
             {"checkpoint_dir", ckpt(job)},
             {"lease_s_left", lease_s_left}};
   }
@@ -284,6 +293,14 @@ class Agent : public ::testing::Test {
     pid_t pgid = std::stoi(slurp(env));
     pgids_.push_back(pgid);
     return pgid;
+  }
+
+  // The uid the kJob of `job` ran as (the 8th word it recorded).
+  std::string job_uid(const std::string& job) {
+    std::istringstream env(slurp(ckpt(job) + "/env"));
+    std::string word;
+    for (int i = 0; i < 8; ++i) env >> word;
+    return word;
   }
 
   bool reported(std::int64_t lease, const std::string& state, double timeout_s = 5) {
@@ -319,14 +336,23 @@ TEST_F(Agent, RegistersAndRunsALaunchWithTheProtocolsEnvironment) {
   pid_t pgid = started("j-000013");
   ASSERT_GT(pgid, 0) << agent_.lines();
   std::istringstream env(slurp(ckpt("j-000013") + "/env"));
-  std::string pid, job, lease, type, workers, devices, var, uid;
-  env >> pid >> job >> lease >> type >> workers >> devices >> var >> uid;
+  std::string pid, job, lease, type, workers, devices, var, uid, master, world, rank, node_rank,
+      local, nodes;
+  env >> pid >> job >> lease >> type >> workers >> devices >> var >> uid >> master >> world >>
+      rank >> node_rank >> local >> nodes;
   EXPECT_EQ(job, "j-000013");
   EXPECT_EQ(lease, "18");
   EXPECT_EQ(type, "v100");
-  EXPECT_EQ(workers, "2");
+  EXPECT_EQ(workers, "4");
   EXPECT_EQ(devices, "2,3");
   EXPECT_EQ(var, "hello");
+  // The gang's rendezvous, as torchrun reads it.
+  EXPECT_EQ(master, "n0.example:29517");
+  EXPECT_EQ(world, "4");
+  EXPECT_EQ(rank, "2");
+  EXPECT_EQ(node_rank, "1");
+  EXPECT_EQ(local, "2");
+  EXPECT_EQ(nodes, "2");
   // A root agent runs the job as uid_base + the tenant's slot, never as root.
   EXPECT_EQ(uid, geteuid() == 0 ? "200003" : std::to_string(geteuid()));
   EXPECT_EQ(getpgid(pgid), pgid);
@@ -417,7 +443,8 @@ TEST_F(Agent, FencesItsJobsWhenTheServerStopsAnswering) {
   ASSERT_TRUE(registered());
   // A job that ignores SIGUSR1 and SIGTERM: only SIGKILL ends it.
   server_.push(launch(9, "j-000003",
-                      "trap '' USR1 TERM; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+                      "trap '' USR1 TERM; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+                      "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
                       "while true; do sleep 0.05; done"));
   pid_t pgid = started("j-000003");
   ASSERT_GT(pgid, 0);
@@ -553,26 +580,53 @@ TEST_F(Agent, LaunchFailuresAreReportedWithTheReason) {
   json zero = launch(47, "j-000047");
   zero["lease"] = 0;  // below the range: parsed as an unsigned integer
   server_.push(zero);
+  json big_device = launch(49, "j-000049");
+  big_device["devices"] = {2, 2147483648LL};  // past an int: not wrapped to a negative id
+  server_.push(big_device);
+  ASSERT_TRUE(reported(49, "launch_failed"));
+  EXPECT_NE(server_.last_report(49)
+                .at("log_tail")
+                .get<std::string>()
+                .find("2147483648 is not a device id"),
+            std::string::npos)
+      << server_.last_report(49);
+  json ranks = launch(48, "j-000048");
+  ranks["rendezvous"]["rank"] = 3;  // 3 + 2 local workers > world size 4
+  server_.push(ranks);
+  ASSERT_TRUE(reported(48, "launch_failed"));
+  EXPECT_NE(server_.last_report(48).at("log_tail").get<std::string>().find("rendezvous"),
+            std::string::npos)
+      << server_.last_report(48);
+  // Neither unix_user nor tenant_slot: a root agent refuses it; an agent
+  // that is not root runs every job as itself (docs/live-protocol.md).
   if (geteuid() == 0) {
     ASSERT_TRUE(reported(43, "launch_failed"));
     EXPECT_NE(server_.last_report(43).at("log_tail").get<std::string>().find(
                   "names neither unix_user nor tenant_slot"),
               std::string::npos)
         << server_.last_report(43);
+  } else {
+    ASSERT_TRUE(reported(43, "running")) << agent_.lines();
+    ASSERT_GT(started("j-000043"), 0) << agent_.lines();
+    EXPECT_EQ(job_uid("j-000043"), std::to_string(geteuid()));
   }
   // A tenant's unix_user wins over its slot: the job runs as that user.
   json as_nobody = launch(46, "j-000046");
   as_nobody["unix_user"] = "nobody";
   server_.push(as_nobody);
   ASSERT_TRUE(reported(44, "running")) << agent_.lines();
-  pgids_.push_back(started("j-000044"));
-  if (geteuid() == 0 && getpwnam("nobody")) {
+  EXPECT_GT(started("j-000044"), 0);
+  // As root the job runs as that user; an agent that is not root cannot
+  // switch users and runs it as itself.
+  const struct passwd* nobody_user = getpwnam("nobody");
+  if (geteuid() != 0 || nobody_user) {
     ASSERT_GT(started("j-000046"), 0) << agent_.lines();
-    std::istringstream env(slurp(ckpt("j-000046") + "/env"));
-    std::string word, uid;
-    for (int i = 0; i < 7; ++i) env >> word;
-    env >> uid;
-    EXPECT_EQ(uid, std::to_string(getpwnam("nobody")->pw_uid));
+    EXPECT_EQ(job_uid("j-000046"),
+              std::to_string(geteuid() == 0 ? nobody_user->pw_uid : geteuid()));
+  } else {
+    ASSERT_TRUE(reported(46, "launch_failed"));  // root, and no such user here
+    EXPECT_NE(server_.last_report(46).at("log_tail").get<std::string>().find("no user 'nobody'"),
+              std::string::npos);
   }
   EXPECT_TRUE(wait_for([&] { return agent_.count_lines("ignoring malformed action") == 2; }, 5))
       << agent_.lines();

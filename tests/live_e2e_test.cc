@@ -472,6 +472,201 @@ TEST_F(LiveEndToEnd, ProfilesUnknownTypesFailsBadCommandsAndIsolatesTokens) {
   EXPECT_NEAR(measured["fast"], 400, 40);
 }
 
+// Issue 12 item 5: a 4-worker gang on two 2-GPU agents runs fairgpu-train as
+// one process per node with the rendezvous variables; draining one node
+// revokes both parts (rank 0 checkpoints, rank 1 stops); undrained, the gang
+// restarts from the checkpoint and finishes with the weights of an
+// uninterrupted run.
+TEST_F(LiveEndToEnd, AGangOverTwoNodesCheckpointsMovesAndFinishesWithTheReferenceWeights) {
+  start_server(0);
+  // g1 names its address; g2's is the one the server sees (127.0.0.1).
+  agents_["g1"] = std::make_unique<Daemon>(
+      std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", url(), "--node", "g1", "--gpus",
+                               "fast:2", "--token-file", token_file("g1").string(), "--state-dir",
+                               (dir_ / "agent-g1").string(), "--address", "localhost"},
+      dir_ / "agent-g1.log");
+  start_agent("g2", "fast:2");
+  const std::map<std::string, std::string> address = {{"g1", "localhost"}, {"g2", "127.0.0.1"}};
+  constexpr int kSeed = 41, kIterations = 3000;
+  // 25 it/s x speed 4 x 4 workers: 400 it/s.
+  std::vector<std::string> command = {kTrain,
+                                      "--iterations",
+                                      std::to_string(kIterations),
+                                      "--seed",
+                                      std::to_string(kSeed),
+                                      "--base-rate",
+                                      "25",
+                                      "--speed-map",
+                                      kSpeedMap,
+                                      "--checkpoint-every",
+                                      "100"};
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json c = get("/v1/cluster");
+        return !c.is_null() && c["nodes"].size() == 2;
+      },
+      20));
+  httplib::Client cli("127.0.0.1", port_);
+  const httplib::Headers admin = {{"Authorization", "Bearer admin-token"}};
+  auto r = cli.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}},
+                    json{{"name", "gang"},
+                         {"job_type", "mlp"},
+                         {"workers", 4},
+                         {"iterations", kIterations},
+                         {"command", command}}
+                        .dump(),
+                    "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  const std::regex launch_line(R"(launch lease (\d+) job )" + id);
+  // (lease, node) of every part launched so far, from the agents' logs.
+  auto launches = [&] {
+    std::vector<std::pair<long, std::string>> out;
+    for (const std::string node : {"g1", "g2"}) {
+      const std::string log = slurp(dir_ / ("agent-" + node + ".log"));
+      for (std::sregex_iterator it(log.begin(), log.end(), launch_line), end; it != end; ++it)
+        out.push_back({std::stol((*it)[1]), node});
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto run_log = [&](const std::pair<long, std::string>& part) {
+    return slurp(dir_ / ("agent-" + part.second) / "runs" / std::to_string(part.first) / "log");
+  };
+  // Both parts run and rank 0 makes progress.
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json j = get("/v1/jobs/" + id);
+        return launches().size() == 2 && !j.is_null() && j["iterations_done"].get<double>() >= 300;
+      },
+      60))
+      << get("/v1/jobs/" + id).dump() << slurp(dir_ / "server.log");
+  const auto first = launches();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[1].first, first[0].first + 1);  // consecutive part leases
+  EXPECT_NE(first[0].second, first[1].second);    // one per node
+  const long gang = first[0].first;
+  const std::string rank0_node = first[0].second;
+  const std::string rank1_node = first[1].second;
+  // What each part was given, as fairgpu-train reports it.
+  const std::string rdv = "fairgpu-train: rendezvous MASTER_ADDR=" + address.at(rank0_node) +
+                          " MASTER_PORT=" + std::to_string(29500 + gang % 1000) + " WORLD_SIZE=4";
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] { return run_log(first[1]).find("follows rank 0") != std::string::npos; }, 20));
+  EXPECT_NE(run_log(first[0]).find(rdv + " RANK=0 NODE_RANK=0 LOCAL_WORLD_SIZE=2"),
+            std::string::npos)
+      << run_log(first[0]);
+  EXPECT_NE(run_log(first[1]).find(rdv + " RANK=2 NODE_RANK=1 LOCAL_WORLD_SIZE=2"),
+            std::string::npos)
+      << run_log(first[1]);
+  EXPECT_EQ(get("/v1/jobs/" + id)["nodes"], json({rank0_node, rank1_node}));
+
+  // Drain the rank-1 node: both parts are revoked; rank 0 checkpoints.
+  r = cli.Post(("/v1/nodes/" + rank1_node + "/drain").c_str(), admin, "", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        return run_log(first[0]).find("checkpointed at iteration") != std::string::npos &&
+               run_log(first[1]).find("stopped by signal") != std::string::npos;
+      },
+      30))
+      << run_log(first[0]) << run_log(first[1]);
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        // Queued at once; NodeDrained once both parts have stopped.
+        json j = get("/v1/jobs/" + id);
+        return !j.is_null() && j["state"] == "queued" && j["pending"]["reason"] == "NodeDrained";
+      },
+      30))
+      << get("/v1/jobs/" + id).dump();
+  const json stopped = get("/v1/jobs/" + id);
+  EXPECT_LT(stopped["iterations_done"].get<double>(), kIterations);
+  EXPECT_EQ(stopped["failures"], 0);
+  r = cli.Post(("/v1/nodes/" + rank1_node + "/undrain").c_str(), admin, "", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+
+  json jobs = wait_all(1, 90);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(jobs[0]["state"], "finished") << jobs.dump();
+  EXPECT_EQ(jobs[0]["failures"], 0);
+  EXPECT_GE(jobs[0]["restarts"], 1);
+  const auto all = launches();
+  ASSERT_EQ(all.size(), 4u);  // two parts, twice
+  EXPECT_NE(run_log(all[2]).find("resumed from"), std::string::npos) << run_log(all[2]);
+  EXPECT_NE(run_log(all[3]).find("rank 0 finished"), std::string::npos) << run_log(all[3]);
+  const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+  const json want = reference(kSeed, kIterations);
+  EXPECT_EQ(got["weights_checksum"], want["weights_checksum"]);
+  EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>());
+}
+
+// One part of a gang failing revokes the other (which exits cleanly when
+// asked) and counts as the job's failure; after max_retries the job fails.
+TEST_F(LiveEndToEnd, OnePartOfAGangFailingStopsTheOtherAndFailsTheJob) {
+  start_server(0);
+  start_agent("g1", "fast:2");
+  start_agent("g2", "fast:2");
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json c = get("/v1/cluster");
+        return !c.is_null() && c["nodes"].size() == 2;
+      },
+      20));
+  httplib::Client cli("127.0.0.1", port_);
+  const std::string command =
+      "if [ \"$NODE_RANK\" = 1 ]; then sleep 0.3; echo \"rank $RANK of $WORLD_SIZE fails\"; "
+      "exit 3; fi; trap 'exit 0' USR1; while :; do sleep 0.05; done";
+  auto r = cli.Post("/v1/jobs", {{"Authorization", "Bearer bob-token"}},
+                    json{{"name", "flaky"},
+                         {"job_type", "mlp"},
+                         {"workers", 4},
+                         {"iterations", 100},
+                         {"command", command}}
+                        .dump(),
+                    "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  json jobs = wait_all(1, 90);
+  ASSERT_FALSE(HasFailure());
+  EXPECT_EQ(jobs[0]["state"], "failed") << jobs.dump();
+  EXPECT_EQ(jobs[0]["failures"], 3);  // max_retries 2, then failed
+  EXPECT_EQ(jobs[0]["exit_code"], 3);
+  EXPECT_NE(jobs[0]["log_tail"].get<std::string>().find("rank 2 of 4 fails"), std::string::npos)
+      << jobs.dump();
+  // Every part ends (the server has heard of every exit, so the agents
+  // have logged them).
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json c = get("/v1/cluster");
+        if (c.is_null()) return false;
+        for (const json& n : c["nodes"])
+          if (!n["holders"].empty()) return false;
+        return true;
+      },
+      20))
+      << get("/v1/cluster").dump();
+  // Every rank-0 part was stopped by the server (revoked) and none failed
+  // on its own; every rank-1 part failed (exit 3).
+  int revoked = 0, failed = 0;
+  for (const std::string node : {"g1", "g2"}) {
+    const std::string log = slurp(dir_ / ("agent-" + node + ".log"));
+    const std::regex exit_line(
+        R"(exit lease \d+ job j-\d+: exited with code (\d+)( \(revoked\))?)");
+    for (std::sregex_iterator it(log.begin(), log.end(), exit_line), end; it != end; ++it) {
+      if ((*it)[1] == "0") {
+        EXPECT_TRUE((*it)[2].matched) << it->str();
+        ++revoked;
+      } else {
+        EXPECT_EQ((*it)[1], "3");
+        ++failed;
+      }
+    }
+  }
+  EXPECT_EQ(failed, 3);
+  EXPECT_EQ(revoked, 3);
+}
+
 TEST_F(LiveEndToEnd, SurvivesKillNineOfServerAndAgent) {
   start_cluster();
   constexpr int kIterations = 900;
@@ -562,6 +757,11 @@ TEST_F(LiveEndToEnd, ChaosKillNineOfServerAndAgentsWithRestarts) {
 // finds nothing. Over HTTP, Bob sees neither Alice's leases nor the epochs,
 // and a heartbeat forged with a tenant's or another node's token is refused.
 TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
+  // An old config that still names the shared agent token (deprecated): it
+  // must authenticate no agent.
+  json config = json::parse(slurp(dir_ / "serve.json"));
+  config["agent_token"] = "agent-token";
+  std::ofstream(dir_ / "serve.json") << config.dump(2);
   start_server(0);
   start_agent("a-slow", "slow:2");
   const std::string node_token = slurp(token_file("a-slow"));
@@ -635,7 +835,8 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
   EXPECT_EQ(found.find(token), std::string::npos) << found;
   EXPECT_EQ(found.find("FAIRGPU_AGENT_TOKEN"), std::string::npos) << found;
   EXPECT_EQ(found.find("--token "), std::string::npos) << found;
-  // The job's environment: the protocol's variables, PATH, HOME, LANG and
+  // The job's environment: the protocol's variables (and the rendezvous),
+  // PATH, HOME, LANG and
   // what the shell adds; nothing of the agent's (or of this test's).
   const std::string env =
       found.substr(found.find("--env\n") + 6, found.find("--cmdline") - found.find("--env\n") - 6);
@@ -644,7 +845,9 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
     const std::string name = line.substr(0, line.find('='));
     const bool allowed = name.rfind("FAIRGPU_", 0) == 0 || name == "CUDA_VISIBLE_DEVICES" ||
                          name == "PATH" || name == "HOME" || name == "LANG" || name == "PWD" ||
-                         name == "SHLVL" || name == "_" || name == "OLDPWD";
+                         name == "SHLVL" || name == "_" || name == "OLDPWD" ||
+                         name == "MASTER_ADDR" || name == "MASTER_PORT" || name == "WORLD_SIZE" ||
+                         name == "RANK" || name == "NODE_RANK" || name == "LOCAL_WORLD_SIZE";
     EXPECT_TRUE(allowed) << "the job saw " << line;
   }
   if (::geteuid() == 0) {
@@ -678,8 +881,16 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
   EXPECT_EQ(r->status, 403) << r->body;
   r = cli.Post("/v1/agents/heartbeat", forged.dump(), "application/json");
   EXPECT_EQ(r->status, 401) << r->body;
-  r = post("/v1/agents/heartbeat", "agent-token", forged);  // no shared agent token any more
-  EXPECT_EQ(r->status, 401) << r->body;
+  // The config's deprecated shared token, and a token of the right form that
+  // was never issued: 401, for register too.
+  for (const std::string& unknown :
+       std::vector<std::string>{"agent-token", "fgn_" + std::string(48, '0')}) {
+    r = post("/v1/agents/heartbeat", unknown, forged);
+    EXPECT_EQ(r->status, 401) << unknown << ": " << r->body;
+    r = post("/v1/agents/register", unknown,
+             {{"node", "a-slow"}, {"gpu_type", "slow"}, {"devices", {0}}});
+    EXPECT_EQ(r->status, 401) << unknown << ": " << r->body;
+  }
   EXPECT_EQ(get("/v1/jobs/" + alice_job)["state"], "running");
 }
 
@@ -765,6 +976,26 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
     }
   };
   expect_unchanged();
+  // Progress is committed shortly after the heartbeat is answered (it is not
+  // waited for): the kill -9 comes once the store holds it.
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        sqlite3* db = nullptr;
+        int at_ten = 0;
+        if (sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                            nullptr) == SQLITE_OK) {
+          sqlite3_busy_timeout(db, 2000);
+          sqlite3_stmt* st = nullptr;
+          if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM jobs WHERE done = 10", -1, &st,
+                                 nullptr) == SQLITE_OK &&
+              sqlite3_step(st) == SQLITE_ROW)
+            at_ten = sqlite3_column_int(st, 0);
+          sqlite3_finalize(st);
+        }
+        sqlite3_close(db);
+        return at_ten == 2;
+      },
+      10));
   server_->stop(SIGKILL);
   start_server(port_);
   expect_unchanged();

@@ -51,7 +51,6 @@ class LiveManager : public ::testing::Test {
     config_.max_retries = 1;
     config_.profile_iterations = 50;
     config_.admin_token = "admin-token";
-    config_.agent_token = "agent-token";
     config_.tenants = {{"alice", 1.0, "alice-token", ""}, {"bob", 1.0, "bob-token", ""}};
   }
   void TearDown() override {
@@ -180,10 +179,10 @@ TEST_F(LiveManager, ImpossibleGangsAreRefusedAndWaitingJobsSayWhy) {
   const auto es = reg("s1", "slow", 2);
   EXPECT_EQ(error_of(3),
             "400 workers: 3 exceeds the largest gang this cluster can run, 2 (the most GPUs of "
-            "one node)");
+            "one type)");
   EXPECT_EQ(error_of(64),
             "400 workers: 64 exceeds the largest gang this cluster can run, 2 (the most GPUs of "
-            "one node)");
+            "one type)");
   EXPECT_EQ(manager_->jobs(as("admin-token"), "")["jobs"].size(), 1u);
   EXPECT_EQ(job(early)["pending"]["reason"], "Round");  // free devices: the next point
   const std::string pair = submit("alice-token", "mlp", 2)["id"];
@@ -218,6 +217,214 @@ TEST_F(LiveManager, ImpossibleGangsAreRefusedAndWaitingJobsSayWhy) {
     const std::string reason = j["pending"]["reason"];
     EXPECT_TRUE(reason == "NodeDrained" || reason == "Stopping") << j.dump();
   }
+}
+
+// Issue 12 item 5: a gang bigger than a node runs as one part lease per node.
+// The parts launch together (never one while the other's devices are busy),
+// carry the rendezvous, report progress through rank 0, stop together (drain,
+// failure of one part), survive a restart, and the job finishes when both
+// parts exited cleanly.
+TEST_F(LiveManager, GangsOverSeveralNodesRunAsPartsThatStartAndStopTogether) {
+  start();
+  // f1 names its address; f2's is the one its registration came from.
+  json devices = {0, 1};
+  const auto e1 =
+      manager_
+          ->register_agent(
+              agent("f1"),
+              {{"node", "f1"}, {"gpu_type", "fast"}, {"devices", devices}, {"address", "10.0.0.1"}},
+              "192.168.0.1")["epoch"]
+          .get<std::int64_t>();
+  const auto e2 = manager_
+                      ->register_agent(agent("f2"),
+                                       {{"node", "f2"}, {"gpu_type", "fast"}, {"devices", devices}},
+                                       "10.0.0.2")["epoch"]
+                      .get<std::int64_t>();
+  std::map<std::string, std::int64_t> epoch = {{"f1", e1}, {"f2", e2}};
+  std::map<std::string, std::string> address = {{"f1", "10.0.0.1"}, {"f2", "10.0.0.2"}};
+  reg("s1", "slow", 2);
+  // The limit is the largest pool of one GPU type (4 fast), not a node (2).
+  try {
+    submit("alice-token", "mlp", 5);
+    ADD_FAILURE() << "5 workers accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "workers: 5 exceeds the largest gang this cluster can run, 4 (the most GPUs of one "
+              "type)");
+  }
+  // Bob's single job holds a fast device; cancelled, its run is stopping
+  // when alice's gang is placed.
+  manager_->set_drained(as("admin-token"), "s1", true);
+  const std::string single = submit("bob-token")["id"];
+  manager_->schedule();
+  std::string single_node;
+  std::int64_t single_lease = 0;
+  for (const char* n : {"f1", "f2"})
+    for (const json& l : actions(beat(n, epoch[n]), "launch")) {
+      single_node = n;
+      single_lease = l["lease"];
+    }
+  ASSERT_NE(single_lease, 0);
+  const std::string gang_job = submit("alice-token", "mlp", 4)["id"];
+  EXPECT_EQ(job(gang_job)["pending"]["reason"], "Priority");  // bob holds one of the 4
+  manager_->cancel(as("bob-token"), single);
+  manager_->schedule();
+  ASSERT_EQ(job(gang_job)["state"], "running");
+  EXPECT_EQ(job(gang_job)["nodes"].size(), 2u) << job(gang_job).dump();
+  EXPECT_EQ(job(gang_job)["pending"]["reason"], "Launching");
+  // Neither part launches while one part's device is still busy.
+  const std::string other_node = single_node == "f1" ? "f2" : "f1";
+  EXPECT_TRUE(actions(beat(other_node, epoch[other_node]), "launch").empty());
+  EXPECT_TRUE(actions(beat(single_node, epoch[single_node], {running(single_lease, 10)}), "launch")
+                  .empty());
+  // The old run stops: both parts launch, each on its own node.
+  std::map<std::string, json> launch;
+  beat(single_node, epoch[single_node], {exited(single_lease, 10, 0, true)});
+  for (const char* n : {"f1", "f2"}) {
+    auto l = actions(beat(n, epoch[n]), "launch");
+    ASSERT_EQ(l.size(), 1u) << n;
+    launch[n] = l[0];
+  }
+  const std::string rank0 = launch["f1"]["rendezvous"]["node_rank"] == 0 ? "f1" : "f2";
+  const std::string rank1 = rank0 == "f1" ? "f2" : "f1";
+  const std::int64_t gang = launch[rank0]["lease"];
+  EXPECT_EQ(launch[rank1]["lease"], gang + 1);
+  EXPECT_EQ(job(gang_job)["lease"], gang);
+  EXPECT_EQ(job(gang_job)["node"], rank0);
+  for (const char* n : {"f1", "f2"}) {
+    const json& r = launch[n]["rendezvous"];
+    const bool first = n == rank0;
+    EXPECT_EQ(r["master_addr"], address[rank0]) << n;
+    EXPECT_EQ(r["master_port"], kMasterPortBase + gang % kMasterPortSpan) << n;
+    EXPECT_EQ(r["world_size"], 4) << n;
+    EXPECT_EQ(r["rank"], first ? 0 : 2) << n;
+    EXPECT_EQ(r["node_rank"], first ? 0 : 1) << n;
+    EXPECT_EQ(r["nodes"], 2) << n;
+    EXPECT_EQ(r["local_world_size"], 2) << n;
+    EXPECT_EQ(launch[n]["workers"], 4) << n;
+    EXPECT_EQ(launch[n]["devices"].size(), 2u) << n;
+    EXPECT_EQ(launch[n]["job"], gang_job) << n;
+  }
+  // Progress is rank 0's.
+  beat(rank1, epoch[rank1], {running(gang + 1, 900)});
+  beat(rank0, epoch[rank0], {running(gang, 300)});
+  EXPECT_EQ(job(gang_job)["iterations_done"], 300);
+  beat(rank1, epoch[rank1], {running(gang + 1, 950)});
+  EXPECT_EQ(job(gang_job)["iterations_done"], 300);
+  EXPECT_NE(manager_->metrics().find("fairgpu_spread_launched_total 1\n"), std::string::npos);
+
+  // A restart keeps the gang: both parts renewed, nothing relaunched.
+  start();
+  for (const char* n : {"f1", "f2"}) {
+    const std::int64_t id = n == rank0 ? gang : gang + 1;
+    json a = beat(n, epoch[n], {running(id, n == rank0 ? 310 : 0)});
+    EXPECT_TRUE(actions(a, "launch").empty()) << n << a.dump();
+    ASSERT_EQ(actions(a, "renew").size(), 1u) << n << a.dump();
+    EXPECT_EQ(actions(a, "renew")[0]["lease"], id);
+  }
+  manager_->schedule();
+  EXPECT_EQ(job(gang_job)["state"], "running");
+
+  // Draining one node revokes both parts.
+  manager_->set_drained(as("admin-token"), rank1, true);
+  for (const char* n : {"f1", "f2"}) {
+    const std::int64_t id = n == rank0 ? gang : gang + 1;
+    auto revokes = actions(beat(n, epoch[n], {running(id, 320)}), "revoke");
+    ASSERT_EQ(revokes.size(), 1u) << n;
+    EXPECT_EQ(revokes[0]["lease"], id);
+  }
+  beat(rank0, epoch[rank0], {exited(gang, 330, 0, true)});
+  beat(rank1, epoch[rank1], {exited(gang + 1, 0, 0, true)});
+  EXPECT_EQ(job(gang_job)["state"], "queued");
+  EXPECT_EQ(job(gang_job)["iterations_done"], 330);
+  EXPECT_EQ(job(gang_job)["pending"]["reason"], "NodeDrained") << job(gang_job).dump();
+  manager_->set_drained(as("admin-token"), rank1, false);
+
+  // One part failing stops the other and counts one failure.
+  struct Part {
+    std::string node;
+    std::int64_t lease = 0;
+  };
+  auto launch_both = [&](Part& p0, Part& p1) {
+    now_ += 60;
+    manager_->schedule();
+    for (const char* n : {"f1", "f2"}) {
+      auto l = actions(beat(n, epoch[n]), "launch");
+      ASSERT_EQ(l.size(), 1u) << n << job(gang_job).dump();
+      Part& p = l[0]["rendezvous"]["node_rank"] == 0 ? p0 : p1;
+      p = {n, l[0]["lease"].get<std::int64_t>()};
+    }
+  };
+  Part p0, p1;
+  launch_both(p0, p1);
+  ASSERT_FALSE(HasFatalFailure());
+  beat(p1.node, epoch[p1.node], {exited(p1.lease, 0, 1, false)});
+  EXPECT_EQ(job(gang_job)["failures"], 1);
+  EXPECT_EQ(job(gang_job)["state"], "queued");
+  auto revokes = actions(beat(p0.node, epoch[p0.node], {running(p0.lease, 400)}), "revoke");
+  ASSERT_EQ(revokes.size(), 1u);
+  EXPECT_EQ(revokes[0]["lease"], p0.lease);
+  beat(p0.node, epoch[p0.node], {exited(p0.lease, 400, 0, true)});
+
+  // The job finishes only when every part has exited cleanly.
+  launch_both(p0, p1);
+  ASSERT_FALSE(HasFatalFailure());
+  beat(p1.node, epoch[p1.node], {exited(p1.lease, 0, 0, false)});
+  EXPECT_EQ(job(gang_job)["state"], "running");
+  json a = beat(p0.node, epoch[p0.node], {running(p0.lease, 900)});
+  EXPECT_EQ(actions(a, "renew").size(), 1u) << a.dump();
+  EXPECT_TRUE(actions(a, "revoke").empty()) << a.dump();
+  beat(p0.node, epoch[p0.node], {exited(p0.lease, 1000, 0, false)});
+  EXPECT_EQ(job(gang_job)["state"], "finished");
+  EXPECT_EQ(job(gang_job)["failures"], 1);
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["nodes"][0]["holders"].size(), 0u);
+}
+
+// A part whose launch is revoked before its node's agent heard of it (the
+// other part failed at once) ends at that agent's next heartbeat, which does
+// not report it: the job is not left "Stopping" for ever.
+TEST_F(LiveManager, AGangPartRevokedBeforeItsLaunchEndsAtItsNodesNextHeartbeat) {
+  start();
+  const auto e1 = reg("f1", "fast", 2);
+  const auto e2 = reg("f2", "fast", 2);
+  const std::string id = submit("alice-token", "mlp", 4)["id"];
+  manager_->schedule();
+  auto l1 = actions(beat("f1", e1), "launch");
+  ASSERT_EQ(l1.size(), 1u);
+  const std::int64_t lease = l1[0]["lease"];
+  beat(
+      "f1", e1,
+      {{{"lease", lease}, {"state", "launch_failed"}, {"iterations", 0}, {"log_tail", "no exec"}}});
+  EXPECT_EQ(job(id)["failures"], 1);
+  EXPECT_EQ(job(id)["pending"]["reason"], "Stopping");  // f2's part is revoked
+  json a = beat("f2", e2);                              // f2's agent never ran it
+  EXPECT_TRUE(actions(a, "launch").empty()) << a.dump();
+  EXPECT_NE(job(id)["pending"]["reason"], "Stopping") << job(id).dump();
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_EQ(actions(beat("f1", e1), "launch").size(), 1u);
+  EXPECT_EQ(actions(beat("f2", e2), "launch").size(), 1u);
+}
+
+// Review of issue 12: a job whose type has no throughput for its gang on any
+// GPU type that could hold it waits with Resources, not Round/Priority.
+TEST_F(LiveManager, AJobWithNoThroughputAnywhereSaysResources) {
+  std::ofstream(dir_ + "/profiles.json") << R"json({"fast": {"('mlp', 1)": {"null": 4.0},
+      "('mlp', 2)": {"null": 0.0}}})json";
+  start();
+  const auto e = reg("f1", "fast", 2);
+  const std::string two = submit("alice-token", "mlp", 2)["id"];
+  const std::string one = submit("bob-token", "mlp", 1)["id"];
+  EXPECT_EQ(job(two)["state"], "queued");
+  json p = job(two)["pending"];
+  EXPECT_EQ(p["reason"], "Resources") << p.dump();
+  EXPECT_EQ(p["detail"],
+            "job type mlp has no throughput for 2 workers on the GPU types that have 2 GPUs");
+  EXPECT_EQ(job(one)["pending"]["reason"], "Round");
+  manager_->schedule();
+  beat("f1", e);
+  EXPECT_EQ(job(one)["state"], "running");
+  EXPECT_EQ(job(two)["pending"]["reason"], "Resources");
 }
 
 TEST_F(LiveManager, NewLeaseWaitsUntilTheDevicesPreviousRunStopped) {
@@ -740,6 +947,62 @@ TEST(LiveStore, OpensWhileAnotherConnectionHoldsTheLockForAMoment) {
   release.join();
   sqlite3_close(other);
   EXPECT_EQ(error, "");
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 12 item 5: a store written before gangs (no nodes.address, no
+// leases.gang/rank/parts) opens, reads its leases as gangs of one part, and
+// takes the new columns from then on.
+TEST(LiveStore, AStoreFromBeforeGangsOpensAndTakesTheNewColumns) {
+  const std::string dir = temp_dir("store-old");
+  {
+    sqlite3* old = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/fairgpu.db").c_str(), &old), SQLITE_OK);
+    const char* schema = R"sql(
+      CREATE TABLE nodes (
+        name TEXT PRIMARY KEY, gpu_type TEXT NOT NULL, devices TEXT NOT NULL, cpus REAL,
+        memory_gb REAL, epoch INTEGER NOT NULL, state TEXT NOT NULL);
+      CREATE TABLE leases (
+        id INTEGER PRIMARY KEY, job TEXT NOT NULL, node TEXT NOT NULL, devices TEXT NOT NULL,
+        start REAL, end REAL, status TEXT NOT NULL, profiling INTEGER, profile_from REAL,
+        profile_from_t REAL);
+      INSERT INTO nodes VALUES ('n1', 'fast', '[0,1]', 8, 64, 3, 'ready');
+      INSERT INTO leases VALUES (7, 'j-000001', 'n1', '[1]', 10, 70, 'active', 0, -1, -1);)sql";
+    char* error = nullptr;
+    ASSERT_EQ(sqlite3_exec(old, schema, nullptr, nullptr, &error), SQLITE_OK) << error;
+    sqlite3_close(old);
+  }
+  {
+    Store store(dir);
+    StoreSnapshot snap = store.load();
+    ASSERT_EQ(snap.nodes.size(), 1u);
+    EXPECT_EQ(snap.nodes[0].epoch, 3);
+    EXPECT_EQ(snap.nodes[0].address, "");
+    ASSERT_EQ(snap.leases.size(), 1u);
+    const StoredLease& l = snap.leases[0];
+    EXPECT_EQ(l.id, 7);
+    EXPECT_EQ(l.devices, std::vector<int>{1});
+    EXPECT_EQ(l.status, "active");
+    EXPECT_EQ(l.gang, 7);
+    EXPECT_EQ(l.rank, 0);
+    EXPECT_EQ(l.parts, 1);
+    StoredLease part = l;
+    part.id = 9;
+    part.gang = 8;
+    part.rank = 1;
+    part.parts = 2;
+    StoredNode n = snap.nodes[0];
+    n.address = "10.1.2.3";
+    store.put(n);
+    store.wait(store.put(part));
+  }
+  Store again(dir);  // reopened: nothing left to add
+  StoreSnapshot snap = again.load();
+  EXPECT_EQ(snap.nodes[0].address, "10.1.2.3");
+  ASSERT_EQ(snap.leases.size(), 2u);
+  EXPECT_EQ(snap.leases[1].gang, 8);
+  EXPECT_EQ(snap.leases[1].rank, 1);
+  EXPECT_EQ(snap.leases[1].parts, 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -10,6 +10,46 @@ namespace fairgpu {
 namespace {
 
 // max 3a + 2b  s.t.  a + b <= 4,  a + 3b <= 6,  a <= 3   ->  a = 3, b = 1, obj = 11.
+// The LP of SmallMaximisation, with `scale` on the first row's coefficients.
+LinearProgram small_lp(double scale) {
+  LinearProgram lp;
+  lp.maximize();
+  int a = lp.add_variable(0, 3, 3);
+  int b = lp.add_variable(0, kInf, 2);
+  lp.add_constraint({a, b}, {scale, scale}, -kInf, 4);
+  lp.add_constraint({a, b}, {1, 3}, -kInf, 6);
+  return lp;
+}
+
+// A basis carried to another LP of the same shape: from the optimal basis of
+// the same LP the solve takes no iteration; on a changed LP it still reaches
+// that LP's optimum; a basis of the wrong size is repaired, not refused.
+TEST(LinearProgram, WarmStartFromAnotherLpsBasis) {
+  LinearProgram first = small_lp(1.0);
+  ASSERT_EQ(first.solve(), LpStatus::kOptimal);
+  EXPECT_GT(first.iterations(), 0);
+  const LpBasis optimal = first.basis();
+  ASSERT_EQ(optimal.variables.size(), 2u);
+  ASSERT_EQ(optimal.constraints.size(), 2u);
+
+  LinearProgram same = small_lp(1.0);
+  same.warm_start(optimal);
+  ASSERT_EQ(same.solve(), LpStatus::kOptimal);
+  EXPECT_EQ(same.iterations(), 0);
+  EXPECT_NEAR(same.objective_value(), 11, 1e-9);
+
+  // 2a + 2b <= 4 binds harder: a = 2, b = 0, obj = 6.
+  LinearProgram changed = small_lp(2.0);
+  changed.warm_start(optimal);
+  ASSERT_EQ(changed.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(changed.objective_value(), 6, 1e-9);
+
+  LinearProgram wrong_size = small_lp(1.0);
+  wrong_size.warm_start({{BasisStatus::kBasic}, {}});
+  ASSERT_EQ(wrong_size.solve(), LpStatus::kOptimal);
+  EXPECT_NEAR(wrong_size.objective_value(), 11, 1e-9);
+}
+
 TEST(LinearProgram, SmallMaximisation) {
   LinearProgram lp;
   lp.maximize();

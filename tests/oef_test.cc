@@ -270,6 +270,9 @@ TEST(OefCoop, RememberedSolvesStayOptimalAcrossChangingProblems) {
   std::uniform_int_distribution<std::size_t> pick(0, pool.num_entities() - 1);
   std::uniform_int_distribution<int> weight(1, 3), tenants(8, 24), grow(0, 4);
   for (int step = 0; step < 25; ++step) {
+    // Sequences of five (each solve starts from the basis of the same step
+    // of the last sequence, or of the solve before).
+    if (step % 5 == 0) remembering->begin_solve_sequence();
     ShareProblem p;
     p.gpu_types = pool.gpu_types;
     p.capacity = pool.capacity;

@@ -179,6 +179,37 @@ TEST(Process, ExecFailureIsLaunchFailedWithTheReason) {
   EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);  // every failed child was reaped
 }
 
+// Issue 12: a NUL byte would cut an argv word or a variable short at exec
+// ("K=V\0X=Y" smuggling in X): the launch fails, naming where, and nothing
+// runs.
+TEST(Process, NulBytesInTheCommandOrEnvFailTheLaunch) {
+  TempDir dir;
+  const std::string nul("a\0b", 3);
+  auto failure_of = [&](LaunchSpec spec) {
+    spec.log_path = dir / "log";
+    spec.checkpoint_dir = dir / "ckpt";
+    auto p = Process::launch(spec);
+    EXPECT_EQ(p->state(), ProcessState::kLaunchFailed);
+    return p->failure();
+  };
+  const std::string marker = dir / "ran";
+  LaunchSpec argv;
+  argv.argv = {"/bin/sh", "-c", "touch " + marker, nul};
+  EXPECT_EQ(failure_of(argv), "command: a NUL byte");
+  LaunchSpec shell;
+  shell.shell_command = "touch " + marker + std::string("\0; echo", 7);
+  EXPECT_EQ(failure_of(shell), "command: a NUL byte");
+  LaunchSpec value;
+  value.shell_command = "touch " + marker;
+  value.env = {{"K", "V" + std::string(1, '\0') + "LD_PRELOAD=x"}};
+  EXPECT_EQ(failure_of(value), "env: a NUL byte in a variable");
+  LaunchSpec name = value;
+  name.env = {{nul, "v"}};
+  EXPECT_EQ(failure_of(name), "env: a NUL byte in a variable");
+  EXPECT_FALSE(fs::exists(marker));
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1);  // nothing was forked
+}
+
 // The job's environment is clean: the agent's own variables (its token
 // among them) never reach it; PATH, HOME and LANG do.
 TEST(Process, ArgvCommandSeesJobEnvAndCheckpointDirButNotTheAgentsEnv) {

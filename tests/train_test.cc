@@ -16,9 +16,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "polling.h"
 #include "run_binary.h"
 
 extern char** environ;
@@ -414,6 +415,53 @@ TEST_F(TrainTest, SpeedMapPacesTheRunToTheEmulatedRate) {
   }
 }
 
+// Issue 12 item 5: a gang's ranks other than 0 report their rendezvous,
+// train and write nothing, and exit 0 when rank 0's result appears or on the
+// stop signal.
+TEST_F(TrainTest, RanksOtherThanZeroFollowRankZero) {
+  const fs::path ckpt = dir_ / "ckpt";
+  const std::map<std::string, std::string> rank2 = {
+      {"MASTER_ADDR", "node-a"},
+      {"MASTER_PORT", "29507"},
+      {"WORLD_SIZE", "4"},
+      {"RANK", "2"},
+      {"NODE_RANK", "1"},
+      {"LOCAL_WORLD_SIZE", "2"},
+      {"FAIRGPU_CHECKPOINT_DIR", ckpt.string()},
+      {"FAIRGPU_PROGRESS_FILE", (dir_ / "p1").string()}};
+  Child follower({"--iterations", "100"}, dir_ / "follower", rank2);
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] { return follower.out().find("follows rank 0") != std::string::npos; }, 10))
+      << follower.err();
+  EXPECT_NE(follower.out().find("fairgpu-train: rendezvous MASTER_ADDR=node-a MASTER_PORT=29507 "
+                                "WORLD_SIZE=4 RANK=2 NODE_RANK=1 LOCAL_WORLD_SIZE=2"),
+            std::string::npos)
+      << follower.out();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(follower.poll(), std::nullopt);  // waits for rank 0
+  EXPECT_FALSE(fs::exists(ckpt / "checkpoint.bin"));
+  EXPECT_FALSE(fs::exists(dir_ / "p1"));
+  // Rank 0 (no signal, same checkpoint dir) trains and writes the result.
+  auto rank0 = rank2;
+  rank0["RANK"] = "0";
+  rank0["NODE_RANK"] = "0";
+  rank0["FAIRGPU_PROGRESS_FILE"] = (dir_ / "p0").string();
+  Child leader({"--iterations", "100"}, dir_ / "leader", rank0);
+  EXPECT_EQ(leader.wait(), 0) << leader.err();
+  EXPECT_NE(final_loss_line(leader.out()), "");
+  EXPECT_EQ(follower.wait(), 0) << follower.err();
+  EXPECT_NE(follower.out().find("rank 2: rank 0 finished"), std::string::npos) << follower.out();
+
+  // Revoked: the stop signal ends a follower at once, cleanly.
+  fs::remove_all(ckpt);
+  Child stopped({"--iterations", "100"}, dir_ / "stopped", rank2);
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] { return stopped.out().find("follows rank 0") != std::string::npos; }, 10));
+  stopped.signal(SIGUSR1);
+  EXPECT_EQ(stopped.wait(), 0);
+  EXPECT_NE(stopped.out().find("rank 2 stopped by signal"), std::string::npos) << stopped.out();
+}
+
 TEST_F(TrainTest, BadInputExitsTwoWithOneLine) {
   const fs::path ckpt = dir_ / "ckpt";
   const std::string file = (ckpt / "checkpoint.bin").string();
@@ -467,6 +515,9 @@ TEST_F(TrainTest, BadInputExitsTwoWithOneLine) {
   expect_rejected(with({"--base-rate", "10", "--scaling", "1=1,2=1.8"}), {"--scaling", "4"},
                   {{"FAIRGPU_NUM_WORKERS", "4"}});
   expect_rejected(with({"--lr", "-1"}), {"--lr"});
+  expect_rejected(resume, {"WORLD_SIZE", "'0'"}, {{"WORLD_SIZE", "0"}});
+  expect_rejected(resume, {"RANK 3 + LOCAL_WORLD_SIZE 2 exceeds WORLD_SIZE 4"},
+                  {{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_WORLD_SIZE", "2"}});
   expect_rejected({"--seed", "3"}, {"--iterations"});
 
   // The untouched checkpoint still resumes.

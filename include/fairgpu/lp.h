@@ -36,6 +36,14 @@ struct LpSolveOptions {
   bool exact_dual_steepest_edge = false;
 };
 
+// A simplex basis: the status of every variable and of every constraint's
+// slack. Carried from one LP to a similar one (same meaning of rows and
+// columns, other coefficients) so that the second solve starts near its optimum.
+enum class BasisStatus : unsigned char { kBasic, kAtLower, kAtUpper, kFree };
+struct LpBasis {
+  std::vector<BasisStatus> variables, constraints;
+};
+
 class LinearProgram {
  public:
   LinearProgram();
@@ -75,6 +83,15 @@ class LinearProgram {
   // handed to CBC; otherwise CLP.
   LpStatus solve(const LpSolveOptions& options = {});
 
+  // LP only: the first solve starts from `basis` (sized num_variables() x
+  // num_constraints() at that solve) instead of CLP's presolve and crash.
+  // Any basis is accepted: CLP repairs a singular or wrongly sized one.
+  void warm_start(LpBasis basis);
+  // LP only: the basis of the last optimal solve.
+  LpBasis basis() const;
+  // LP only: simplex iterations of the last solve.
+  int iterations() const { return iterations_; }
+
   double objective_value() const { return objective_; }
   double value(int var) const { return values_.at(var); }
   const std::vector<double>& values() const { return values_; }
@@ -86,6 +103,7 @@ class LinearProgram {
   std::unique_ptr<Impl> impl_;
   bool maximize_ = false;
   double objective_ = 0.0;
+  int iterations_ = 0;
   std::vector<double> values_;
   std::vector<double> duals_;
 };

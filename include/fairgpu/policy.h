@@ -27,6 +27,11 @@ class SharePolicy {
   // next. Results stay optimal for the same LP; where the optimum is not
   // unique, another optimal allocation may be returned than without it.
   virtual void remember_between_solves() {}
+  // With remember_between_solves(): the solves that follow, up to the next
+  // call, are one sequence (progressive filling's shrinking problems), and
+  // the i-th solve of a sequence resembles the i-th of the last sequence
+  // more than the solve just before it.
+  virtual void begin_solve_sequence() {}
 };
 
 struct PolicyInfo {

@@ -146,6 +146,9 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
   c->add_option("--token", o.token,
                 "this node's token on the command line (visible to every user in ps: prefer "
                 "--token-file)");
+  c->add_option("--address", o.address,
+                "host name or IP address at which other nodes reach this node's jobs (a gang's "
+                "MASTER_ADDR); default: the address the server sees this agent connect from");
   c->add_option("--uid-base", o.uid_base,
                 "when run as root: jobs of a tenant without a unix_user run as uid = gid = this + "
                 "the tenant's slot (default 200000; the range must be unused)");

@@ -21,9 +21,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -40,6 +42,7 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kLeftoverWaitS = 2.0;
+constexpr int kMasterPortDefault = 29500;
 
 // Clamped: a server's number (lease_s_left: 1e300, NaN) must not overflow
 // the conversion to the clock's integer ticks.
@@ -49,16 +52,29 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
+// The largest protocol integer (exact in a double).
+constexpr std::int64_t kMaxExact = std::int64_t{1} << 53;
+
+// An integer of the server's answer in lo..hi (hi >= 0), compared as an
+// integer (never through a double, which rounds 2^53 + 1 down); nullopt for
+// anything else: a fraction, a string, out of range.
+std::optional<std::int64_t> integer_in(const nlohmann::json& v, std::int64_t lo, std::int64_t hi) {
+  // nlohmann stores a non-negative integer as unsigned.
+  if (v.is_number_unsigned()) {
+    const std::uint64_t x = v.get<std::uint64_t>();
+    if (x > static_cast<std::uint64_t>(hi) || (lo > 0 && x < static_cast<std::uint64_t>(lo)))
+      return std::nullopt;
+    return static_cast<std::int64_t>(x);
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const std::int64_t x = v.get<std::int64_t>();
+  if (x < lo || x > hi) return std::nullopt;
+  return x;
+}
+
 // A lease id of the server's answer: an integer in 1..2^53.
 std::int64_t lease_id(const nlohmann::json& action) {
-  const nlohmann::json& v = action.at("lease");
-  constexpr std::uint64_t kMax = std::uint64_t{1} << 53;
-  // nlohmann stores a non-negative integer as unsigned: 0 comes this way.
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= kMax)
-    return static_cast<std::int64_t>(v.get<std::uint64_t>());
-  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() >= 1 &&
-      v.get<std::int64_t>() <= static_cast<std::int64_t>(kMax))
-    return v.get<std::int64_t>();
+  if (auto id = integer_in(action.at("lease"), 1, kMaxExact)) return *id;
   throw std::invalid_argument("lease: not an integer in 1..2^53");
 }
 
@@ -200,6 +216,7 @@ class Agent {
                  {"devices", o_.devices},
                  {"cpus", o_.cpus},
                  {"memory_gb", o_.memory_gb}};
+    if (!o_.address.empty()) body["address"] = o_.address;
     double backoff = o_.register_retry_s;
     while (!stop_.load()) {
       auto res = http_.Post(url_.prefix + "/v1/agents/register", body.dump(), "application/json");
@@ -230,16 +247,15 @@ class Agent {
   std::string accept_registration(const std::string& body) {
     auto j = json::parse(body, nullptr, false);
     if (!j.is_object()) return "register answer is not a JSON object";
-    if (!j.contains("epoch") || !j["epoch"].is_number_integer() || j["epoch"].get<double>() < 0 ||
-        j["epoch"].get<double>() > 9007199254740992.0)
-      return "register answer: epoch: missing or not an integer in 0..2^53";
+    const auto epoch = j.contains("epoch") ? integer_in(j["epoch"], 0, kMaxExact) : std::nullopt;
+    if (!epoch) return "register answer: epoch: missing or not an integer in 0..2^53";
     const char* durations[] = {"heartbeat_s", "grace_s", "kill_after_s", "heartbeat_timeout_s"};
     for (const char* key : durations)
       if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() >= 0) ||
           j[key].get<double>() > 1e6)
         return fmt::format("register answer: {}: missing or not a number in 0..1e6", key);
     if (j["heartbeat_s"].get<double>() <= 0) return "register answer: heartbeat_s: not > 0";
-    epoch_ = j["epoch"].get<std::int64_t>();
+    epoch_ = *epoch;
     heartbeat_s_ = j["heartbeat_s"].get<double>();
     grace_s_ = j["grace_s"].get<double>();
     kill_after_s_ = j["kill_after_s"].get<double>();
@@ -475,9 +491,9 @@ class Agent {
     if (!devices.is_array() || devices.empty())
       return fail("launch action: devices: not a non-empty array");
     for (const json& d : devices) {
-      if (!d.is_number_integer() || d.get<double>() < 0 || d.get<double>() > 2147483647.0)
-        return fail("launch action: devices: " + d.dump() + " is not a device id");
-      r.devices.push_back(d.get<int>());
+      const auto id = integer_in(d, 0, std::numeric_limits<int>::max());
+      if (!id) return fail("launch action: devices: " + d.dump() + " is not a device id");
+      r.devices.push_back(static_cast<int>(*id));
     }
     for (int d : r.devices)
       if (std::find(o_.devices.begin(), o_.devices.end(), d) == o_.devices.end())
@@ -490,11 +506,23 @@ class Agent {
             log(fmt::format("warning: device {} of {} is still held by {}", d, describe(r),
                             describe(other)));
     std::string gpu_type = action.value("gpu_type", o_.gpu_type);
-    const json workers_json = action.value("workers", json(r.devices.size()));
-    if (!workers_json.is_number_integer() || workers_json.get<double>() < 1 ||
-        workers_json.get<double>() > 4096)
-      return fail("launch action: workers: not an integer in 1..4096");
-    const int workers = workers_json.get<int>();
+    const auto workers = integer_in(action.value("workers", json(r.devices.size())), 1, 4096);
+    if (!workers) return fail("launch action: workers: not an integer in 1..4096");
+    // The gang's rendezvous (torchrun's variables); a launch without one (an
+    // older server) is a gang of this node alone.
+    const json rdv = action.value("rendezvous", json::object());
+    if (!rdv.is_object()) return fail("launch action: rendezvous: not an object");
+    const std::string master_addr = rdv.value("master_addr", std::string("127.0.0.1"));
+    const auto master_port =
+        integer_in(rdv.value("master_port", json(kMasterPortDefault)), 1, 65535);
+    const auto world_size = integer_in(rdv.value("world_size", json(*workers)), 1, 1 << 20);
+    const auto rank = integer_in(rdv.value("rank", json(0)), 0, 1 << 20);
+    const auto node_rank = integer_in(rdv.value("node_rank", json(0)), 0, 1 << 20);
+    const auto nodes = integer_in(rdv.value("nodes", json(1)), 1, 1 << 20);
+    const auto local = integer_in(rdv.value("local_world_size", json(r.devices.size())), 1, 4096);
+    if (!master_port || !world_size || !rank || !node_rank || !nodes || !local ||
+        *node_rank >= *nodes || *rank + *local > *world_size)
+      return fail("launch action: rendezvous: not a consistent set of ranks and sizes");
     if (!action.at("lease_s_left").is_number())
       return fail("launch action: lease_s_left: not a number");
     double lease_s_left = action.at("lease_s_left").get<double>();
@@ -520,9 +548,8 @@ class Agent {
         if (pw.pw_uid == 0) return fail("launch action: unix_user: '" + user + "' is root");
         run_as = RunAs{pw.pw_uid, pw.pw_gid};
         home = pw.pw_dir ? pw.pw_dir : "";
-      } else if (slot.is_number_integer() && slot.get<double>() >= 0 &&
-                 slot.get<double>() < kMaxTenantSlot) {
-        const auto id = static_cast<std::uint32_t>(o_.uid_base + slot.get<int>());
+      } else if (const auto n = integer_in(slot, 0, kMaxTenantSlot - 1)) {
+        const auto id = static_cast<std::uint32_t>(o_.uid_base + *n);
         run_as = RunAs{id, id};
       } else {
         return fail(
@@ -553,22 +580,22 @@ class Agent {
     spec.pid_path = (run_dir / "pid").string();
     spec.checkpoint_dir = checkpoint_dir;
     if (!home.empty()) spec.env.emplace_back("HOME", home);
+    // (A NUL byte in the command or env fails the launch in Process::launch.)
     if (action.contains("env") && !action["env"].is_null())
-      for (const auto& [key, value] : action["env"].items()) {
-        const std::string text = value.get<std::string>();
-        if (key.find('\0') != std::string::npos || text.find('\0') != std::string::npos)
-          return fail("launch action: env: a NUL byte in " + key);
-        spec.env.emplace_back(key, text);
-      }
-    for (const std::string& word : spec.argv)
-      if (word.find('\0') != std::string::npos) return fail("launch action: command: a NUL byte");
-    if (spec.shell_command.find('\0') != std::string::npos)
-      return fail("launch action: command: a NUL byte");
+      for (const auto& [key, value] : action["env"].items())
+        spec.env.emplace_back(key, value.get<std::string>());
     // Last, so that the job's env cannot override them.
     spec.env.emplace_back("FAIRGPU_JOB_ID", r.job);
     spec.env.emplace_back("FAIRGPU_LEASE_ID", std::to_string(r.lease));
     spec.env.emplace_back("FAIRGPU_GPU_TYPE", gpu_type);
-    spec.env.emplace_back("FAIRGPU_NUM_WORKERS", std::to_string(workers));
+    spec.env.emplace_back("FAIRGPU_NUM_WORKERS", std::to_string(*workers));
+    spec.env.emplace_back("MASTER_ADDR", master_addr);
+    spec.env.emplace_back("MASTER_PORT", std::to_string(*master_port));
+    spec.env.emplace_back("WORLD_SIZE", std::to_string(*world_size));
+    spec.env.emplace_back("RANK", std::to_string(*rank));
+    spec.env.emplace_back("NODE_RANK", std::to_string(*node_rank));
+    spec.env.emplace_back("LOCAL_WORLD_SIZE", std::to_string(*local));
+    spec.env.emplace_back("FAIRGPU_NUM_NODES", std::to_string(*nodes));
     spec.env.emplace_back("CUDA_VISIBLE_DEVICES", join_ints(r.devices));
     spec.env.emplace_back("FAIRGPU_CHECKPOINT_DIR", checkpoint_dir);
     spec.env.emplace_back("FAIRGPU_PROGRESS_FILE", spec.progress_path);

@@ -27,7 +27,9 @@
 //   launch_failed ("agent shutting down") so the server requeues it at once.
 // - A job's environment is clean: PATH, HOME and LANG, the job's env, then
 //   the protocol's variables, which override the job's env (a job cannot
-//   widen its CUDA_VISIBLE_DEVICES). Nothing else of the agent's environment
+//   widen its CUDA_VISIBLE_DEVICES): the FAIRGPU_* ones, CUDA_VISIBLE_DEVICES
+//   and the gang's rendezvous (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK,
+//   NODE_RANK, LOCAL_WORLD_SIZE, FAIRGPU_NUM_NODES). Nothing else of the agent's environment
 //   (its token, FAIRGPU_AGENT_TOKEN) reaches the job.
 // - Users: a root agent never runs a job as root. It runs it as the
 //   launch's unix_user, else as uid = gid = uid_base + tenant_slot (no
@@ -65,6 +67,9 @@ struct AgentOptions {
   std::string node;
   std::string gpu_type;
   std::vector<int> devices;
+  // Where other nodes reach this one's jobs (a gang's MASTER_ADDR when rank
+  // 0 runs here); "" = the address the server sees the registration from.
+  std::string address;
   int cpus = 0;
   double memory_gb = 0.0;
   // pid files, logs, progress files; "" means ./fairgpu-agent-<node>.

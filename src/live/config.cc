@@ -122,11 +122,10 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
   if (auto* v = r.optional(doc, "profiles")) c.profiles_file = r.name(*v, "profiles");
   c.admin_token = token("admin_token");
   std::set<std::string> names, tokens = {c.admin_token};
-  if (r.optional(doc, "agent_token")) {
-    c.agent_token = token("agent_token");
-    if (c.admin_token == c.agent_token) r.fail("agent_token", "must differ from admin_token");
-    tokens.insert(c.agent_token);
-  }
+  // Deprecated: agents authenticate with per-node tokens that the admin
+  // issues (POST /v1/nodes/NAME/token). Still a valid key, so that old
+  // configs load, but read for its form only: it authenticates nobody.
+  if (r.optional(doc, "agent_token")) token("agent_token");
   const auto& tenants = r.required(doc, "", "tenants");
   r.expect_array(tenants, "tenants", "tenants");
   if (tenants.empty()) r.fail("tenants", "must name at least one tenant");

@@ -46,11 +46,9 @@ struct ServeConfig {
   double profile_timeout_s = 300.0;
   std::string profiles_file;  // optional: Gavel-format profiles known from the start
   double restart_overhead_s = 10.0;  // what policies assume a restart costs
+  // (A config's "agent_token" is deprecated, checked for its form and
+  // ignored: agents use per-node tokens, `fairgpu node-token`.)
   std::string admin_token;
-  // Deprecated and unused: agents authenticate with per-node tokens that the
-  // admin issues (POST /v1/nodes/NAME/token, `fairgpu node-token`). Still
-  // read so that old configs load; it must differ from admin_token.
-  std::string agent_token;
   std::vector<TenantConfig> tenants;
 };
 

@@ -81,8 +81,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     next_lease_ = std::max(next_lease_, l.id + 1);
     if (l.status == "ended") continue;
     auto it = job_index_.find(l.job);
-    if (it != job_index_.end() && (l.status == "pending" || l.status == "active"))
-      jobs_[it->second].lease = l.id;
+    if (it != job_index_.end() && l.status != "revoking") jobs_[it->second].lease = l.gang;
     leases_[l.id] = std::move(l);
   }
   refresh_ready_types();
@@ -136,7 +135,7 @@ void Manager::check_owner(const Caller& c, const JobEntry& e) const {
     throw ApiError(403, fmt::format("job {} belongs to another tenant", e.s.id));
 }
 
-json Manager::job_json(const JobEntry& e) const {
+json Manager::job_json(const JobEntry& e, const PendingContext& ctx) const {
   const StoredJob& s = e.s;
   json j = {{"id", s.id},
             {"name", s.name},
@@ -158,14 +157,16 @@ json Manager::job_json(const JobEntry& e) const {
             {"failures", s.failures},
             {"exit_code", s.exit_code >= 0 ? json(s.exit_code) : json(nullptr)},
             {"log_tail", s.log_tail},
-            {"pending", pending_reason(e)},
+            {"pending", pending_reason(e, ctx)},
             {"lease", nullptr},
             {"node", nullptr},
+            {"nodes", json::array()},
             {"gpu_type", nullptr}};
   if (e.lease) {
     const StoredLease& l = leases_.at(e.lease);
     j["lease"] = l.id;
     j["node"] = l.node;
+    for (std::int64_t id : part_ids(l.gang)) j["nodes"].push_back(leases_.at(id).node);
     if (auto n = nodes_.find(l.node); n != nodes_.end()) j["gpu_type"] = n->second.s.gpu_type;
   }
   return j;
@@ -201,8 +202,15 @@ void Manager::rebuild_catalogue() {
 
 void Manager::refresh_ready_types() {
   ready_types_.clear();
-  for (const auto& [name, n] : nodes_)
-    if (n.s.state == "ready") ready_types_.insert(n.s.gpu_type);
+  ready_pool_.clear();
+  ready_largest_.clear();
+  for (const auto& [name, n] : nodes_) {
+    if (n.s.state != "ready") continue;
+    const int devices = static_cast<int>(n.s.devices.size());
+    ready_types_.insert(n.s.gpu_type);
+    ready_pool_[n.s.gpu_type] += devices;
+    ready_largest_[n.s.gpu_type] = std::max(ready_largest_[n.s.gpu_type], devices);
+  }
 }
 
 bool Manager::fully_profiled(const std::string& job_type) const {
@@ -229,34 +237,57 @@ JobSpec Manager::spec_of(const JobEntry& e) {
   return spec;
 }
 
-// A job the policy may plan for now: queued or running, profiled, and some
-// ready node of a type it runs on can hold its whole gang.
+double Manager::gang_rate(const JobTypeProfile* p, const std::string& type, int workers) const {
+  auto largest = ready_largest_.find(type);
+  const bool spread = largest == ready_largest_.end() || workers > largest->second;
+  return p ? p->rate(type, workers, spread) : 0.0;
+}
+
+// A job the policy may plan for now: queued or running, profiled, and the
+// ready GPUs of some type it runs on can hold its whole gang (on one node or
+// spread over several). O(GPU types).
 bool Manager::schedulable(const JobEntry& e) const {
   if (e.s.state != "queued" && e.s.state != "running") return false;
   if (!fully_profiled(e.s.job_type)) return false;
   const JobTypeProfile* p = catalogue_.find(e.s.job_type);
-  for (const auto& [name, n] : nodes_)
-    if (n.s.state == "ready" && static_cast<int>(n.s.devices.size()) >= e.s.workers &&
-        p->rate(n.s.gpu_type, e.s.workers, false) > 0.0)
-      return true;
+  for (const auto& [type, devices] : ready_pool_)
+    if (devices >= e.s.workers && gang_rate(p, type, e.s.workers) > 0.0) return true;
   return false;
 }
 
 int Manager::largest_gang() const {
+  std::map<std::string, int> pool;
   int largest = 0;
   for (const auto& [name, n] : nodes_)
-    largest = std::max(largest, static_cast<int>(n.s.devices.size()));
+    largest = std::max(largest, pool[n.s.gpu_type] += static_cast<int>(n.s.devices.size()));
   return largest;
 }
 
-json Manager::pending_reason(const JobEntry& e) const {
+Manager::PendingContext Manager::pending_context() const {
+  PendingContext ctx;
+  ctx.free_pool = ready_pool_;
+  for (const auto& [name, n] : nodes_) {
+    if (n.s.state == "drained")
+      ctx.drained_pool[n.s.gpu_type] += static_cast<int>(n.s.devices.size());
+    if (n.s.state == "lost") ctx.lost_pool[n.s.gpu_type] += static_cast<int>(n.s.devices.size());
+  }
+  for (const auto& [id, l] : leases_) {
+    ctx.leased_jobs.insert(l.job);
+    auto n = nodes_.find(l.node);
+    if (n != nodes_.end() && n->second.s.state == "ready")
+      ctx.free_pool[n->second.s.gpu_type] -= static_cast<int>(l.devices.size());
+  }
+  return ctx;
+}
+
+json Manager::pending_reason(const JobEntry& e, const PendingContext& ctx) const {
   auto reason = [](const char* r, std::string detail) {
     return json{{"reason", r}, {"detail", std::move(detail)}};
   };
   if (terminal(e.s.state)) return nullptr;
   if (e.lease) {
     const StoredLease& l = leases_.at(e.lease);
-    if (l.status == "active")
+    if (l.status == "active" || l.status == "exited")
       return l.profiling ? reason("Profiling", "profiling run on " + l.node) : json(nullptr);
     return reason("Launching", fmt::format("lease {} on {} waits for the previous run on its "
                                            "devices (or of this job) to stop",
@@ -268,39 +299,53 @@ json Manager::pending_reason(const JobEntry& e) const {
     return reason("NodeLost", fmt::format("its node was lost; relaunched from its checkpoint "
                                           "once the node's runs are fenced, in {:.0f} s",
                                           e.not_before - t));
-  for (const auto& [id, l] : leases_)
-    if (l.job == e.s.id)
-      return reason("Stopping", fmt::format("its previous run (lease {}) is stopping", l.id));
-  // Nodes that could hold the gang, by state.
-  int ready_fit = 0, drained_fit = 0, lost_fit = 0, free_fit = 0;
-  for (const auto& [name, n] : nodes_) {
-    if (static_cast<int>(n.s.devices.size()) < e.s.workers) continue;
-    if (n.s.state == "ready") {
-      ++ready_fit;
-      std::set<int> held;
-      for (const auto& [id, l] : leases_)
-        if (l.node == name) held.insert(l.devices.begin(), l.devices.end());
-      free_fit += static_cast<int>(n.s.devices.size() - held.size()) >= e.s.workers;
-    } else if (n.s.state == "drained") {
-      ++drained_fit;
-    } else {
-      ++lost_fit;
-    }
+  if (ctx.leased_jobs.count(e.s.id))
+    return reason("Stopping", "its previous run is checkpointing and stopping");
+  // GPU types whose ready (then also drained, then also lost) GPUs could
+  // hold the gang, on one node or spread.
+  const int w = e.s.workers;
+  auto pool_of = [](const std::map<std::string, int>& m, const std::string& type) {
+    auto it = m.find(type);
+    return it == m.end() ? 0 : it->second;
+  };
+  std::set<std::string> types;
+  for (const auto& m : {ready_pool_, ctx.drained_pool, ctx.lost_pool})
+    for (const auto& [type, n] : m) types.insert(type);
+  bool ready_fit = false, drained_fit = false, lost_fit = false;
+  for (const std::string& type : types) {
+    const int ready = pool_of(ready_pool_, type), drained = pool_of(ctx.drained_pool, type);
+    ready_fit |= ready >= w;
+    drained_fit |= ready + drained >= w;
+    lost_fit |= ready + drained + pool_of(ctx.lost_pool, type) >= w;
   }
-  if (ready_fit == 0) {
-    if (drained_fit > 0)
-      return reason("NodeDrained", fmt::format("only drained nodes have {} GPUs", e.s.workers));
-    if (lost_fit > 0)
-      return reason("NodeLost", fmt::format("only lost nodes have {} GPUs", e.s.workers));
+  if (!ready_fit) {
+    if (drained_fit)
+      return reason("NodeDrained",
+                    fmt::format("only with drained nodes are there {} GPUs of one type", w));
+    if (lost_fit)
+      return reason("NodeLost",
+                    fmt::format("only with lost nodes are there {} GPUs of one type", w));
     return reason("Resources", nodes_.empty() ? "no node has registered"
-                                              : fmt::format("no node has {} GPUs", e.s.workers));
+                                              : fmt::format("no GPU type has {} GPUs", w));
   }
   if (e.s.state == "profiling")
     return reason("Profiling", "waiting for free devices to measure its job type on");
+  // Profiled, and some type has the GPUs: does the job run on one of them?
+  const JobTypeProfile* p = catalogue_.find(e.s.job_type);
+  bool runs = false, free_fit = false;
+  for (const auto& [type, ready] : ready_pool_) {
+    if (ready < w || !(gang_rate(p, type, w) > 0.0)) continue;
+    runs = true;
+    free_fit |= pool_of(ctx.free_pool, type) >= w;
+  }
+  if (!runs)
+    return reason("Resources", fmt::format("job type {} has no throughput for {} workers on the "
+                                           "GPU types that have {} GPUs",
+                                           e.s.job_type, w, w));
   // Not yet seen by a scheduling point, with room for it: it waits for the
   // next one. Otherwise the policy's last plan left it out (fair share:
   // its tenant's share went to its other jobs, or to other tenants).
-  if (free_fit > 0 && e.s.submitted_at > last_point_)
+  if (free_fit && e.s.submitted_at > last_point_)
     return reason("Round", "the next scheduling point places it");
   return reason("Priority", "the last scheduling point gave the GPUs to other jobs (fair share)");
 }
@@ -388,19 +433,23 @@ void Manager::rebuild() {
     admit_job(state_, k);
     if (!e.lease) continue;
     const StoredLease& l = leases_.at(e.lease);
+    // Every part's devices (a gang over several nodes holds them all).
     std::vector<DeviceRef> devices;
-    for (int d : l.devices) {
-      auto it = device_ref_.find({l.node, d});
-      if (it == device_ref_.end()) break;
-      devices.push_back(it->second);
-    }
-    if (devices.size() != l.devices.size() || static_cast<int>(devices.size()) != j.workers)
+    std::size_t wanted = 0;
+    const std::vector<std::int64_t> parts = part_ids(l.gang);
+    for (std::int64_t id : parts)
+      for (int d : leases_.at(id).devices) {
+        ++wanted;
+        auto it = device_ref_.find({leases_.at(id).node, d});
+        if (it != device_ref_.end()) devices.push_back(it->second);
+      }
+    if (devices.size() != wanted || static_cast<int>(devices.size()) != j.workers)
       continue;  // its node left the model: the lease is revoked or lost already
     j.state = JobState::kRunning;
     j.devices = devices;
     j.lease_end = l.end;
     j.placement_type = state_.type_of(devices.front());
-    j.rate = j.rate_one_node[j.placement_type];
+    j.rate = parts.size() > 1 ? j.rate_spread[j.placement_type] : j.rate_one_node[j.placement_type];
     j.settled_at = t;
     j.run_start = l.start;
     for (DeviceRef d : devices) state_.device_owner[state_.flat(d)] = static_cast<std::int64_t>(k);
@@ -463,28 +512,49 @@ void Manager::state_finish(JobEntry& e) {
   state_.changed = true;
 }
 
+std::vector<std::int64_t> Manager::part_ids(std::int64_t gang) const {
+  std::vector<std::int64_t> ids;
+  // A gang's parts have consecutive ids from the gang id on.
+  for (auto it = leases_.lower_bound(gang); it != leases_.end() && it->second.gang == gang; ++it)
+    ids.push_back(it->first);
+  return ids;
+}
+
 std::uint64_t Manager::end_lease(StoredLease& l) {
   if (l.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
   l.status = "ended";
   std::uint64_t ticket = persist(l);
   auto it = job_index_.find(l.job);
-  if (it != job_index_.end() && jobs_[it->second].lease == l.id) jobs_[it->second].lease = 0;
+  if (it != job_index_.end() && jobs_[it->second].lease == l.gang) jobs_[it->second].lease = 0;
   launch_ticket_.erase(l.id);
   leases_.erase(l.id);  // l dangles from here
   return ticket;
 }
 
-// Asks the lease's agent to stop the run (or drops a launch never sent).
+// Asks the agents of every part of the lease's gang to stop their runs (and
+// drops launches never sent, and parts whose run already exited).
 void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
+  const std::int64_t gang = l.gang;
   auto it = job_index_.find(l.job);
-  if (it != job_index_.end() && jobs_[it->second].lease == l.id) jobs_[it->second].lease = 0;
-  if (l.status == "pending") {
-    tickets.push_back(end_lease(l));
-    return;
+  if (it != job_index_.end() && jobs_[it->second].lease == gang) jobs_[it->second].lease = 0;
+  for (std::int64_t id : part_ids(gang)) {
+    StoredLease& part = leases_.at(id);
+    if (part.status == "pending" || part.status == "exited") {
+      tickets.push_back(end_lease(part));
+      continue;
+    }
+    if (part.status == "revoking") continue;
+    if (part.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
+    part.status = "revoking";
+    tickets.push_back(persist(part));
   }
-  if (l.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
-  l.status = "revoking";
-  tickets.push_back(persist(l));
+}
+
+void Manager::lose_part(StoredLease& l, std::vector<std::uint64_t>& tickets) {
+  const std::int64_t gang = l.gang;
+  tickets.push_back(end_lease(l));  // l dangles from here
+  const std::vector<std::int64_t> rest = part_ids(gang);
+  if (!rest.empty()) revoke(leases_.at(rest.front()), tickets);
 }
 
 // Pending leases whose job and devices are free of earlier runs may launch.
@@ -501,16 +571,25 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
     for (int d : l.devices) held.insert({l.node, d});
   }
   if (!any_pending) return;
+  // A gang's parts activate together, when every one of them may.
   for (auto& [id, l] : leases_) {
-    if (l.status != "pending" || stopping_jobs.count(l.job)) continue;
-    bool clear = true;
-    for (int d : l.devices) clear = clear && !held.count({l.node, d});
+    if (l.status != "pending" || l.id != l.gang || stopping_jobs.count(l.job)) continue;
+    const std::vector<std::int64_t> parts = part_ids(l.gang);
+    bool clear = static_cast<int>(parts.size()) == l.parts;
+    for (std::int64_t part : parts) {
+      const StoredLease& p = leases_.at(part);
+      clear = clear && p.status == "pending";
+      for (int d : p.devices) clear = clear && !held.count({p.node, d});
+    }
     if (!clear) continue;
-    l.status = "active";
-    l.start = now();
-    for (int d : l.devices) held.insert({l.node, d});
-    tickets.push_back(persist(l));
-    launch_ticket_[id] = tickets.back();
+    for (std::int64_t part : parts) {
+      StoredLease& p = leases_.at(part);
+      p.status = "active";
+      p.start = now();
+      for (int d : p.devices) held.insert({p.node, d});
+      tickets.push_back(persist(p));
+      launch_ticket_[part] = tickets.back();
+    }
   }
 }
 
@@ -545,34 +624,47 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     JobEntry& e = jobs_[sched_to_job_[a.job]];
     if (j.state == JobState::kRunning) {  // renewed: same devices, no cost
       j.lease_end = a.lease_end;
-      StoredLease& l = leases_.at(e.lease);
+      for (std::int64_t id : part_ids(e.lease)) {
+        StoredLease& l = leases_.at(id);
+        l.end = a.lease_end;
+        tickets.push_back(persist(l));
+      }
+      continue;
+    }
+    // One part lease per node, in the order of the plan's devices; rank 0
+    // is the first node (manager.h).
+    std::vector<std::pair<std::string, std::vector<int>>> by_node;
+    for (DeviceRef d : a.devices) {
+      const std::pair<std::string, int>& where = flat_device_[state_.flat(d)];
+      auto part = std::find_if(by_node.begin(), by_node.end(),
+                               [&where](const auto& p) { return p.first == where.first; });
+      if (part == by_node.end()) part = by_node.insert(by_node.end(), {where.first, {}});
+      part->second.push_back(where.second);
+    }
+    const std::int64_t gang = next_lease_;
+    for (std::size_t r = 0; r < by_node.size(); ++r) {
+      StoredLease l;
+      l.id = next_lease_++;
+      l.gang = gang;
+      l.rank = static_cast<int>(r);
+      l.parts = static_cast<int>(by_node.size());
+      l.job = e.s.id;
+      l.node = by_node[r].first;
+      l.devices = by_node[r].second;
+      l.start = state_.now;
       l.end = a.lease_end;
+      l.status = "pending";
+      leases_[l.id] = l;
       tickets.push_back(persist(l));
-      continue;
     }
-    const std::string& node = flat_device_[state_.flat(a.devices.front())].first;
-    bool one_node = true;
-    for (DeviceRef d : a.devices) one_node &= d.node == a.devices.front().node;
-    if (!one_node) {  // agents run one process per job (manager.h)
-      ++spread_skipped_;
-      continue;
-    }
-    StoredLease l;
-    l.id = next_lease_++;
-    l.job = e.s.id;
-    l.node = node;
-    for (DeviceRef d : a.devices) l.devices.push_back(flat_device_[state_.flat(d)].second);
-    l.start = state_.now;
-    l.end = a.lease_end;
-    l.status = "pending";
-    e.lease = l.id;
-    leases_[l.id] = l;
-    tickets.push_back(persist(l));
+    spread_launched_ += by_node.size() > 1;
+    e.lease = gang;
     j.state = JobState::kRunning;
     j.devices = a.devices;
     j.lease_end = a.lease_end;
     j.placement_type = state_.type_of(a.devices.front());
-    j.rate = j.rate_one_node[j.placement_type];
+    j.rate =
+        by_node.size() > 1 ? j.rate_spread[j.placement_type] : j.rate_one_node[j.placement_type];
     j.settled_at = state_.now;
     j.run_start = state_.now;
     j.overhead_left = j.restart_overhead_s;
@@ -627,7 +719,7 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
             if (l.node != name || std::find(l.devices.begin(), l.devices.end(), d) == l.devices.end())
               continue;
             const JobEntry* holder = find_job(l.job);
-            ok &= !l.profiling && holder && holder->lease == id && holder->sched != kNone &&
+            ok &= !l.profiling && holder && holder->lease == l.gang && holder->sched != kNone &&
                   state_.jobs[holder->sched].state == JobState::kRunning &&
                   state_.lease_ended(state_.jobs[holder->sched]);
           }
@@ -666,6 +758,7 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
       }
       StoredLease l;
       l.id = next_lease_++;
+      l.gang = l.id;
       l.job = e.s.id;
       l.node = best->s.name;
       l.devices = best_devices;
@@ -781,11 +874,15 @@ void Manager::tick() {
     n.s.state = "lost";
     refresh_ready_types();
     tickets.push_back(persist(n));
-    for (auto it = leases_.begin(); it != leases_.end();) {
-      StoredLease& l = (it++)->second;
-      if (l.node != name) continue;
+    std::vector<std::int64_t> on_node;
+    for (const auto& [id, l] : leases_)
+      if (l.node == name) on_node.push_back(id);
+    for (std::int64_t id : on_node) {
+      auto it = leases_.find(id);
+      if (it == leases_.end()) continue;  // ended with an earlier part of its gang
+      StoredLease& l = it->second;
       JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
-      tickets.push_back(end_lease(l));
+      lose_part(l, tickets);
       if (!e || terminal(e->s.state)) continue;
       e->not_before = std::max(e->not_before, fence);
       if (e->s.state == "running") e->s.state = waiting_state(e->s.job_type);

@@ -10,7 +10,8 @@
 //                      ▲                               → revoking → ended
 //                      └──── agents' heartbeats ◄──────┘ (launch/renew/revoke)
 //
-// A lease is the right to run one job on devices of one node until its end.
+// A lease is the right to run one job on devices of one node until its end
+// (a gang spread over nodes holds one part lease per node, below).
 // At each scheduling point the policy renews it (same devices), moves it or
 // leaves it out (revoke: the agent signals the job to checkpoint and exit).
 // A new lease stays pending until the job's previous run and every previous
@@ -22,16 +23,24 @@
 // and admin calls, metrics), manager_agents.cc (registration, heartbeats).
 //
 // Where the papers are silent:
-//   - A job whose gang the policy places over several nodes is not started in
-//     that round (the agents run one process per job); it is counted in
-//     fairgpu_spread_skipped_total. Jobs larger than every node wait.
+//   - Gangs across nodes: a job the policy places over several nodes runs
+//     one process per node, each under a part lease of one gang (consecutive
+//     lease ids; the first, rank 0's, is the gang id and the job's lease).
+//     The parts activate together (when every one's devices are free), are
+//     renewed and revoked together, and a part that ends for any reason but
+//     a clean finish (a failure, a fence, a lost node) revokes the others. A
+//     part that exits cleanly waits ("exited") for the others; the job
+//     finishes when every part has. Progress is rank 0's. The launch carries
+//     the rendezvous (MASTER_ADDR = rank 0's node address, MASTER_PORT =
+//     kMasterPortBase + gang id mod kMasterPortSpan, WORLD_SIZE, RANK,
+//     NODE_RANK, LOCAL_WORLD_SIZE). A job larger than every same-type pool
+//     of GPUs is refused at submission; profiling stays on one node.
 //   - Profiling: a job type with no throughput on some GPU type in the
 //     cluster first runs profile_iterations on that type (one job at a time
 //     per (job type, GPU type), on free devices or devices whose lease
 //     ended), timed from its first progress report so start-up and
-//     checkpoint loading are not counted, over at least five heartbeats. A gang of g workers measured at r
-//     it/s is stored as r for g workers and r/g for one (linear scaling) when
-//     g > 1.
+//     checkpoint loading are not counted, over at least five heartbeats. A gang of g workers
+//     measured at r it/s is stored as r for g workers and r/g for one (linear scaling) when g > 1.
 //   - A lost node's jobs are relaunched only grace + kill_after + one
 //     heartbeat after the node's heartbeat timeout, when its agent has fenced
 //     them (docs/live-protocol.md).
@@ -74,6 +83,11 @@ struct Caller {
   std::string node;    // kAgent: the node its token was issued for
 };
 
+// A gang's MASTER_PORT: kMasterPortBase + gang id mod kMasterPortSpan
+// (29500..30499; 29500 is torch.distributed's default).
+constexpr int kMasterPortBase = 29500;
+constexpr int kMasterPortSpan = 1000;
+
 class Manager {
  public:
   // Opens the store in config.data_dir and reloads what it holds. `clock`
@@ -100,7 +114,10 @@ class Manager {
   // node only. Persisted. Answer {"node", "token"}.
   nlohmann::json issue_node_token(const Caller& c, const std::string& node);
   nlohmann::json profiles(const Caller& c) const;
-  nlohmann::json register_agent(const Caller& c, const nlohmann::json& body);
+  // `peer` is the address the request came from: the node's address when
+  // the body names none.
+  nlohmann::json register_agent(const Caller& c, const nlohmann::json& body,
+                                const std::string& peer = "");
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
   std::string metrics() const;
 
@@ -143,12 +160,20 @@ class Manager {
     std::size_t model_index = kNone;  // index in model_->cluster.nodes when in the model
   };
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  // What pending_reason needs of the cluster, computed once per request in
+  // O(nodes + leases): then each job's reason costs O(GPU types).
+  struct PendingContext {
+    std::map<std::string, int> drained_pool, lost_pool;  // devices by GPU type
+    std::map<std::string, int> free_pool;                // ready devices no lease holds, by type
+    std::set<std::string> leased_jobs;                   // jobs some lease still names
+  };
 
   double now() const { return clock_(); }
   JobEntry& job_by_id(const std::string& id);
   const JobEntry* find_job(const std::string& id) const;
   void check_owner(const Caller& c, const JobEntry& e) const;
-  nlohmann::json job_json(const JobEntry& e) const;
+  nlohmann::json job_json(const JobEntry& e, const PendingContext& ctx) const;
+  nlohmann::json job_json(const JobEntry& e) const { return job_json(e, pending_context()); }
   std::uint64_t persist(const JobEntry& e);
   std::uint64_t persist(const StoredLease& l);
   std::uint64_t persist(const NodeEntry& n);
@@ -163,12 +188,21 @@ class Manager {
   // "profiling".
   std::string waiting_state(const std::string& job_type) const;
   bool schedulable(const JobEntry& e) const;
-  // The most workers one job can have: the most devices of one registered
-  // node (0 when none is registered).
+  // The most workers one job can have: the most devices of one GPU type
+  // over the registered nodes, any state (0 when none is registered).
   int largest_gang() const;
+  PendingContext pending_context() const;
   // Why a job that is not running waits, squeue-style: {"reason", "detail"},
   // or null when it does not wait.
-  nlohmann::json pending_reason(const JobEntry& e) const;
+  nlohmann::json pending_reason(const JobEntry& e, const PendingContext& ctx) const;
+  // The job's rate for a gang of `workers` on `type` (spread over nodes when
+  // no ready node of the type holds it); NaN or 0 when it cannot run there.
+  double gang_rate(const JobTypeProfile* p, const std::string& type, int workers) const;
+  // Ids of the gang's parts not yet ended, by rank.
+  std::vector<std::int64_t> part_ids(std::int64_t gang) const;
+  // Ends a part whose run is gone (its node re-registered or was lost) and
+  // revokes the rest of its gang.
+  void lose_part(StoredLease& l, std::vector<std::uint64_t>& tickets);
   static JobSpec spec_of(const JobEntry& e);
 
   // The scheduling core.
@@ -178,7 +212,9 @@ class Manager {
   void state_finish(JobEntry& e);
   void apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets);
   void start_profiling(std::vector<std::uint64_t>& tickets);
+  // Ends one part lease (the job loses its lease when it was the job's gang).
   std::uint64_t end_lease(StoredLease& l);
+  // Revokes every part of l's gang (pending and exited parts end at once).
   void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
   void run_ended(StoredLease& l, const nlohmann::json& report, std::vector<std::uint64_t>& tickets);
   void activate_pending(std::vector<std::uint64_t>& tickets);
@@ -194,6 +230,8 @@ class Manager {
   std::map<std::string, std::size_t> job_index_;
   std::map<std::string, NodeEntry> nodes_;
   std::set<std::string> ready_types_;
+  // Devices of ready nodes by GPU type, and the most of one ready node.
+  std::map<std::string, int> ready_pool_, ready_largest_;
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
   // Store ticket of each lease's activation: its launch goes to the agent
   // only once that ticket is durable, whoever activated it.
@@ -223,7 +261,7 @@ class Manager {
 
   // Counters for /metrics.
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
-  std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_skipped_ = 0;
+  std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
 
   std::mutex run_mu_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -34,7 +35,7 @@ constexpr std::int64_t kMaxExact = std::int64_t{1} << 53;
 
 }  // namespace
 
-json Manager::register_agent(const Caller& c, const json& body) {
+json Manager::register_agent(const Caller& c, const json& body, const std::string& peer) {
   require(c, {Caller::Role::kAgent});
   if (!body.is_object()) bad("(body)", "expected a JSON object");
   const std::string name = need_name(body, "node");
@@ -55,6 +56,19 @@ json Manager::register_agent(const Caller& c, const json& body) {
   if (body.contains("memory_gb")) memory = need_number(body, "memory_gb");
   if (cpus < 0 || cpus > 1e6) bad("cpus", "must be in 0..1e6");
   if (memory < 0 || memory > 1e9) bad("memory_gb", "must be in 0..1e9");
+  // Where the node's jobs are reached (a gang's MASTER_ADDR): a host name or
+  // an IP address.
+  std::string address = peer;
+  if (body.contains("address")) {
+    if (!body["address"].is_string()) bad("address", "expected a host name or IP address");
+    address = body["address"].get<std::string>();
+    if (address.empty() || address.size() > 253 ||
+        !std::all_of(address.begin(), address.end(), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' ||
+                 ch == ':' || ch == '_';
+        }))
+      bad("address", "expected a host name or IP address (letters, digits, '.', '-', ':', '_')");
+  }
 
   std::vector<std::uint64_t> tickets;
   json answer;
@@ -64,11 +78,15 @@ json Manager::register_agent(const Caller& c, const json& body) {
     const bool was_drained = n.s.state == "drained";
     // A new epoch: whatever ran under the old one is gone (the agent killed
     // its leftovers before registering).
-    for (auto it = leases_.begin(); it != leases_.end();) {
-      StoredLease& l = (it++)->second;
-      if (l.node != name) continue;
+    std::vector<std::int64_t> on_node;
+    for (const auto& [id, l] : leases_)
+      if (l.node == name) on_node.push_back(id);
+    for (std::int64_t id : on_node) {
+      auto it = leases_.find(id);
+      if (it == leases_.end()) continue;  // ended with an earlier part of its gang
+      StoredLease& l = it->second;
       JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
-      tickets.push_back(end_lease(l));
+      lose_part(l, tickets);  // a part elsewhere stops too
       if (e && e->s.state == "running") {
         e->s.state = waiting_state(e->s.job_type);
         tickets.push_back(persist(*e));
@@ -79,6 +97,7 @@ json Manager::register_agent(const Caller& c, const json& body) {
     n.s.devices = devices;
     n.s.cpus = cpus;
     n.s.memory_gb = memory;
+    n.s.address = address;
     n.s.epoch += 1;
     n.s.state = was_drained ? "drained" : "ready";
     refresh_ready_types();
@@ -103,7 +122,9 @@ json Manager::register_agent(const Caller& c, const json& body) {
 }
 
 // A run ended (the agent's report): the job finishes, fails, retries or
-// waits for its next lease.
+// waits for its next lease. For a part of a gang over several nodes: a clean
+// finish waits for the other parts (status "exited"); any other end stops
+// them (manager.h).
 void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t>& tickets) {
   const double t = now();
   auto it = job_index_.find(l.job);
@@ -111,24 +132,41 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
     tickets.push_back(end_lease(l));
     return;
   }
+  if (l.status == "exited") return;  // reported again before the ack arrived
   JobEntry& e = jobs_[it->second];
-  const bool current = e.lease == l.id;
+  const std::int64_t gang = l.gang;
+  const bool current = e.lease == gang;
   const bool profiling = l.profiling;
   const std::string state = r.value("state", "exited");
   const int code = r.value("exit_code", -1);
   const int sig = r.value("signal", 0);
   const bool revoked = r.value("revoked", false);
   const double iterations = r.value("iterations", 0.0);
-  if (iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
+  if (l.rank == 0 && iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
   settle(e, t);
-  tickets.push_back(end_lease(l));  // l dangles from here
+  const bool clean = state == "exited" && code == 0 && sig == 0;
+  const bool part_finished = clean && (!revoked || e.s.done >= e.s.iterations);
+  if (part_finished && current && l.parts > 1 && !terminal(e.s.state)) {
+    l.status = "exited";
+    tickets.push_back(persist(l));
+    for (std::int64_t id : part_ids(gang))
+      if (leases_.at(id).status != "exited") {
+        tickets.push_back(persist(e));
+        return;  // the others still run
+      }
+    for (std::int64_t id : part_ids(gang)) tickets.push_back(end_lease(leases_.at(id)));
+  } else {
+    tickets.push_back(end_lease(l));  // l dangles from here
+    // A part that did not finish stops the rest of its gang.
+    if (const std::vector<std::int64_t> rest = part_ids(gang); !rest.empty())
+      revoke(leases_.at(rest.front()), tickets);
+  }
   if (terminal(e.s.state)) return;  // cancelled meanwhile
 
-  const bool clean = state == "exited" && code == 0 && sig == 0;
   auto leave_state = [&] {
     if (e.sched != kNone) state_finish(e);
   };
-  if (clean && (!revoked || e.s.done >= e.s.iterations)) {
+  if (part_finished) {
     e.s.state = "finished";
     e.s.done = e.s.iterations;
     e.s.exit_code = 0;
@@ -247,7 +285,7 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
         continue;
       }
       if (lit == leases_.end() || lit->second.node != name || lit->second.status == "revoking" ||
-          lit->second.status == "ended") {
+          lit->second.status == "exited" || lit->second.status == "ended") {
         actions.push_back({{"action", "revoke"}, {"lease", id}, {"job", r.value("job", "")}});
         continue;
       }
@@ -259,7 +297,7 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
         e->s.started_at = t;
         tickets.push_back(persist(*e));
       }
-      if (iterations > e->s.done) {
+      if (l.rank == 0 && iterations > e->s.done) {  // a gang's progress is rank 0's
         e->s.done = std::min(iterations, e->s.iterations);
         if (e->sched != kNone) {
           Job& j = state_.jobs[e->sched];
@@ -296,6 +334,18 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
                          {"job", l.job},
                          {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
     }
+    // A revoked lease that this node's agent does not report never ran here:
+    // its launch was revoked before the agent's heartbeat brought it (one
+    // part of a gang failed at once, a cancel). The agent reports every run it
+    // holds until acked, so it is over.
+    std::vector<std::int64_t> never_launched;
+    for (const auto& [id, l] : leases_)
+      if (l.node == name && l.status == "revoking" && !reported.count(id))
+        never_launched.push_back(id);
+    for (std::int64_t id : never_launched) {
+      tickets.push_back(end_lease(leases_.at(id)));
+      must_wait = true;
+    }
     activate_pending(tickets);
     // Launches: active leases on this node the agent does not run yet.
     for (const auto& [id, l] : leases_) {
@@ -306,6 +356,24 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
       const std::string unix_user =
           tenant == tenant_index_.end() ? "" : config_.tenants[tenant->second].unix_user;
       auto slot = tenant_slot_.find(e->s.tenant);
+      // The gang's rendezvous (torchrun's variables): rank 0's node is the
+      // master; ranks count workers, the parts' devices in rank order.
+      int world = 0, first_rank = 0;
+      for (std::int64_t part : part_ids(l.gang)) {
+        const StoredLease& p = leases_.at(part);
+        if (p.rank < l.rank) first_rank += static_cast<int>(p.devices.size());
+        world += static_cast<int>(p.devices.size());
+      }
+      std::string master = leases_.count(l.gang) ? leases_.at(l.gang).node : l.node;
+      if (auto m = nodes_.find(master); m != nodes_.end() && !m->second.s.address.empty())
+        master = m->second.s.address;
+      const json rendezvous = {{"master_addr", master},
+                               {"master_port", kMasterPortBase + l.gang % kMasterPortSpan},
+                               {"world_size", world},
+                               {"rank", first_rank},
+                               {"node_rank", l.rank},
+                               {"nodes", l.parts},
+                               {"local_world_size", static_cast<int>(l.devices.size())}};
       actions.push_back(
           {{"action", "launch"},
            {"lease", id},
@@ -317,7 +385,8 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
            {"env", e->env},
            {"devices", l.devices},
            {"gpu_type", n.s.gpu_type},
-           {"workers", static_cast<int>(l.devices.size())},
+           {"workers", world},
+           {"rendezvous", rendezvous},
            {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
            {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
       if (auto ticket = launch_ticket_.find(id); ticket != launch_ticket_.end())

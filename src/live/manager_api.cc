@@ -84,12 +84,13 @@ json Manager::submit(const Caller& c, const json& body) {
   {
     std::lock_guard lock(mu_);
     if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
-    // A gang no node can hold would wait forever (agents run a job on one
-    // node). Every registered node counts, drained or lost ones too: they
-    // may come back. With no node yet, nothing is known.
+    // A gang no GPU type's pool can hold would wait forever (a gang runs on
+    // GPUs of one type, over as many nodes as it needs). Every registered
+    // node counts, drained or lost ones too: they may come back. With no
+    // node yet, nothing is known.
     if (const int largest = largest_gang(); largest > 0 && s.workers > largest)
       bad("workers", fmt::format("{} exceeds the largest gang this cluster can run, {} (the most "
-                                 "GPUs of one node)",
+                                 "GPUs of one type)",
                                  s.workers, largest));
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
@@ -113,10 +114,11 @@ json Manager::jobs(const Caller& c, const std::string& state_filter) const {
   require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
   std::lock_guard lock(mu_);
   json list = json::array();
+  const PendingContext ctx = pending_context();  // once, not per job
   for (const JobEntry& e : jobs_) {
     if (c.role == Caller::Role::kTenant && e.s.tenant != c.tenant) continue;
     if (!state_filter.empty() && e.s.state != state_filter) continue;
-    list.push_back(job_json(e));
+    list.push_back(job_json(e, ctx));
   }
   return {{"jobs", list}};
 }
@@ -202,7 +204,7 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     if (body.contains("token") || it == tenant_index_.end()) {
       const std::string token = need_string(body, "token");
       if (token.size() < 8) bad("token", "must be at least 8 characters");
-      bool taken = token == config_.admin_token || token == config_.agent_token;
+      bool taken = token == config_.admin_token;
       for (const TenantConfig& other : config_.tenants) taken |= other.name != name && other.token == token;
       for (const auto& [node, node_token] : node_tokens_) taken |= node_token == token;
       if (taken) bad("token", "is another tenant's or a reserved token");
@@ -281,11 +283,15 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
       n.s.state = "drained";
       refresh_ready_types();
       // Drain evicts: every run on the node checkpoints and stops now.
-      for (auto l = leases_.begin(); l != leases_.end();) {
-        StoredLease& lease = (l++)->second;
-        if (lease.node != node) continue;
+      std::vector<std::int64_t> on_node;
+      for (const auto& [id, l] : leases_)
+        if (l.node == node) on_node.push_back(id);
+      for (std::int64_t id : on_node) {
+        auto l = leases_.find(id);
+        if (l == leases_.end()) continue;  // ended with an earlier part of its gang
+        StoredLease& lease = l->second;
         JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
-        revoke(lease, tickets);
+        revoke(lease, tickets);  // the whole gang
         if (e && e->s.state == "running") {
           e->s.state = waiting_state(e->s.job_type);
           tickets.push_back(persist(*e));
@@ -426,8 +432,8 @@ std::string Manager::metrics() const {
   line("fairgpu_preemptions_total", "", static_cast<double>(preemptions_));
   out += "# TYPE fairgpu_failed_rounds_total counter\n";
   line("fairgpu_failed_rounds_total", "", static_cast<double>(failed_rounds_.load()));
-  out += "# TYPE fairgpu_spread_skipped_total counter\n";
-  line("fairgpu_spread_skipped_total", "", static_cast<double>(spread_skipped_));
+  out += "# TYPE fairgpu_spread_launched_total counter\n";
+  line("fairgpu_spread_launched_total", "", static_cast<double>(spread_launched_));
   out += "# TYPE fairgpu_store_transactions_total counter\n";
   line("fairgpu_store_transactions_total", "", static_cast<double>(store_->transactions()));
   return out;

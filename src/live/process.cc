@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -166,6 +167,13 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   };
 
   if (spec.argv.empty() && spec.shell_command.empty()) return fail("empty command");
+  // execve's strings end at a NUL: a byte there would silently cut the
+  // command or a variable short (and "K=V\0X=Y" would smuggle in X).
+  auto has_nul = [](const std::string& text) { return text.find('\0') != std::string::npos; };
+  if (has_nul(spec.shell_command) || std::any_of(spec.argv.begin(), spec.argv.end(), has_nul))
+    return fail("command: a NUL byte");
+  for (const auto& [name, value] : spec.env)
+    if (has_nul(name) || has_nul(value)) return fail("env: a NUL byte in a variable");
   if (!spec.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(spec.checkpoint_dir, ec);

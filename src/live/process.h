@@ -90,7 +90,8 @@ class Process {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Starts spec's command. A command that cannot start (empty command,
+  // Starts spec's command. A command that cannot start (empty command, a
+  // NUL byte in the command or the env,
   // checkpoint dir or log file that cannot be created, exec failure passed
   // back through a close-on-exec pipe) gives a Process in kLaunchFailed
   // with the reason in failure() (also written to the log).

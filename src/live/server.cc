@@ -106,7 +106,8 @@ HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_un
            handle(res, [&] { return manager_.issue_node_token(who(req), req.matches[1]); });
          });
   s.Post("/v1/agents/register", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.register_agent(who(req), parse_body(req)); });
+    handle(res,
+           [&] { return manager_.register_agent(who(req), parse_body(req), req.remote_addr); });
   });
   s.Post("/v1/agents/heartbeat", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.heartbeat(who(req), parse_body(req)); });

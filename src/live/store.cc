@@ -37,6 +37,20 @@ CREATE TABLE IF NOT EXISTS profiles (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 )sql";
 
+// Columns added after the first schema, appended to their tables when a store
+// written by an older fairgpu lacks them (its rows get the defaults).
+struct AddedColumn {
+  const char* table;
+  const char* column;
+  const char* definition;
+};
+constexpr AddedColumn kAddedColumns[] = {
+    {"nodes", "address", "TEXT NOT NULL DEFAULT ''"},
+    {"leases", "gang", "INTEGER NOT NULL DEFAULT 0"},
+    {"leases", "rank", "INTEGER NOT NULL DEFAULT 0"},
+    {"leases", "parts", "INTEGER NOT NULL DEFAULT 1"},
+};
+
 std::string devices_json(const std::vector<int>& d) { return nlohmann::json(d).dump(); }
 std::vector<int> parse_devices(const char* text) {
   return nlohmann::json::parse(text ? text : "[]").get<std::vector<int>>();
@@ -94,12 +108,29 @@ Store::Store(const std::string& dir) {
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=OFF"})
     if (sqlite3_exec(db_, pragma, nullptr, nullptr, nullptr) != SQLITE_OK) fail(pragma);
   if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) fail("schema");
+  for (const AddedColumn& added : kAddedColumns) {
+    bool present = false;
+    sqlite3_stmt* st = nullptr;
+    const std::string info = fmt::format("PRAGMA table_info({})", added.table);
+    if (sqlite3_prepare_v2(db_, info.c_str(), -1, &st, nullptr) != SQLITE_OK) fail(info);
+    while (sqlite3_step(st) == SQLITE_ROW) present |= col_string(st, 1) == added.column;
+    sqlite3_finalize(st);
+    if (present) continue;
+    const std::string alter =
+        fmt::format("ALTER TABLE {} ADD COLUMN {} {}", added.table, added.column, added.definition);
+    if (sqlite3_exec(db_, alter.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) fail(alter);
+  }
   const std::map<std::string, const char*> sql = {
       {"job",
        "INSERT OR REPLACE INTO jobs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
        "?16,?17,?18,?19,?20,?21)"},
-      {"node", "INSERT OR REPLACE INTO nodes VALUES (?1,?2,?3,?4,?5,?6,?7)"},
-      {"lease", "INSERT OR REPLACE INTO leases VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"},
+      {"node",
+       "INSERT OR REPLACE INTO nodes (name, gpu_type, devices, cpus, memory_gb, epoch, state, "
+       "address) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"},
+      {"lease",
+       "INSERT OR REPLACE INTO leases (id, job, node, devices, start, end, status, profiling, "
+       "profile_from, profile_from_t, gang, rank, parts) VALUES "
+       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"},
       {"profile", "INSERT OR REPLACE INTO profiles VALUES (?1,?2,?3,?4,?5)"},
       {"meta", "INSERT OR REPLACE INTO meta VALUES (?1,?2)"},
       {"begin", "BEGIN IMMEDIATE"},
@@ -159,31 +190,46 @@ StoreSnapshot Store::load() const {
     j.log_tail = col_string(st, 20);
     out.jobs.push_back(std::move(j));
   });
-  each("SELECT * FROM nodes ORDER BY name", [&](sqlite3_stmt* st) {
-    StoredNode n;
-    n.name = col_string(st, 0);
-    n.gpu_type = col_string(st, 1);
-    n.devices = parse_devices(col_text(st, 2));
-    n.cpus = sqlite3_column_double(st, 3);
-    n.memory_gb = sqlite3_column_double(st, 4);
-    n.epoch = sqlite3_column_int64(st, 5);
-    n.state = col_string(st, 6);
-    out.nodes.push_back(std::move(n));
-  });
-  each("SELECT * FROM leases ORDER BY id", [&](sqlite3_stmt* st) {
-    StoredLease l;
-    l.id = sqlite3_column_int64(st, 0);
-    l.job = col_string(st, 1);
-    l.node = col_string(st, 2);
-    l.devices = parse_devices(col_text(st, 3));
-    l.start = sqlite3_column_double(st, 4);
-    l.end = sqlite3_column_double(st, 5);
-    l.status = col_string(st, 6);
-    l.profiling = sqlite3_column_int(st, 7) != 0;
-    l.profile_from = sqlite3_column_double(st, 8);
-    l.profile_from_t = sqlite3_column_double(st, 9);
-    out.leases.push_back(std::move(l));
-  });
+  each(
+      "SELECT name, gpu_type, devices, cpus, memory_gb, epoch, state, address FROM nodes "
+      "ORDER BY name",
+      [&](sqlite3_stmt* st) {
+        StoredNode n;
+        n.name = col_string(st, 0);
+        n.gpu_type = col_string(st, 1);
+        n.devices = parse_devices(col_text(st, 2));
+        n.cpus = sqlite3_column_double(st, 3);
+        n.memory_gb = sqlite3_column_double(st, 4);
+        n.epoch = sqlite3_column_int64(st, 5);
+        n.state = col_string(st, 6);
+        n.address = col_string(st, 7);
+        out.nodes.push_back(std::move(n));
+      });
+  each(
+      "SELECT id, job, node, devices, start, end, status, profiling, profile_from, "
+      "profile_from_t, gang, rank, parts FROM leases ORDER BY id",
+      [&](sqlite3_stmt* st) {
+        StoredLease l;
+        l.id = sqlite3_column_int64(st, 0);
+        l.job = col_string(st, 1);
+        l.node = col_string(st, 2);
+        l.devices = parse_devices(col_text(st, 3));
+        l.start = sqlite3_column_double(st, 4);
+        l.end = sqlite3_column_double(st, 5);
+        l.status = col_string(st, 6);
+        l.profiling = sqlite3_column_int(st, 7) != 0;
+        l.profile_from = sqlite3_column_double(st, 8);
+        l.profile_from_t = sqlite3_column_double(st, 9);
+        l.gang = sqlite3_column_int64(st, 10);
+        l.rank = sqlite3_column_int(st, 11);
+        l.parts = sqlite3_column_int(st, 12);
+        if (l.gang == 0) {  // written before gangs: a lease on its own
+          l.gang = l.id;
+          l.rank = 0;
+          l.parts = 1;
+        }
+        out.leases.push_back(std::move(l));
+      });
   each("SELECT * FROM profiles", [&](sqlite3_stmt* st) {
     out.profiles.push_back({col_string(st, 0), col_string(st, 1), sqlite3_column_int(st, 2),
                             sqlite3_column_double(st, 3), col_string(st, 4)});
@@ -255,6 +301,7 @@ void Store::write(const StoredRow& row) {
           sqlite3_bind_double(st, 5, r.memory_gb);
           sqlite3_bind_int64(st, 6, r.epoch);
           text(7, r.state);
+          text(8, r.address);
         } else if constexpr (std::is_same_v<T, StoredLease>) {
           st = stmts_.at("lease");
           sqlite3_bind_int64(st, 1, r.id);
@@ -267,6 +314,9 @@ void Store::write(const StoredRow& row) {
           sqlite3_bind_int(st, 8, r.profiling ? 1 : 0);
           sqlite3_bind_double(st, 9, r.profile_from);
           sqlite3_bind_double(st, 10, r.profile_from_t);
+          sqlite3_bind_int64(st, 11, r.gang);
+          sqlite3_bind_int(st, 12, r.rank);
+          sqlite3_bind_int(st, 13, r.parts);
         } else if constexpr (std::is_same_v<T, StoredProfile>) {
           st = stmts_.at("profile");
           text(1, r.job_type);

@@ -48,6 +48,9 @@ struct StoredNode {
   double cpus = 0.0, memory_gb = 0.0;
   std::int64_t epoch = 0;
   std::string state = "ready";  // ready | drained | lost
+  // Where the node's jobs reach each other (a gang's MASTER_ADDR): the
+  // agent's --address, else the address its registration came from.
+  std::string address;
 };
 
 struct StoredLease {
@@ -61,6 +64,13 @@ struct StoredLease {
   bool profiling = false;
   double profile_from = -1.0;  // profiling: iterations at the first progress report
   double profile_from_t = -1.0;
+  // A job on several nodes runs one part lease per node (manager.h). The
+  // parts of one gang have consecutive ids gang, gang + 1, ...; `rank` is
+  // the part's node rank and `parts` their number. A lease on one node is a
+  // gang of one part (gang = id).
+  std::int64_t gang = 0;
+  int rank = 0;
+  int parts = 1;
 };
 
 struct StoredProfile {

@@ -8,22 +8,26 @@ namespace fairgpu::placement {
 FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
   const auto& nodes = s.model->cluster.nodes;
   const std::size_t k = s.model->cluster.num_types();
-  free_gpus_.resize(nodes.size());
+  free_ids_.resize(s.device_owner.size());
+  first_.resize(nodes.size());
+  free_.assign(nodes.size(), 0);
   free_count_.assign(k, 0);
   int max_gpus = 0;
   for (const Node& n : nodes) max_gpus = std::max(max_gpus, n.gpus);
   buckets_.assign(k, std::vector<std::vector<std::uint32_t>>(static_cast<std::size_t>(max_gpus) + 1));
   pos_.assign(nodes.size(), 0);
   for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+    first_[n] = s.model->node_first_device[n];
+    std::uint32_t* ids = free_ids(n);
     for (int g = nodes[n].gpus - 1; g >= 0; --g) {
-      std::int64_t owner = s.device_owner[s.model->node_first_device[n] + static_cast<std::size_t>(g)];
+      std::int64_t owner = s.device_owner[first_[n] + static_cast<std::size_t>(g)];
       if (owner == -1 || (owner >= 0 && s.lease_ended(s.jobs[static_cast<std::size_t>(owner)])))
-        free_gpus_[n].push_back(static_cast<std::uint32_t>(g));
+        ids[free_[n]++] = static_cast<std::uint32_t>(g);
     }
-    auto& bucket = buckets_[nodes[n].type][free_gpus_[n].size()];
+    auto& bucket = buckets_[nodes[n].type][static_cast<std::size_t>(free_[n])];
     pos_[n] = bucket.size();
     bucket.push_back(n);
-    free_count_[nodes[n].type] += static_cast<int>(free_gpus_[n].size());
+    free_count_[nodes[n].type] += free_[n];
   }
 }
 
@@ -34,8 +38,8 @@ int FreeDevices::total_free() const {
 }
 
 bool FreeDevices::is_free(DeviceRef d) const {
-  const auto& f = free_gpus_[d.node];
-  return std::find(f.begin(), f.end(), d.gpu) != f.end();
+  const std::uint32_t* ids = free_ids(d.node);
+  return std::find(ids, ids + free_[d.node], d.gpu) != ids + free_[d.node];
 }
 
 void FreeDevices::move_bucket(std::uint32_t node, int from, int to) {
@@ -54,10 +58,12 @@ bool FreeDevices::take(const std::vector<DeviceRef>& devices) {
   for (DeviceRef d : devices)
     if (!is_free(d)) return false;
   for (DeviceRef d : devices) {
-    auto& f = free_gpus_[d.node];
-    int before = static_cast<int>(f.size());
-    f.erase(std::find(f.begin(), f.end(), d.gpu));
-    move_bucket(d.node, before, before - 1);
+    std::uint32_t* ids = free_ids(d.node);
+    int& count = free_[d.node];
+    std::uint32_t* at = std::find(ids, ids + count, d.gpu);
+    std::copy(at + 1, ids + count, at);
+    --count;
+    move_bucket(d.node, count + 1, count);
     --free_count_[s_.model->cluster.nodes[d.node].type];
   }
   return true;
@@ -65,10 +71,13 @@ bool FreeDevices::take(const std::vector<DeviceRef>& devices) {
 
 void FreeDevices::give_back(const std::vector<DeviceRef>& devices) {
   for (DeviceRef d : devices) {
-    auto& f = free_gpus_[d.node];
-    const int before = static_cast<int>(f.size());
-    f.insert(std::upper_bound(f.begin(), f.end(), d.gpu, std::greater<>()), d.gpu);  // desc
-    move_bucket(d.node, before, before + 1);
+    std::uint32_t* ids = free_ids(d.node);
+    int& count = free_[d.node];
+    std::uint32_t* at = std::upper_bound(ids, ids + count, d.gpu, std::greater<>());  // desc
+    std::copy_backward(at, ids + count, ids + count + 1);
+    *at = d.gpu;
+    ++count;
+    move_bucket(d.node, count - 1, count);
     ++free_count_[s_.model->cluster.nodes[d.node].type];
   }
 }
@@ -85,13 +94,11 @@ std::vector<DeviceRef> FreeDevices::pick(std::size_t type, int g) {
   if (g <= 0 || free_count_[type] < g) return out;
   auto& b = buckets_[type];
   auto take_from = [&](std::uint32_t node, int n) {
-    auto& f = free_gpus_[node];
-    int before = static_cast<int>(f.size());
-    for (int i = 0; i < n; ++i) {  // lowest device ids first: they sit at the back
-      out.push_back({node, f.back()});
-      f.pop_back();
-    }
-    move_bucket(node, before, before - n);
+    const std::uint32_t* ids = free_ids(node);
+    int& count = free_[node];
+    const int before = count;
+    for (int i = 0; i < n; ++i) out.push_back({node, ids[--count]});  // lowest ids sit last
+    move_bucket(node, before, count);
     free_count_[type] -= n;
   };
   // Best fit on one node. Within a bucket the last node: O(1), and

@@ -34,9 +34,17 @@ class FreeDevices {
 
  private:
   void move_bucket(std::uint32_t node, int from, int to);
+  // Node n's free device ids, sorted descending: the first free_[n] entries
+  // of its slot in free_ids_ (one flat array; built every round).
+  std::uint32_t* free_ids(std::uint32_t node) { return free_ids_.data() + first_[node]; }
+  const std::uint32_t* free_ids(std::uint32_t node) const {
+    return free_ids_.data() + first_[node];
+  }
   const SchedulerState& s_;
-  std::vector<std::vector<std::uint32_t>> free_gpus_;  // per node, free device ids (sorted desc)
-  std::vector<int> free_count_;                        // per type
+  std::vector<std::uint32_t> free_ids_;
+  std::vector<std::size_t> first_;  // node -> its slot in free_ids_
+  std::vector<int> free_;           // node -> free devices
+  std::vector<int> free_count_;     // per type
   // buckets_[type][c] = nodes of `type` with exactly c free devices.
   std::vector<std::vector<std::vector<std::uint32_t>>> buckets_;
   std::vector<std::size_t> pos_;  // node -> position in its bucket

@@ -42,16 +42,18 @@
 namespace fairgpu::placement {
 
 void order_by_starvation(const SchedulerState& s, std::vector<std::size_t>& jobs) {
-  auto key = [&](std::size_t i) {
-    const Job& j = s.jobs[i];
-    // Waiting: starved since last_stop (>= 0). Running: -(time running), so
-    // the job that has run longest yields first.
-    return j.state == JobState::kRunning ? -(s.now - j.run_start) - 1.0 : s.now - j.last_stop;
-  };
-  std::stable_sort(jobs.begin(), jobs.end(), [&](std::size_t a, std::size_t b) {
-    double ka = key(a), kb = key(b);
-    return ka != kb ? ka > kb : a < b;
-  });
+  // Waiting: starved since last_stop (>= 0). Running: -(time running), so
+  // the job that has run longest yields first. Keys computed once: entities
+  // hold thousands of backlogged jobs in the simulator.
+  std::vector<std::pair<double, std::size_t>> keyed(jobs.size());
+  for (std::size_t r = 0; r < jobs.size(); ++r) {
+    const Job& j = s.jobs[jobs[r]];
+    const double starved =
+        j.state == JobState::kRunning ? -(s.now - j.run_start) - 1.0 : s.now - j.last_stop;
+    keyed[r] = {-starved, jobs[r]};  // ascending: most starved first, then index
+  }
+  std::sort(keyed.begin(), keyed.end());
+  for (std::size_t r = 0; r < jobs.size(); ++r) jobs[r] = keyed[r].second;
 }
 
 std::vector<DeviceRef> place_on_counts(FreeDevices& free, const std::vector<int>& counts) {
@@ -76,11 +78,12 @@ double rate_on(const Job& j, const FreeDevices& free, std::size_t t) {
 // speed); else those types in that order, mixed (a straggler at the
 // slowest). False if the limits and free devices cannot hold the gang.
 bool choose_counts(const Job& j, const std::vector<double>& owed, const std::vector<int>& limit,
-                   const FreeDevices& free, std::vector<int>& counts) {
+                   const FreeDevices& free, std::vector<int>& counts,
+                   std::vector<std::size_t>& order) {
   const std::size_t k = owed.size();
   const int g = j.workers;
   counts.assign(k, 0);
-  std::vector<std::size_t> order;
+  order.clear();
   for (std::size_t t = 0; t < k; ++t)
     if (j.runs_on(t) && limit[t] > 0) order.push_back(t);
   auto owed_up_to_gang = [&](std::size_t t) { return std::min(owed[t], double(g)); };
@@ -160,6 +163,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // next rounds), or to any type when those cannot hold its gang at all;
   // leftovers go anywhere.
   std::vector<int> counts, limit(k);
+  std::vector<std::size_t> type_order;  // choose_counts' scratch
   std::vector<double> owed(k);
   auto within_share_limits = [&](std::size_t e, const Job& j) {
     int capacity = 0;
@@ -172,13 +176,17 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   };
   auto start = [&](std::size_t e, std::size_t i, bool in_share) {
     const Job& j = s.jobs[i];
+    int free_usable = 0;  // what choose_counts could find at best
+    for (std::size_t t = 0; t < k; ++t)
+      if (j.runs_on(t)) free_usable += free.free_of_type(t);
+    if (free_usable < j.workers) return false;
     if (in_share) {
       within_share_limits(e, j);
     } else {
       for (std::size_t t = 0; t < k; ++t) owed[t] = want[e][t] - held[e][t];
       std::fill(limit.begin(), limit.end(), j.workers);
     }
-    if (!choose_counts(j, owed, limit, free, counts)) return false;
+    if (!choose_counts(j, owed, limit, free, counts, type_order)) return false;
     charge(e, i, place_on_counts(free, counts), in_share);
     return true;
   };
@@ -186,8 +194,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // 1. The quantum: jobs placed within their share last round keep their
   // GPUs until it runs out, newest first while the ideal share covers them.
   for (std::size_t i : in_share_) flagged[i] = 1;
+  std::vector<std::size_t> kept;
   for (std::size_t e = 0; e < n; ++e) {
-    std::vector<std::size_t> kept;
+    kept.clear();
     for (std::size_t i : entities[e].jobs) {
       const Job& j = s.jobs[i];
       if (flagged[i] && j.state == JobState::kRunning &&
@@ -361,7 +370,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     const double cap = (ideal_total[e] + largest) * std::max(1.0, quantum_rounds);
     std::vector<double> d(k);
     for (std::size_t t = 0; t < k; ++t) d[t] = std::clamp(want[e][t] - held[e][t], -cap, cap);
-    next[ent.key] = std::move(d);
+    next.emplace_hint(next.end(), ent.key, std::move(d));  // keys mostly ascending
   }
   dev_ = std::move(next);
   in_share_ = std::move(next_in_share);

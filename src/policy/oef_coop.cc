@@ -61,6 +61,7 @@
 // demands sharing incentive is stated explicitly: W_l.x_l >= V_l(m*pi_l/sum pi).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -116,25 +117,44 @@ Grouping group_identical(const ShareProblem& p) {
   return g;
 }
 
-// Envy rows named by the speedup vectors of envier and envied, so that they
-// carry over to another problem with the same kinds of entities.
-using SpeedupPair = std::pair<std::vector<double>, std::vector<double>>;
+// What a remembering policy carries from one solve to the next. Entities
+// are named by their kind, the interned id of their speedup vector (the same
+// kinds recur from problem to problem), and an envy row by its pair of kinds.
+using Kind = std::uint32_t;
+using KindPair = std::uint64_t;
+KindPair kind_pair(Kind envier, Kind envied) { return (KindPair{envier} << 32) | envied; }
+
+// The basis of an earlier uncapped solve, by meaning, so that it carries over
+// to a problem with other entities, weights and capacities: x columns by
+// kind, capacity rows by type, envy rows by kind pair.
+struct KeyedBasis {
+  std::unordered_map<Kind, std::vector<BasisStatus>> columns;
+  std::vector<BasisStatus> capacity;
+  std::unordered_map<KindPair, BasisStatus> envy;
+};
+
+struct Carried {
+  std::vector<KindPair> seeds;        // envy rows that bound recent optima
+  const KeyedBasis* basis = nullptr;  // where to start the simplex from
+};
 
 class CoopSolver {
  public:
-  // `seeds`: envy rows to start with besides the neighbour chain (those that
-  // bound a similar problem's optimum), where both vectors name an uncapped
-  // entity here.
-  CoopSolver(const ShareProblem& p, const std::vector<SpeedupPair>* seeds)
+  // `carried` (with `kinds`, entity -> kind): envy rows to start with
+  // besides the neighbour chain, where both kinds name an uncapped entity
+  // here, and a basis to start from (uncapped problems only).
+  CoopSolver(const ShareProblem& p, const Carried* carried = nullptr,
+             std::vector<Kind> kinds = {})
       : p_(p),
         n_(p.num_entities()),
         k_(p.num_types()),
         total_weight_(p.total_weight()),
-        seeds_(seeds) {
+        carried_(carried),
+        kinds_(std::move(kinds)) {
     cap_.resize(n_);
     for (std::size_t l = 0; l < n_; ++l) cap_[l] = p.entity_demand(l);
     any_cap_ = std::any_of(cap_.begin(), cap_.end(), [](double c) { return std::isfinite(c); });
-    anchor_ = capped_equal_split();
+    if (any_cap_) anchor_ = capped_equal_split();  // only capped rows use it
   }
 
   Matrix solve() {
@@ -143,6 +163,8 @@ class CoopSolver {
     if (any_cap_) add_sharing_incentive_rows();
     add_neighbour_rows();
     add_seed_rows();
+    if (carried_ != nullptr && carried_->basis != nullptr && !any_cap_)
+      s_.lp.warm_start(carried_basis());
     Matrix x = generate();
     for (int round = 0; any_cap_ && round < kRelinearisationRounds; ++round) {
       double before = s_.lp.objective_value();
@@ -153,14 +175,33 @@ class CoopSolver {
     return x;
   }
 
+  // The last solve's basis by meaning (uncapped problems: their LP has only
+  // the x columns, the capacity rows and envy rows).
+  KeyedBasis keyed_basis() const {
+    KeyedBasis out;
+    if (any_cap_) return out;
+    const LpBasis b = s_.lp.basis();
+    for (std::size_t l = 0; l < n_; ++l) {
+      auto& statuses = out.columns[kinds_[l]];
+      for (std::size_t j = 0; j < k_; ++j)
+        statuses.push_back(b.variables[static_cast<std::size_t>(var(l, j))]);
+    }
+    out.capacity.assign(b.constraints.begin(),
+                        b.constraints.begin() + static_cast<std::ptrdiff_t>(k_));
+    for (const auto& [pair_key, row] : rows_)
+      out.envy[kind_pair(kinds_[pair_key / n_], kinds_[pair_key % n_])] =
+          b.constraints[static_cast<std::size_t>(row.index)];
+    return out;
+  }
+
   // The envy rows of uncapped entities that bind at the optimum (nonzero
   // dual), for seeding the next solve.
-  std::vector<SpeedupPair> binding_rows() const {
-    std::vector<SpeedupPair> out;
+  std::vector<KindPair> binding_rows() const {
+    std::vector<KindPair> out;
     for (const auto& [pair_key, row] : rows_) {
       const std::size_t l = pair_key / n_, i = pair_key % n_;
       if (std::isfinite(cap_[l]) || std::isfinite(cap_[i]) || s_.lp.dual(row.index) == 0) continue;
-      out.emplace_back(p_.entities[l].speedup, p_.entities[i].speedup);
+      out.push_back(kind_pair(kinds_[l], kinds_[i]));
     }
     std::sort(out.begin(), out.end());  // rows_ is unordered: keep solves deterministic
     return out;
@@ -252,15 +293,38 @@ class CoopSolver {
   }
 
   void add_seed_rows() {
-    if (seeds_ == nullptr || seeds_->empty()) return;
-    std::map<std::vector<double>, std::size_t> uncapped;
+    if (carried_ == nullptr || carried_->seeds.empty()) return;
+    std::unordered_map<Kind, std::size_t> uncapped;
     for (std::size_t l = 0; l < n_; ++l)
-      if (!std::isfinite(cap_[l])) uncapped.emplace(p_.entities[l].speedup, l);
-    for (const auto& [envier, envied] : *seeds_) {
-      auto a = uncapped.find(envier), b = uncapped.find(envied);
+      if (!std::isfinite(cap_[l])) uncapped.emplace(kinds_[l], l);
+    for (KindPair seed : carried_->seeds) {
+      auto a = uncapped.find(static_cast<Kind>(seed >> 32));
+      auto b = uncapped.find(static_cast<Kind>(seed & 0xffffffffu));
       if (a != uncapped.end() && b != uncapped.end() && a->second != b->second)
         add_pair(a->second, b->second);
     }
+  }
+
+  // The carried basis mapped onto this LP: what a column or row had in the
+  // earlier solve; new columns start at zero, new rows with their slack basic.
+  LpBasis carried_basis() const {
+    const KeyedBasis& warm = *carried_->basis;
+    LpBasis b;
+    b.variables.assign(static_cast<std::size_t>(s_.lp.num_variables()), BasisStatus::kAtLower);
+    b.constraints.assign(static_cast<std::size_t>(s_.lp.num_constraints()), BasisStatus::kBasic);
+    for (std::size_t l = 0; l < n_; ++l) {
+      auto it = warm.columns.find(kinds_[l]);
+      if (it == warm.columns.end()) continue;
+      for (std::size_t j = 0; j < k_; ++j)
+        b.variables[static_cast<std::size_t>(var(l, j))] = it->second[j];
+    }
+    for (std::size_t j = 0; j < k_ && j < warm.capacity.size(); ++j)
+      b.constraints[j] = warm.capacity[j];
+    for (const auto& [pair_key, row] : rows_) {
+      auto it = warm.envy.find(kind_pair(kinds_[pair_key / n_], kinds_[pair_key % n_]));
+      if (it != warm.envy.end()) b.constraints[static_cast<std::size_t>(row.index)] = it->second;
+    }
+    return b;
   }
 
   // Lazy envy rows: solve, add the most violated rows, re-solve from the
@@ -367,7 +431,8 @@ class CoopSolver {
   Matrix anchor_;  // satisfies every row and every capped envy constraint
   ShareLp s_;
   std::unordered_map<std::size_t, Row> rows_;  // envy rows by key(l, i)
-  const std::vector<SpeedupPair>* seeds_;
+  const Carried* carried_;
+  std::vector<Kind> kinds_;  // entity -> kind, with carried_
 };
 
 class OefCooperative final : public SharePolicy {
@@ -376,21 +441,45 @@ class OefCooperative final : public SharePolicy {
 
   // Round policies solve one problem after another that differ in a few
   // tenants and demands (and demand-aware shares solve a shrinking one two to
-  // four times a round, by progressive filling); the envy rows that bound the
-  // recent optima mostly bind the next one too. Seeding the lazy rounds with
-  // the rows that bound any of the last kRememberedSolves solves cut the LP
-  // solves from 6.7 to 1.2 per allocation (20 tenant-level rows on 3 types,
-  // bench/simulate_scale.sh's workload at 8,000 jobs; remembering only the
-  // last solve's rows: 4.0). The optimum is the same LP's; only which of
-  // several optimal vertices CLP returns may differ, so one-shot callers
-  // (allocate, audit, the SP probe) leave this off.
+  // four times a round, by progressive filling). Two things carry over
+  // (measured on bench/simulate_scale.sh's workload at 8,000 jobs: 20
+  // tenant-level kinds on 3 types):
+  //  - the envy rows that bound any of the last kRememberedSolves optima
+  //    seed the lazy rounds: LP solves per allocation fell from 6.7 to 1.2
+  //    (remembering only the last solve's rows: 4.0);
+  //  - the first solve starts from the basis of the same progressive-filling
+  //    step of the last sequence: simplex iterations per solve fell from 85
+  //    (presolve and crash) to 5 (from the last solve's basis whatever its
+  //    step: 34).
+  // The optimum is the same LP's; only which of several optimal vertices CLP
+  // returns may differ, so one-shot callers (allocate, audit, the SP probe)
+  // leave this off.
   void remember_between_solves() override { remember_ = true; }
+  void begin_solve_sequence() override { step_ = 0; }
 
   Matrix allocate(const ShareProblem& p) const override {
     Grouping g = group_identical(p);
-    CoopSolver solver(g.reduced, remember_ ? &binding_ : nullptr);
-    Matrix xr = solver.solve();
-    if (remember_) remember(solver.binding_rows());
+    Matrix xr;
+    if (remember_) {
+      std::vector<Kind> kinds(g.reduced.num_entities());
+      for (std::size_t l = 0; l < kinds.size(); ++l)
+        kinds[l] = kinds_.try_emplace(g.reduced.entities[l].speedup, static_cast<Kind>(kinds_.size()))
+                       .first->second;
+      // The basis of the same step of the last sequence, else of the step before.
+      carried_.basis = nullptr;
+      for (std::size_t step : {step_, step_ - 1})  // step_ - 1 wraps at 0: none
+        if (step < bases_.size() && !bases_[step].columns.empty()) {
+          carried_.basis = &bases_[step];
+          break;
+        }
+      CoopSolver solver(g.reduced, &carried_, std::move(kinds));
+      xr = solver.solve();
+      remember(solver.binding_rows());
+      if (bases_.size() <= step_) bases_.resize(step_ + 1);
+      bases_[step_++] = solver.keyed_basis();
+    } else {
+      xr = CoopSolver(g.reduced).solve();
+    }
     Matrix x(p.num_entities(), p.num_types());
     for (std::size_t r = 0; r < g.members.size(); ++r) {
       double total = g.reduced.entities[r].weight;
@@ -405,21 +494,25 @@ class OefCooperative final : public SharePolicy {
   static constexpr long kRememberedSolves = 16;
 
   // Keeps the rows that bound one of the last kRememberedSolves solves.
-  void remember(std::vector<SpeedupPair> rows) const {
+  void remember(const std::vector<KindPair>& rows) const {
     ++solves_;
-    for (auto& row : rows) last_bound_[std::move(row)] = solves_;
+    for (KindPair row : rows) last_bound_[row] = solves_;
     std::erase_if(last_bound_,
                   [&](const auto& entry) { return solves_ - entry.second >= kRememberedSolves; });
-    binding_.clear();
-    for (const auto& entry : last_bound_) binding_.push_back(entry.first);
+    carried_.seeds.clear();
+    for (const auto& entry : last_bound_) carried_.seeds.push_back(entry.first);
   }
 
   bool remember_ = false;
   // Written by allocate(), which stays const for the callers that do not
   // remember; a remembering policy belongs to one round policy.
-  mutable std::map<SpeedupPair, long> last_bound_;  // row -> last solve it bound
-  mutable std::vector<SpeedupPair> binding_;        // the keys of last_bound_: the seeds
+  mutable std::map<std::vector<double>, Kind> kinds_;  // speedup vector -> kind
+  mutable std::map<KindPair, long> last_bound_;        // row -> last solve it bound
+  mutable Carried carried_;                            // seeds: last_bound_'s keys
   mutable long solves_ = 0;
+  // Per step of a solve sequence, the last basis found there (uncapped solves).
+  mutable std::vector<KeyedBasis> bases_;
+  mutable std::size_t step_ = 0;
 };
 
 }  // namespace

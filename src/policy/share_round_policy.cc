@@ -20,9 +20,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -129,6 +130,7 @@ class ShareRoundPolicy final : public RoundPolicy {
     for (std::size_t t = 0; t < n; ++t) problem_.tenants[t].demand = kNoDemand;
     x_ = Matrix(problem_.num_entities(), problem_.num_types());
     std::vector<double> capacity = problem_.capacity;
+    share_->begin_solve_sequence();
     for (;;) {
       // The tenants not fixed yet, on what the fixed ones left.
       ShareProblem sub;
@@ -139,9 +141,14 @@ class ShareRoundPolicy final : public RoundPolicy {
       for (std::size_t t = 0; t < n; ++t) {
         if (capped_[t]) continue;
         const ShareTenant& tenant = problem_.tenants[t];
-        ShareTenant copy{tenant.name, tenant.weight, kNoDemand, {}};
+        // No names: the policies solve on numbers, and copying every row's
+        // strings each step cost more than some solves.
+        ShareTenant copy{{}, tenant.weight, kNoDemand, {}};
         for (std::size_t e : tenant.entities) {
-          ShareEntity entity = problem_.entities[e];
+          const ShareEntity& row = problem_.entities[e];
+          ShareEntity entity;
+          entity.speedup = row.speedup;
+          entity.weight = row.weight;
           entity.tenant = sub.tenants.size();
           copy.entities.push_back(sub.entities.size());
           sub.entities.push_back(std::move(entity));
@@ -207,7 +214,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   // speedups): x_ and capped_ re-indexed to problem_'s rows and tenants, the
   // rows that left dropped. False, changing nothing, if a row is new.
   bool carry_over(const ShareProblem& previous) {
-    std::map<std::string_view, std::size_t> row_index, tenant_index;
+    std::unordered_map<std::string_view, std::size_t> row_index, tenant_index;
     for (std::size_t e = 0; e < previous.num_entities(); ++e)
       row_index.emplace(previous.entities[e].name, e);
     for (std::size_t t = 0; t < previous.tenants.size(); ++t)
@@ -292,6 +299,13 @@ class ShareRoundPolicy final : public RoundPolicy {
     return type_speedup_.emplace(job_type, std::move(w)).first->second;
   }
 
+  // "resnet50 x4": a row's job class, named once.
+  const std::string& class_name(const SchedulerState& s, std::size_t job_type, int gang) {
+    auto [it, fresh] = class_names_.try_emplace({job_type, gang});
+    if (fresh) it->second = fmt::format("{} x{}", s.model->profiles.job_types[job_type].name, gang);
+    return it->second;
+  }
+
   // Stable across rounds: (tenant, job type, gang or 0).
   std::uint64_t rounding_key(std::size_t tenant, std::size_t job_type, int gang) const {
     return (static_cast<std::uint64_t>(tenant) * num_job_types_ + job_type) * (kMaxGang + 1) +
@@ -327,31 +341,45 @@ class ShareRoundPolicy final : public RoundPolicy {
     usable_demand_.clear();
     entities_.clear();
     // tenant -> (job type, gang or 0) -> its active jobs, in index order.
-    using Class = std::pair<std::size_t, int>;
-    std::map<std::size_t, std::map<Class, std::vector<std::size_t>>> groups;
+    // Active jobs sorted by (tenant, job type, gang, index): each run of
+    // equal classes is one row (a sort, not maps: this runs most rounds).
+    struct Member {
+      std::size_t tenant, job_type;
+      int gang;
+      std::size_t job;
+      auto operator<=>(const Member&) const = default;
+    };
+    std::vector<Member> members;
+    members.reserve(s.active.size());
     for (std::size_t i : s.active) {
       const Job& j = s.jobs[i];
-      groups[j.tenant][{j.job_type, tenant_demands_ ? j.workers : 0}].push_back(i);
+      members.push_back({j.tenant, j.job_type, tenant_demands_ ? j.workers : 0, i});
     }
-    for (auto& [tenant, by_class] : groups) {
+    std::sort(members.begin(), members.end());
+    for (std::size_t m = 0; m < members.size();) {
+      const std::size_t tenant = members[m].tenant;
       double demand = 0.0;
       std::vector<std::pair<std::string, std::vector<double>>> types;
-      for (auto& [cls, jobs] : by_class) {
-        const auto [type, gang] = cls;
-        for (std::size_t i : jobs) demand += s.jobs[i].workers;
-        const std::string& type_name = s.model->profiles.job_types[type].name;
+      while (m < members.size() && members[m].tenant == tenant) {
+        const std::size_t type = members[m].job_type;
+        const int gang = members[m].gang;
+        placement::RoundingEntity ent;
+        for (; m < members.size() && members[m].tenant == tenant &&
+               members[m].job_type == type && members[m].gang == gang;
+             ++m) {
+          ent.jobs.push_back(members[m].job);
+          demand += s.jobs[members[m].job].workers;
+        }
         if (gang == 0) {
-          types.emplace_back(type_name, speedup_of(s, type));
+          types.emplace_back(s.model->profiles.job_types[type].name, speedup_of(s, type));
         } else {
-          const Job& j = s.jobs[jobs.front()];
+          const Job& j = s.jobs[ent.jobs.front()];
           std::vector<double> w(problem_.num_types());
           for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.ref_rate;
-          types.emplace_back(fmt::format("{} x{}", type_name, gang), std::move(w));
+          types.emplace_back(class_name(s, type, gang), std::move(w));
         }
-        placement::RoundingEntity ent;
         ent.key = rounding_key(tenant, type, gang);
         ent.ideal.assign(problem_.num_types(), 0.0);
-        ent.jobs = jobs;
         entities_.push_back(std::move(ent));
       }
       const TenantSpec& spec = s.tenants[tenant];
@@ -432,6 +460,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::vector<std::size_t> group_size_;    // job level: jobs per row of x_
   Matrix x_jobs_;                          // job level: one row per job of jobs_
   std::map<std::size_t, std::vector<double>> type_speedup_;
+  std::map<std::pair<std::size_t, int>, std::string> class_names_;
   std::size_t num_job_types_ = 0;
   placement::OefRoundingPlacer placer_;
 };

@@ -29,6 +29,38 @@ const char* to_string(LpStatus s) {
   return "?";
 }
 
+namespace {
+
+ClpSimplex::Status to_clp(BasisStatus s) {
+  switch (s) {
+    case BasisStatus::kBasic:
+      return ClpSimplex::basic;
+    case BasisStatus::kAtUpper:
+      return ClpSimplex::atUpperBound;
+    case BasisStatus::kFree:
+      return ClpSimplex::isFree;
+    case BasisStatus::kAtLower:
+      break;
+  }
+  return ClpSimplex::atLowerBound;
+}
+
+BasisStatus from_clp(ClpSimplex::Status s) {
+  switch (s) {
+    case ClpSimplex::basic:
+      return BasisStatus::kBasic;
+    case ClpSimplex::atUpperBound:
+      return BasisStatus::kAtUpper;
+    case ClpSimplex::isFree:
+    case ClpSimplex::superBasic:
+      return BasisStatus::kFree;
+    default:  // atLowerBound, isFixed
+      return BasisStatus::kAtLower;
+  }
+}
+
+}  // namespace
+
 struct LinearProgram::Impl {
   struct Vec {  // a sparse row or column
     std::vector<int> index;
@@ -44,6 +76,7 @@ struct LinearProgram::Impl {
   std::vector<Vec> new_rows, new_cols;
 
   ClpSimplex clp;
+  LpBasis start;  // warm_start()'s basis for the first solve; empty: none
   bool loaded = false;
   bool exact_steepest_edge = false;
   int loaded_rows = 0, loaded_cols = 0;
@@ -91,6 +124,18 @@ struct LinearProgram::Impl {
     new_cols.clear();
   }
 
+  // Installs `start` as CLP's basis; entries beyond its size are slack-basic
+  // rows and columns at their lower bound.
+  void apply_start() {
+    clp.createStatus();  // all slacks basic
+    const int cols = clp.numberColumns(), rows = clp.numberRows();
+    for (int c = 0; c < cols && c < static_cast<int>(start.variables.size()); ++c)
+      clp.setColumnStatus(c, to_clp(start.variables[static_cast<std::size_t>(c)]));
+    for (int r = 0; r < rows && r < static_cast<int>(start.constraints.size()); ++r)
+      clp.setRowStatus(r, to_clp(start.constraints[static_cast<std::size_t>(r)]));
+    start = {};
+  }
+
   // Appends the columns, then the rows, added since the last load/sync.
   void sync() {
     for (std::size_t i = 0; i < new_cols.size(); ++i) {
@@ -117,6 +162,22 @@ struct LinearProgram::Impl {
     new_rows.clear();
   }
 };
+
+void LinearProgram::warm_start(LpBasis basis) { impl_->start = std::move(basis); }
+
+LpBasis LinearProgram::basis() const {
+  const auto& d = *impl_;
+  LpBasis b;
+  if (!d.loaded) return b;
+  auto& clp = const_cast<ClpSimplex&>(d.clp);  // the status getters are not const
+  b.variables.resize(static_cast<std::size_t>(clp.numberColumns()));
+  b.constraints.resize(static_cast<std::size_t>(clp.numberRows()));
+  for (std::size_t c = 0; c < b.variables.size(); ++c)
+    b.variables[c] = from_clp(clp.getColumnStatus(static_cast<int>(c)));
+  for (std::size_t r = 0; r < b.constraints.size(); ++r)
+    b.constraints[r] = from_clp(clp.getRowStatus(static_cast<int>(r)));
+  return b;
+}
 
 LinearProgram::LinearProgram() : impl_(std::make_unique<Impl>()) {}
 LinearProgram::~LinearProgram() = default;
@@ -288,12 +349,21 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     d.clp.setDualRowPivotAlgorithm(pricing);
     d.exact_steepest_edge = options.exact_dual_steepest_edge;
   }
-  if (!d.loaded) {
+  if (!d.loaded && !d.start.variables.empty()) {
+    d.load(maximize_);
+    d.apply_start();
+    // Dual simplex repairs primal infeasibility of the carried basis; where
+    // the new objective left it dual infeasible too, primal finishes.
+    d.clp.dual();
+    if (d.clp.status() != 0) d.clp.primal();
+    { static long n=0, it=0; n++; it+=d.clp.numberIterations(); if (getenv("LPSTAT") && n%500==0) fprintf(stderr,"warmstart %ld solves %ld iters rows %d cols %d\n",n,it,d.clp.numberRows(),d.clp.numberColumns()); }
+  } else if (!d.loaded) {
     d.load(maximize_);
     ClpSolve how;
     how.setSolveType(ClpSolve::useDual);
     how.setPresolveType(options.presolve ? ClpSolve::presolveOn : ClpSolve::presolveOff);
     d.clp.initialSolve(how);
+    { static long n=0, it=0; n++; it+=d.clp.numberIterations(); if (getenv("LPSTAT") && n%500==0) fprintf(stderr,"initial %ld solves %ld iters rows %d cols %d\n",n,it,d.clp.numberRows(),d.clp.numberColumns()); }
   } else {
     d.clp.setOptimizationDirection(maximize_ ? -1.0 : 1.0);
     bool new_columns = !d.new_cols.empty();
@@ -307,6 +377,7 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     }
     if (d.clp.status() != 0) d.clp.primal();
   }
+  iterations_ = d.clp.numberIterations();
   LpStatus st = status_of(d.clp.status());
   if (st != LpStatus::kOptimal) return st;
   const double* sol = d.clp.primalColumnSolution();

@@ -10,6 +10,16 @@
 //    "final loss: <%.17g>".
 // With --base-rate it emulates a device of a given speed (pacing.h).
 //
+// A gang over several nodes runs one fairgpu-train per node with the
+// rendezvous variables torchrun reads (MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
+// RANK, NODE_RANK, LOCAL_WORLD_SIZE; docs/live-protocol.md). It prints them.
+// The process of RANK 0 trains and checkpoints as above (the model is small
+// enough for one process: the other ranks stand in for data-parallel
+// replicas). The others follow: they neither train nor write anything, and
+// exit 0 when rank 0's result.json appears in the shared checkpoint
+// directory (the job finished) or on SIGUSR1/SIGTERM (the gang is revoked:
+// rank 0 checkpoints). So every part of the gang ends cleanly together.
+//
 // Exit status: 0 finished or stopped by a signal after checkpointing; 2 bad
 // input (one line on stderr); 1 any other error.
 #include <fmt/format.h>
@@ -22,9 +32,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "train/checkpoint.h"
 #include "train/mlp.h"
@@ -153,8 +166,80 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
+// The rendezvous variables (all absent: a process of its own, rank 0 of 1).
+struct Rendezvous {
+  std::string master_addr = "127.0.0.1";
+  std::uint32_t master_port = 29500, world_size = 1, rank = 0, node_rank = 0, local_world_size = 1;
+  bool given = false;
+};
+
+Rendezvous read_rendezvous() {
+  Rendezvous r;
+  auto number = [&r](const char* name, std::uint32_t& out, std::uint32_t lo, std::uint32_t hi) {
+    const std::string text = env_or_empty(name);
+    if (text.empty()) return;
+    r.given = true;
+    const char* end = text.data() + text.size();
+    if (std::from_chars(text.data(), end, out).ptr != end || out < lo || out > hi)
+      throw BadInput(
+          fmt::format("{}: expected an integer in {}..{}, got '{}'", name, lo, hi, text));
+  };
+  if (const std::string addr = env_or_empty("MASTER_ADDR"); !addr.empty()) {
+    r.master_addr = addr;
+    r.given = true;
+  }
+  number("MASTER_PORT", r.master_port, 1, 65535);
+  number("WORLD_SIZE", r.world_size, 1, 1u << 20);
+  number("RANK", r.rank, 0, 1u << 20);
+  number("NODE_RANK", r.node_rank, 0, 1u << 20);
+  r.local_world_size = r.world_size;
+  number("LOCAL_WORLD_SIZE", r.local_world_size, 1, 1u << 20);
+  if (r.rank + r.local_world_size > r.world_size)
+    throw BadInput(fmt::format("RANK {} + LOCAL_WORLD_SIZE {} exceeds WORLD_SIZE {}", r.rank,
+                               r.local_world_size, r.world_size));
+  return r;
+}
+
+// A rank other than 0 (see the file's comment): waits for rank 0's result or
+// a stop signal, and exits 0 either way.
+int follow(const Options& o, const Rendezvous& r) {
+  if (o.checkpoint_dir.empty())
+    throw BadInput(
+        fmt::format("RANK {}: a rank other than 0 needs the checkpoint directory "
+                    "(FAIRGPU_CHECKPOINT_DIR) to see rank 0's result",
+                    r.rank));
+  const std::filesystem::path result = std::filesystem::path(o.checkpoint_dir) / "result.json";
+  say(fmt::format("fairgpu-train: rank {} follows rank 0 at {}:{}", r.rank, r.master_addr,
+                  r.master_port));
+  while (!g_stop_signal) {
+    std::error_code ec;
+    if (std::filesystem::exists(result, ec)) {
+      std::ifstream in(result);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      const auto done = nlohmann::json::parse(text, nullptr, false);
+      if (done.is_object() && done.value("iterations", std::uint64_t{0}) >= o.iterations) {
+        say(fmt::format("fairgpu-train: rank {}: rank 0 finished", r.rank));
+        return kExitOk;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  say(fmt::format("fairgpu-train: rank {} stopped by signal {}", r.rank,
+                  static_cast<int>(g_stop_signal)));
+  return kExitOk;
+}
+
 int train(const Options& o) {
   validate(o);
+  const Rendezvous rdv = read_rendezvous();
+  if (rdv.given)
+    say(
+        fmt::format("fairgpu-train: rendezvous MASTER_ADDR={} MASTER_PORT={} WORLD_SIZE={} "
+                    "RANK={} NODE_RANK={} LOCAL_WORLD_SIZE={}",
+                    rdv.master_addr, rdv.master_port, rdv.world_size, rdv.rank, rdv.node_rank,
+                    rdv.local_world_size));
+  if (rdv.rank != 0) return follow(o, rdv);
   const auto [rate, rate_text] = emulated_rate(o);
   const TrainConfig& config = o.config;
   const Dataset data = make_dataset(config);

@@ -1,0 +1,339 @@
+#include "live/slurm/client.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fairgpu/input_error.h"
+#include "live/slurm/command.h"
+
+namespace fairgpu::live::slurm {
+namespace {
+
+// Single-quotes a word for /bin/sh.
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+bool valid_env_name(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  return true;
+}
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line.empty() ? "(no output)" : line;
+}
+
+std::string join_ids(const std::vector<std::int64_t>& ids, const char* sep) {
+  std::string out;
+  for (std::int64_t id : ids) {
+    if (!out.empty()) out += sep;
+    out += std::to_string(id);
+  }
+  return out;
+}
+
+void check_submit(const SubmitSpec& spec) {
+  const std::string source = "slurm submit " + spec.job;
+  auto refuse = [&](const std::string& field, const std::string& problem) {
+    throw InputError(source, field, problem);
+  };
+  if (spec.job.empty()) refuse("job", "empty");
+  for (char c : spec.job)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      refuse("job", "only letters, digits, '-', '_' and '.'");
+  if (spec.argv.empty() && spec.shell_command.empty()) refuse("command", "empty");
+  if (spec.nodes < 1 || spec.nodes > 10000) refuse("nodes", "out of 1..10000");
+  if (spec.gpus_per_node < 0 || spec.gpus_per_node > 1024)
+    refuse("gpus_per_node", "out of 0..1024");
+  if (spec.cpus_per_node < 0) refuse("cpus_per_node", "negative");
+  if (spec.memory_mb_per_node < 0) refuse("memory_mb_per_node", "negative");
+  if (spec.checkpoint_dir.empty() || spec.checkpoint_dir[0] != '/')
+    refuse("checkpoint_dir", "not an absolute path");
+  for (const auto& [field, value] :
+       {std::pair<std::string, std::string>{"checkpoint_dir", spec.checkpoint_dir},
+        {"progress_file", spec.progress_file}}) {
+    if (value.find_first_of(",\n\r") != std::string::npos)
+      refuse(field, "contains ',' or a line break (sbatch --export cannot carry it)");
+  }
+  for (const auto& [field, value] : {std::pair<std::string, std::string>{"log_path", spec.log_path},
+                                     {"working_dir", spec.working_dir}}) {
+    if (value.find_first_of("%\\\n\r") != std::string::npos)
+      refuse(field, "contains '%', '\\' or a line break (Slurm reads them as patterns)");
+  }
+  for (const auto& kv : spec.env)
+    if (!valid_env_name(kv.first)) refuse("env", "bad variable name '" + kv.first + "'");
+}
+
+}  // namespace
+
+std::string run_file_path(const std::string& checkpoint_dir) {
+  return checkpoint_dir + "/.fairgpu-run";
+}
+
+void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
+                    const std::string& gpu_type) {
+  const std::string path = run_file_path(checkpoint_dir);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "FAIRGPU_LEASE_ID=" << lease << "\nFAIRGPU_GPU_TYPE=" << gpu_type << "\n";
+    if (!out.flush()) throw SlurmError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw SlurmError("cannot rename " + tmp + ": " + ec.message());
+}
+
+std::string submit_script(const SubmitSpec& spec) {
+  std::ostringstream s;
+  s << "#!/bin/sh\n"
+       "# fairgpu job "
+    << spec.job
+    << ": the wrapper of its Slurm job.\n"
+       "# The lease and GPU type of this run, written before the release.\n"
+       "run_file=\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-run\"\n"
+       "if [ -r \"$run_file\" ]; then\n"
+       "  while IFS='=' read -r key value; do\n"
+       "    case \"$key\" in FAIRGPU_LEASE_ID|FAIRGPU_GPU_TYPE) export \"$key=$value\" ;; esac\n"
+       "  done <\"$run_file\"\n"
+       "fi\n"
+       "export FAIRGPU_NUM_WORKERS=$(( ${SLURM_GPUS_ON_NODE:-0} * ${SLURM_JOB_NUM_NODES:-1} ))\n";
+  for (const auto& [name, value] : spec.env)
+    s << "export " << name << "=" << sh_quote(value) << "\n";
+  s << "exec ";
+  // --export=ALL: sbatch's --export list (SLURM_EXPORT_ENV) would otherwise
+  // keep the variables set above from srun's tasks.
+  if (spec.nodes > 1) s << "srun --export=ALL --ntasks-per-node=1 --kill-on-bad-exit=1 ";
+  if (!spec.argv.empty()) {
+    for (std::size_t i = 0; i < spec.argv.size(); ++i)
+      s << (i ? " " : "") << sh_quote(spec.argv[i]);
+  } else {
+    s << "/bin/sh -c " << sh_quote(spec.shell_command);
+  }
+  s << "\n";
+  return s.str();
+}
+
+std::vector<std::string> round_commands(const RoundWrites& writes) {
+  std::vector<std::string> cmds;
+  for (std::int64_t j : writes.requeue_hold) cmds.push_back("requeuehold " + std::to_string(j));
+  for (std::int64_t j : writes.hold) cmds.push_back("hold " + std::to_string(j));
+  for (const auto& pin : writes.pins) {
+    std::string nodes;
+    for (const auto& n : pin.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+    cmds.push_back("update JobId=" + std::to_string(pin.job) + " NodeList=" + nodes +
+                   " StartTime=now");
+  }
+  if (!writes.release.empty()) cmds.push_back("release " + join_ids(writes.release, ","));
+  return cmds;
+}
+
+CommandLineSlurm::CommandLineSlurm(SlurmSettings settings) : settings_(std::move(settings)) {
+  if (!settings_.conf.empty() && ::access(settings_.conf.c_str(), R_OK) != 0)
+    throw InputError("slurm", "conf", "cannot read " + settings_.conf);
+  if (settings_.timeout_s <= 0 || settings_.timeout_s > 3600)
+    throw InputError("slurm", "timeout_s", "out of (0, 3600]");
+}
+
+void CommandLineSlurm::check() {
+  std::vector<std::string> argv{settings_.scontrol, "-o", "show", "partition"};
+  if (!settings_.partition.empty()) argv.push_back(settings_.partition);
+  const CommandResult r = run(argv, "", /*merge=*/true);
+  if (r.exit_code == 0) return;
+  if (!settings_.partition.empty() && r.out.find("not found") != std::string::npos)
+    throw InputError("slurm", "partition", "no partition '" + settings_.partition + "' in Slurm");
+  throw SlurmError(settings_.scontrol + ": exit status " + std::to_string(r.exit_code) + ": " +
+                   first_line(r.out));
+}
+
+CommandResult CommandLineSlurm::run(std::vector<std::string> argv, const std::string& input,
+                                    bool merge) {
+  CommandSpec spec;
+  spec.argv = std::move(argv);
+  spec.input = input;
+  spec.timeout_s = settings_.timeout_s;
+  spec.merge_stderr = merge;
+  if (!settings_.conf.empty()) spec.env.emplace_back("SLURM_CONF", settings_.conf);
+  const std::string name = spec.argv[0];
+  CommandResult r;
+  try {
+    r = run_command(spec);
+  } catch (const std::exception& e) {
+    throw SlurmError(name + ": " + e.what());
+  }
+  if (!r.started) throw SlurmError(name + ": " + first_line(merge ? r.out : r.err));
+  if (r.timed_out)
+    throw SlurmError(name + ": no answer within " + std::to_string(settings_.timeout_s) +
+                     " s (is slurmctld reachable?)");
+  return r;
+}
+
+std::string CommandLineSlurm::run_ok(std::vector<std::string> argv) {
+  const std::string name = argv[0];
+  CommandResult r = run(std::move(argv), "", false);
+  if (r.exit_code != 0)
+    throw SlurmError(name + ": exit status " + std::to_string(r.exit_code) + ": " +
+                     first_line(r.err.empty() ? r.out : r.err));
+  return r.out;
+}
+
+std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
+  check_submit(spec);
+  std::error_code ec;
+  std::filesystem::create_directories(spec.checkpoint_dir, ec);
+  if (ec) throw SlurmError("cannot create " + spec.checkpoint_dir + ": " + ec.message());
+  std::vector<std::string> argv{settings_.sbatch,
+                                "--parsable",
+                                "--hold",
+                                "--requeue",
+                                "--job-name=fairgpu-" + spec.job,
+                                "--nodes=" + std::to_string(spec.nodes)};
+  if (spec.gpus_per_node > 0) argv.push_back("--gres=gpu:" + std::to_string(spec.gpus_per_node));
+  if (spec.nodes > 1) argv.push_back("--ntasks-per-node=1");
+  if (spec.cpus_per_node > 0)
+    argv.push_back("--cpus-per-task=" + std::to_string(spec.cpus_per_node));
+  if (spec.memory_mb_per_node > 0)
+    argv.push_back("--mem=" + std::to_string(spec.memory_mb_per_node));
+  if (!settings_.partition.empty()) argv.push_back("--partition=" + settings_.partition);
+  argv.push_back("--output=" + (spec.log_path.empty() ? std::string("/dev/null") : spec.log_path));
+  if (!spec.working_dir.empty()) argv.push_back("--chdir=" + spec.working_dir);
+  // Not ALL: nothing of fairgpu's own environment reaches the job.
+  std::string exports =
+      "--export=FAIRGPU_JOB_ID=" + spec.job + ",FAIRGPU_CHECKPOINT_DIR=" + spec.checkpoint_dir;
+  if (!spec.progress_file.empty()) exports += ",FAIRGPU_PROGRESS_FILE=" + spec.progress_file;
+  argv.push_back(exports);
+  const CommandResult r = run(argv, submit_script(spec), /*merge=*/false);
+  if (r.exit_code != 0)
+    throw SlurmError("sbatch (job " + spec.job + "): exit status " + std::to_string(r.exit_code) +
+                     ": " + first_line(r.err.empty() ? r.out : r.err));
+  const std::string& out = r.out;
+  try {
+    return parse_sbatch_output(out);
+  } catch (const InputError& e) {
+    throw SlurmError(e.what());
+  }
+}
+
+std::map<std::int64_t, std::string> CommandLineSlurm::apply(const RoundWrites& writes) {
+  std::map<std::int64_t, std::string> refusals;
+  const std::vector<std::string> cmds = round_commands(writes);
+  if (cmds.empty()) return refusals;
+  std::string input;
+  for (const auto& c : cmds) input += c + "\n";
+  const CommandResult r = run({settings_.scontrol}, input, /*merge=*/true);
+  const std::string& out = r.out;
+  const int status = r.exit_code;
+  std::vector<std::string> errors;
+  try {
+    errors = split_batch_output(out, cmds);
+  } catch (const InputError& e) {
+    throw SlurmError(std::string(e.what()) + " (exit status " + std::to_string(status) + ")");
+  }
+  // Attribute each command's errors to its job(s).
+  std::size_t k = 0;
+  auto note = [&](std::int64_t job, const std::string& error) {
+    if (error.empty()) return;
+    std::string& e = refusals[job];
+    e += (e.empty() ? "" : "; ") + error;
+  };
+  for (std::int64_t j : writes.requeue_hold) note(j, errors[k++]);
+  for (std::int64_t j : writes.hold) note(j, errors[k++]);
+  for (const auto& pin : writes.pins) note(pin.job, errors[k++]);
+  if (!writes.release.empty()) {
+    // "... for job 998" names the job; an error naming none goes to all.
+    const std::string& e = errors[k++];
+    if (!e.empty()) {
+      bool named = false;
+      for (std::int64_t j : writes.release) {
+        if (e.find("job " + std::to_string(j)) != std::string::npos) {
+          note(j, e);
+          named = true;
+        }
+      }
+      if (!named)
+        for (std::int64_t j : writes.release) note(j, e);
+    }
+  }
+  return refusals;
+}
+
+std::map<std::int64_t, std::string> CommandLineSlurm::scancel(
+    std::vector<std::string> args, const std::vector<std::int64_t>& jobs) {
+  std::map<std::int64_t, std::string> refusals;
+  if (jobs.empty()) return refusals;
+  std::vector<std::string> argv{settings_.scancel};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (std::int64_t j : jobs) argv.push_back(std::to_string(j));
+  const CommandResult r = run(argv, "", /*merge=*/true);
+  const std::string& out = r.out;
+  const int status = r.exit_code;
+  // "scancel: error: Kill job error on job id 8: Job can not be altered now"
+  std::istringstream lines(out);
+  std::string line;
+  bool any = false;
+  while (std::getline(lines, line)) {
+    const std::size_t at = line.find("job id ");
+    if (at == std::string::npos) continue;
+    std::size_t end = at + 7;
+    std::int64_t id = 0;
+    while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end])))
+      id = id * 10 + (line[end++] - '0');
+    std::string why = line.substr(std::min(line.size(), end + 2));
+    refusals[id] = why;
+    any = true;
+  }
+  if (status != 0 && !any)
+    throw SlurmError("scancel: exit status " + std::to_string(status) + ": " + first_line(out));
+  return refusals;
+}
+
+std::map<std::int64_t, std::string> CommandLineSlurm::signal_checkpoint(
+    const std::vector<std::int64_t>& jobs) {
+  return scancel({"--signal=USR1", "--full"}, jobs);
+}
+
+std::map<std::int64_t, std::string> CommandLineSlurm::cancel(
+    const std::vector<std::int64_t>& jobs) {
+  return scancel({}, jobs);
+}
+
+JobsSnapshot CommandLineSlurm::read_jobs() {
+  std::vector<std::string> squeue{settings_.squeue, "-h", "-t", "all", "-o", kSqueueFormat};
+  if (!settings_.partition.empty()) squeue.push_back("--partition=" + settings_.partition);
+  const std::string queue_text = run_ok(squeue);
+  const std::string detail_text = run_ok({settings_.scontrol, "-d", "-o", "show", "job"});
+  JobsSnapshot snap;
+  try {
+    snap.queue = parse_squeue(queue_text);
+    for (JobDetail& d : parse_job_details(detail_text)) {
+      const std::int64_t id = d.job_id;
+      snap.detail.emplace(id, std::move(d));
+    }
+  } catch (const InputError& e) {
+    throw SlurmError(e.what());
+  }
+  return snap;
+}
+
+std::vector<NodeInfo> CommandLineSlurm::read_nodes() {
+  const std::string text = run_ok({settings_.scontrol, "-d", "-o", "show", "node"});
+  try {
+    return parse_nodes(text);
+  } catch (const InputError& e) {
+    throw SlurmError(e.what());
+  }
+}
+
+}  // namespace fairgpu::live::slurm

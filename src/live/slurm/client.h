@@ -1,0 +1,155 @@
+// fairgpu's view of a Slurm cluster through Slurm's own command-line tools
+// (specs/slurm.md: libslurm exits the process on a bad configuration and is
+// tied to one release; slurmrestd 22.05 cannot pin or requeue).
+//
+// SlurmClient is the small interface the Slurm executor drives; the one
+// implementation here, CommandLineSlurm, runs sbatch/scontrol/squeue/scancel
+// as child processes with a timeout each:
+// - submit: one `sbatch --parsable --hold --requeue` per job, the script a
+//   wrapper (submit_script) read from sbatch's stdin;
+// - apply: every write of a scheduling round (requeuehold, hold, pin =
+//   `update JobId=J NodeList=... StartTime=now`, release) through ONE
+//   `scontrol` process reading the commands on stdin;
+// - signal_checkpoint: `scancel --signal=USR1 --full` (the executor follows
+//   it with requeuehold after the grace period: a signal sent before the
+//   job's script started is lost, requeuehold always reaches the job);
+// - read_jobs: one `squeue` plus one `scontrol -d -o show job`;
+// - read_nodes: one `scontrol -d -o show node`.
+// A command that cannot start, times out, or fails as a whole throws
+// SlurmError (one line); per-job refusals inside a batch are returned.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "live/slurm/command.h"
+#include "live/slurm/parse.h"
+
+namespace fairgpu::live::slurm {
+
+// A Slurm command failed: what() is one line naming the command.
+class SlurmError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct SlurmSettings {
+  std::string partition;  // "" = the cluster's default partition
+  std::string conf;       // SLURM_CONF given to the commands; "" = Slurm's default
+  std::string sbatch = "sbatch";
+  std::string scontrol = "scontrol";
+  std::string squeue = "squeue";
+  std::string scancel = "scancel";
+  double timeout_s = 30;  // per command
+};
+
+// A fairgpu job as a held Slurm job.
+struct SubmitSpec {
+  std::string job;  // fairgpu's job id: FAIRGPU_JOB_ID, Slurm name "fairgpu-<job>"
+  // The command: argv when not empty, else shell_command (run by /bin/sh -c).
+  std::vector<std::string> argv;
+  std::string shell_command;
+  int nodes = 1;
+  int gpus_per_node = 1;                // untyped: the pin chooses the GPU type
+  int cpus_per_node = 0;                // 0 = Slurm's default
+  std::int64_t memory_mb_per_node = 0;  // 0 = Slurm's default
+  // FAIRGPU_CHECKPOINT_DIR (created here); it also holds the run file the
+  // wrapper reads (run_file_path). No ',' (sbatch --export separator).
+  std::string checkpoint_dir;
+  std::string progress_file;  // FAIRGPU_PROGRESS_FILE; no ','
+  std::string log_path;       // the job's stdout+stderr; no '%' or '\' (Slurm patterns)
+  std::string working_dir;    // "" = the submitter's
+  // The job's own variables, exported by the wrapper (any value).
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// The batch script of a job: reads the run file (lease id and GPU type of
+// the current run, written before each release), sets FAIRGPU_LEASE_ID,
+// FAIRGPU_GPU_TYPE, FAIRGPU_NUM_WORKERS (GPUs on the node x nodes) and the
+// job's env, then `exec`s the command (through `srun`, one task per node,
+// when the job has several nodes), so that `scancel --signal=USR1 --full`
+// reaches the command itself.
+std::string submit_script(const SubmitSpec& spec);
+
+// The file in a job's checkpoint dir that tells its next run which lease and
+// GPU type it runs under (a pending job's environment cannot change).
+std::string run_file_path(const std::string& checkpoint_dir);
+// Writes it atomically (a temporary file renamed over it).
+void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
+                    const std::string& gpu_type);
+
+// One round's writes. apply() sends them in this order: requeue_hold, hold,
+// pins, release (a job is re-held before it is re-pinned, pinned before it
+// is released).
+struct RoundWrites {
+  struct Pin {
+    std::int64_t job = 0;
+    std::vector<std::string> nodes;
+  };
+  std::vector<std::int64_t> requeue_hold;  // running or ended → pending, held
+  std::vector<std::int64_t> hold;          // pending → held (e.g. requeued by a node failure)
+  std::vector<Pin> pins;                   // NodeList=... StartTime=now
+  std::vector<std::int64_t> release;       // one `release J,K,...`
+  bool empty() const {
+    return requeue_hold.empty() && hold.empty() && pins.empty() && release.empty();
+  }
+};
+
+// The scontrol commands of a round, in order (what apply() writes to stdin).
+std::vector<std::string> round_commands(const RoundWrites& writes);
+
+struct JobsSnapshot {
+  std::vector<QueueEntry> queue;             // squeue: every job of the partition
+  std::map<std::int64_t, JobDetail> detail;  // scontrol: by job id (see parse.h on trust)
+};
+
+class SlurmClient {
+ public:
+  virtual ~SlurmClient() = default;
+  // Submits a held job; returns its Slurm job id.
+  virtual std::int64_t submit(const SubmitSpec& spec) = 0;
+  // Applies a round's writes; returns the refusals by job id (a job that
+  // ended meanwhile, say). Throws SlurmError when scontrol itself failed.
+  virtual std::map<std::int64_t, std::string> apply(const RoundWrites& writes) = 0;
+  // SIGUSR1 to every process of each job; returns refusals by job id.
+  virtual std::map<std::int64_t, std::string> signal_checkpoint(
+      const std::vector<std::int64_t>& jobs) = 0;
+  virtual std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& jobs) = 0;
+  virtual JobsSnapshot read_jobs() = 0;
+  virtual std::vector<NodeInfo> read_nodes() = 0;
+};
+
+class CommandLineSlurm : public SlurmClient {
+ public:
+  // Throws InputError (field "conf") when settings.conf names no readable
+  // file: Slurm's tools would retry reading it for 60 s.
+  explicit CommandLineSlurm(SlurmSettings settings);
+  // The configuration as a whole, before serving: the controller answers and
+  // the partition exists (InputError naming "partition"); SlurmError when
+  // no controller answers within the timeout.
+  void check();
+  std::int64_t submit(const SubmitSpec& spec) override;
+  std::map<std::int64_t, std::string> apply(const RoundWrites& writes) override;
+  std::map<std::int64_t, std::string> signal_checkpoint(
+      const std::vector<std::int64_t>& jobs) override;
+  std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& jobs) override;
+  JobsSnapshot read_jobs() override;
+  std::vector<NodeInfo> read_nodes() override;
+
+  const SlurmSettings& settings() const { return settings_; }
+
+ private:
+  // Runs a command; throws SlurmError when it cannot start or times out.
+  CommandResult run(std::vector<std::string> argv, const std::string& input, bool merge);
+  // Runs a command that must exit 0; returns its stdout.
+  std::string run_ok(std::vector<std::string> argv);
+  std::map<std::int64_t, std::string> scancel(std::vector<std::string> args,
+                                              const std::vector<std::int64_t>& jobs);
+  SlurmSettings settings_;
+};
+
+}  // namespace fairgpu::live::slurm

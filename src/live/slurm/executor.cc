@@ -1,0 +1,336 @@
+#include "live/slurm/executor.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace fairgpu::live::slurm {
+
+SlurmExecutor::SlurmExecutor(SlurmClient& client, SlurmExecutorOptions options)
+    : client_(client), options_(std::move(options)) {}
+
+std::int64_t SlurmExecutor::slurm_id(const std::string& job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0 : it->second.slurm_id;
+}
+
+std::vector<ExecutorNode> SlurmExecutor::nodes() {
+  const std::vector<NodeInfo> infos = client_.read_nodes();
+  const JobsSnapshot snap = client_.read_jobs();
+  // GPU indices fairgpu's own runs hold, per node: free for its plans.
+  std::map<std::string, std::set<int>> ours;
+  for (const auto& [id, d] : snap.detail) {
+    if (!job_of_slurm_id_.count(id) || !holds_nodes(d.state)) continue;
+    for (const NodeGpus& g : d.per_node) ours[g.node].insert(g.indices.begin(), g.indices.end());
+  }
+  std::vector<ExecutorNode> out;
+  for (const NodeInfo& n : infos) {
+    if (!n.usable()) continue;
+    if (!options_.partition.empty() && std::find(n.partitions.begin(), n.partitions.end(),
+                                                 options_.partition) == n.partitions.end())
+      continue;
+    const std::string type = n.gpu_type();
+    if (type.empty()) continue;  // no GPUs, or several types (an untyped pin cannot choose)
+    const std::set<int>& mine = ours[n.name];
+    std::set<int> taken;  // by jobs that are not fairgpu's
+    int taken_without_index = 0;
+    for (const Gres& g : n.gres_used) {
+      int unindexed = g.count - static_cast<int>(g.indices.size());
+      for (int i : g.indices)
+        if (!mine.count(i)) taken.insert(i);
+      taken_without_index += std::max(0, unindexed);
+    }
+    ExecutorNode e;
+    e.name = n.name;
+    e.gpu_type = type;
+    e.cpus = n.cpus;
+    e.memory_mb = n.memory_mb;
+    for (int i = 0; i < n.gpu_count(); ++i)
+      if (!taken.count(i)) e.devices.push_back(i);
+    // GRES in use without indices: the highest devices count as taken.
+    for (int k = 0; k < taken_without_index && !e.devices.empty(); ++k) e.devices.pop_back();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string SlurmExecutor::admit(const ExecutorJob& job) {
+  if (jobs_.count(job.job))
+    throw std::logic_error("slurm executor: job " + job.job + " admitted twice");
+  SubmitSpec s;
+  s.job = job.job;
+  s.argv = job.argv;
+  s.shell_command = job.shell_command;
+  s.env = job.env;
+  s.nodes = job.nodes;
+  s.gpus_per_node = job.gpus_per_node;
+  s.checkpoint_dir = job.checkpoint_dir;
+  s.progress_file = job.progress_file;
+  s.log_path = job.log_path;
+  const std::int64_t id = client_.submit(s);
+  Tracked t;
+  t.spec = job;
+  t.slurm_id = id;
+  t.phase = Phase::kIdle;
+  jobs_[job.job] = std::move(t);
+  job_of_slurm_id_[id] = job.job;
+  return std::to_string(id);
+}
+
+void SlurmExecutor::adopt(const ExecutorJob& job, const std::string& handle,
+                          std::int64_t active_lease) {
+  std::int64_t id = 0;
+  for (char c : handle) {
+    if (c < '0' || c > '9' || id > (INT64_MAX - 9) / 10)
+      throw SlurmError("slurm executor: job " + job.job + ": bad Slurm job id '" + handle + "'");
+    id = id * 10 + (c - '0');
+  }
+  if (id == 0)
+    throw SlurmError("slurm executor: job " + job.job + ": bad Slurm job id '" + handle + "'");
+  Tracked t;
+  t.spec = job;
+  t.slurm_id = id;
+  t.lease = active_lease;
+  t.phase = Phase::kAdopted;
+  if (active_lease != 0 && !job.progress_file.empty()) t.progress.emplace(job.progress_file);
+  jobs_[job.job] = std::move(t);
+  job_of_slurm_id_[id] = job.job;
+}
+
+SlurmExecutor::Tracked* SlurmExecutor::by_lease(std::int64_t lease) {
+  for (auto& [name, t] : jobs_)
+    if (t.lease == lease && lease != 0) return &t;
+  return nullptr;
+}
+
+void SlurmExecutor::ended(Tracked& t, std::vector<RunEvent>& events, bool revoked,
+                          const std::string& detail) {
+  if (t.lease != 0) {
+    RunEvent e;
+    e.kind = RunEvent::Kind::kEnded;
+    e.lease = t.lease;
+    e.job = t.spec.job;
+    e.exit_code = t.exit_code;
+    e.signal = t.signal;
+    e.revoked = revoked;
+    e.detail = detail;
+    events.push_back(std::move(e));
+  }
+  t.lease = 0;
+  t.progress.reset();
+  t.reported_iterations = -1;
+  t.exit_code = -1;
+  t.signal = 0;
+}
+
+void SlurmExecutor::flush(RoundWrites& writes, std::vector<RunEvent>& events) {
+  (void)events;
+  if (writes.empty()) return;
+  const auto refusals = client_.apply(writes);
+  for (const auto& [id, why] : refusals) {
+    auto name = job_of_slurm_id_.find(id);
+    if (name == job_of_slurm_id_.end()) continue;
+    Tracked& t = jobs_.at(name->second);
+    // A start refused (pin or release): the job may be released unpinned or
+    // not at all. It goes back to held through requeuehold, and its run is
+    // reported ended (never started) once it is held again.
+    if (t.phase == Phase::kStarting) {
+      t.phase = Phase::kRevoking;
+      t.requeue_at = 0;
+      t.exit_code = -1;
+      t.start_refused = "start refused by Slurm: " + why;
+    }
+  }
+  writes = RoundWrites{};
+}
+
+void SlurmExecutor::apply(const std::vector<RunStart>& starts,
+                          const std::vector<std::int64_t>& revokes, double now) {
+  std::vector<std::int64_t> signal_ids;
+  for (std::int64_t lease : revokes) {
+    Tracked* t = by_lease(lease);  // none: the run ended meanwhile (kEnded on its way)
+    if (!t || (t->phase != Phase::kStarting && t->phase != Phase::kRunning)) continue;
+    signal_ids.push_back(t->slurm_id);
+    t->phase = Phase::kRevoking;
+    t->requeue_at = now + options_.grace_s;
+  }
+  RoundWrites w;
+  for (const RunStart& s : starts) {
+    auto it = jobs_.find(s.job);
+    if (it == jobs_.end()) throw std::logic_error("slurm executor: start of unknown job " + s.job);
+    Tracked& t = it->second;
+    if (t.phase != Phase::kIdle)
+      throw std::logic_error("slurm executor: start of job " + s.job +
+                             " whose previous run has not ended");
+    if (static_cast<int>(s.placement.size()) != t.spec.nodes)
+      throw std::logic_error("slurm executor: job " + s.job + " placed on " +
+                             std::to_string(s.placement.size()) + " nodes, needs " +
+                             std::to_string(t.spec.nodes));
+    write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type);
+    RoundWrites::Pin pin;
+    pin.job = t.slurm_id;
+    for (const Placement& p : s.placement) pin.nodes.push_back(p.node);
+    t.nodes = pin.nodes;
+    w.pins.push_back(std::move(pin));
+    w.release.push_back(t.slurm_id);
+    t.lease = s.lease;
+    t.phase = Phase::kStarting;
+    t.exit_code = -1;
+    t.signal = 0;
+    t.start_refused.clear();
+    t.reported_iterations = -1;
+    if (!t.spec.progress_file.empty()) t.progress.emplace(t.spec.progress_file);
+  }
+  // A signal that finds no process (the script not started yet) is lost;
+  // the requeuehold after the grace period reaches the job in any case.
+  if (!signal_ids.empty()) client_.signal_checkpoint(signal_ids);
+  flush(w, carried_);
+}
+
+void SlurmExecutor::cancel(const std::string& job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  it->second.cancelled = true;
+  client_.cancel({it->second.slurm_id});
+}
+
+std::vector<RunEvent> SlurmExecutor::poll(double now) {
+  std::vector<RunEvent> events = std::move(carried_);
+  carried_.clear();
+  RoundWrites due;
+  for (auto& [name, t] : jobs_) {
+    if (t.phase == Phase::kRevoking && now >= t.requeue_at && !t.cancelled) {
+      due.requeue_hold.push_back(t.slurm_id);
+      t.phase = Phase::kRequeued;
+    }
+  }
+  flush(due, events);
+
+  const JobsSnapshot snap = client_.read_jobs();
+  std::optional<std::vector<NodeInfo>> node_infos;
+  // A node that answers again: its slurmd has killed what a failed run left.
+  auto node_responds = [&](const std::string& node) {
+    if (!node_infos) node_infos = client_.read_nodes();
+    for (const NodeInfo& n : *node_infos) {
+      if (n.name != node) continue;
+      for (const std::string& f : n.flags)
+        if (f == "NOT_RESPONDING" || f == "COMPLETING") return false;
+      return n.base_state != "UNKNOWN";
+    }
+    return true;  // left the configuration
+  };
+
+  RoundWrites writes;
+  for (auto& [name, t] : jobs_) {
+    if (t.phase == Phase::kDone) continue;
+    auto it = snap.detail.find(t.slurm_id);
+    if (it == snap.detail.end()) {
+      ended(t, events, t.phase == Phase::kRevoking || t.phase == Phase::kRequeued,
+            "job " + std::to_string(t.slurm_id) + " no longer known to Slurm");
+      t.phase = Phase::kDone;
+      continue;
+    }
+    const JobDetail& d = it->second;
+    const bool pending = d.state == JobState::kPending;
+    if (holds_nodes(d.state) && !d.nodes.empty()) t.nodes = d.nodes;
+    if (is_final(d.state)) {
+      t.exit_code = d.exit_code;
+      t.signal = d.exit_signal;
+    }
+    if (t.cancelled && (is_final(d.state) || pending)) {
+      if (is_final(d.state)) {
+        ended(t, events, false, "cancelled");
+        t.phase = Phase::kDone;
+      }
+      continue;
+    }
+    // Progress of a run that is on its nodes.
+    if ((t.phase == Phase::kRunning || t.phase == Phase::kRevoking) && t.progress) {
+      const std::int64_t iterations = t.progress->read();
+      if (iterations != t.reported_iterations && iterations > 0) {
+        RunEvent e;
+        e.kind = RunEvent::Kind::kProgress;
+        e.lease = t.lease;
+        e.job = t.spec.job;
+        e.iterations = iterations;
+        events.push_back(e);
+        t.reported_iterations = iterations;
+      }
+    }
+    switch (t.phase) {
+      case Phase::kAdopted:
+        if (holds_nodes(d.state)) {
+          if (t.lease != 0) {
+            t.phase = Phase::kRunning;
+          } else {  // running without a lease (released by someone else)
+            writes.requeue_hold.push_back(t.slurm_id);
+            t.phase = Phase::kRequeued;
+          }
+        } else if (is_final(d.state)) {
+          ended(t, events, false, "ended while fairgpu was down");
+          t.phase = Phase::kDone;
+        } else if (pending) {
+          if (!d.held) writes.hold.push_back(t.slurm_id);
+          ended(t, events, false, "requeued while fairgpu was down");
+          t.phase = Phase::kIdle;
+        }
+        break;
+      case Phase::kStarting:
+        if (d.state == JobState::kRunning) {
+          t.phase = Phase::kRunning;
+          RunEvent e;
+          e.kind = RunEvent::Kind::kRunning;
+          e.lease = t.lease;
+          e.job = t.spec.job;
+          e.nodes = d.nodes;
+          events.push_back(std::move(e));
+        } else if (is_final(d.state)) {
+          ended(t, events, false, job_state_name(d.state));
+          t.phase = Phase::kDone;
+        }
+        break;
+      case Phase::kRunning:
+        if (is_final(d.state)) {
+          ended(t, events, false, job_state_name(d.state));
+          t.phase = Phase::kDone;
+        } else if (pending) {
+          // Requeued by Slurm (its node failed): hold it, wait for the node.
+          if (!d.held) writes.hold.push_back(t.slurm_id);
+          t.phase = Phase::kFenced;
+        }
+        break;
+      case Phase::kRevoking:
+        break;  // requeuehold when the grace period is over
+      case Phase::kRequeued:
+        if (pending && d.held) {
+          const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
+          ended(t, events, t.start_refused.empty(), why);
+          t.start_refused.clear();
+          t.phase = Phase::kIdle;
+        } else if (is_final(d.state)) {
+          writes.requeue_hold.push_back(t.slurm_id);  // refused or raced: again
+        }
+        break;
+      case Phase::kFenced:
+        if (pending && !d.held) writes.hold.push_back(t.slurm_id);
+        if (pending && d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
+          ended(t, events, false, "node failure: requeued by Slurm");
+          t.phase = Phase::kIdle;
+        }
+        break;
+      case Phase::kIdle:
+        if (pending && !d.held) writes.hold.push_back(t.slurm_id);
+        if (holds_nodes(d.state)) {  // released by someone else
+          writes.requeue_hold.push_back(t.slurm_id);
+          t.phase = Phase::kRequeued;
+        }
+        break;
+      case Phase::kDone:
+        break;
+    }
+  }
+  flush(writes, events);
+  return events;
+}
+
+}  // namespace fairgpu::live::slurm

@@ -1,0 +1,326 @@
+// The Slurm executor (src/live/slurm/executor.h) on a scripted Slurm: a
+// fake SlurmClient whose jobs move only when a test says so, so each step of
+// the lease life cycle (start, revoke + grace + requeuehold, exit, node
+// failure and fencing, refused start, restart) is checked exactly. The same
+// executor against a real Slurm: SlurmCluster.ExecutorRunsRevokesAndRestartsAJob.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "live/slurm/executor.h"
+#include "run_binary.h"
+
+namespace fairgpu::live::slurm {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_support::slurp;
+
+class FakeSlurm : public SlurmClient {
+ public:
+  struct Job {
+    std::string name;
+    JobState state = JobState::kPending;
+    bool held = true;
+    std::vector<std::string> nodes, pinned;
+    int restarts = 0, exit_code = 0;
+  };
+
+  std::int64_t submit(const SubmitSpec& spec) override {
+    const std::int64_t id = next_id_++;
+    jobs[id].name = "fairgpu-" + spec.job;
+    return id;
+  }
+  std::map<std::int64_t, std::string> apply(const RoundWrites& w) override {
+    ++apply_calls;
+    for (const auto& c : round_commands(w)) commands.push_back(c);
+    std::map<std::int64_t, std::string> refused;
+    for (auto id : w.requeue_hold) {
+      Job& j = jobs.at(id);
+      j.state = JobState::kPending;
+      j.held = true;
+      j.nodes.clear();
+      ++j.restarts;
+    }
+    for (auto id : w.hold) jobs.at(id).held = true;
+    for (const auto& p : w.pins) {
+      if (refuse_pins.count(p.job)) {
+        refused[p.job] = "Requested node configuration is not available";
+        continue;
+      }
+      jobs.at(p.job).pinned = p.nodes;
+    }
+    for (auto id : w.release) jobs.at(id).held = false;
+    return refused;
+  }
+  std::map<std::int64_t, std::string> signal_checkpoint(
+      const std::vector<std::int64_t>& ids) override {
+    signalled.insert(signalled.end(), ids.begin(), ids.end());
+    return {};
+  }
+  std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& ids) override {
+    for (auto id : ids) jobs.at(id).state = JobState::kCancelled;
+    return {};
+  }
+  JobsSnapshot read_jobs() override {
+    ++reads;
+    JobsSnapshot s;
+    for (const auto& [id, j] : jobs) {
+      JobDetail d;
+      d.job_id = id;
+      d.name = j.name;
+      d.state = j.state;
+      d.held = j.state == JobState::kPending && j.held;
+      d.nodes = j.nodes;
+      d.required_nodes = j.pinned;
+      d.restarts = j.restarts;
+      d.exit_code = j.exit_code;
+      for (const auto& n : j.nodes) d.per_node.push_back({n, "v100", per_node_indices[id]});
+      s.detail[id] = d;
+    }
+    return s;
+  }
+  std::vector<NodeInfo> read_nodes() override {
+    ++node_reads;
+    return nodes;
+  }
+
+  // Slurm's scheduler: released, pinned, pending jobs start on their pin.
+  void schedule() {
+    for (auto& [id, j] : jobs) {
+      if (j.state == JobState::kPending && !j.held && !j.pinned.empty()) {
+        j.state = JobState::kRunning;
+        j.nodes = j.pinned;
+      }
+    }
+  }
+
+  std::map<std::int64_t, Job> jobs;
+  std::vector<NodeInfo> nodes;
+  std::map<std::int64_t, std::vector<int>> per_node_indices;
+  std::set<std::int64_t> refuse_pins;
+  std::vector<std::string> commands;
+  std::vector<std::int64_t> signalled;
+  int apply_calls = 0, reads = 0, node_reads = 0;
+
+ private:
+  std::int64_t next_id_ = 100;
+};
+
+NodeInfo node(const std::string& name, const std::string& state, const std::string& type,
+              int gpus) {
+  NodeInfo n;
+  n.name = name;
+  const auto plus = state.find('+');
+  n.base_state = state.substr(0, plus);
+  if (plus != std::string::npos) n.flags.push_back(state.substr(plus + 1));
+  n.gres.push_back({"gpu", type, gpus, {}});
+  n.cpus = 8;
+  n.memory_mb = 16000;
+  n.partitions = {"main"};
+  return n;
+}
+
+class SlurmExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fairgpu-slurm-exec-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fake_.nodes = {node("n1", "IDLE", "v100", 4), node("n2", "IDLE", "p100", 4)};
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ExecutorJob job(const std::string& id) {
+    ExecutorJob j;
+    j.job = id;
+    j.shell_command = "true";
+    j.checkpoint_dir = (dir_ / id).string();
+    j.progress_file = (dir_ / id / "progress").string();
+    fs::create_directories(j.checkpoint_dir);
+    return j;
+  }
+  static RunStart start(std::int64_t lease, const std::string& job, const std::string& node,
+                        const std::string& type = "v100") {
+    return RunStart{lease, job, type, {{node, {0}}}};
+  }
+  static std::vector<RunEvent> of_kind(const std::vector<RunEvent>& events, RunEvent::Kind k) {
+    std::vector<RunEvent> out;
+    for (const auto& e : events)
+      if (e.kind == k) out.push_back(e);
+    return out;
+  }
+
+  fs::path dir_;
+  FakeSlurm fake_;
+  SlurmExecutor exec_{fake_, SlurmExecutorOptions{"main", 10}};
+};
+
+TEST_F(SlurmExecutorTest, StartsOfARoundArePinnedAndReleasedThroughOneScontrol) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  EXPECT_TRUE(fake_.jobs.at(a).held);
+  exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
+  EXPECT_EQ(fake_.apply_calls, 1);
+  EXPECT_EQ(fake_.commands, (std::vector<std::string>{
+                                "update JobId=" + std::to_string(a) + " NodeList=n1 StartTime=now",
+                                "update JobId=" + std::to_string(b) + " NodeList=n2 StartTime=now",
+                                "release " + std::to_string(a) + "," + std::to_string(b)}));
+  EXPECT_EQ(slurp(dir_ / "b" / ".fairgpu-run"), "FAIRGPU_LEASE_ID=2\nFAIRGPU_GPU_TYPE=p100\n");
+  // Not running until Slurm says so.
+  EXPECT_TRUE(of_kind(exec_.poll(1), RunEvent::Kind::kRunning).empty());
+  fake_.schedule();
+  const auto running = of_kind(exec_.poll(2), RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 2u);
+  EXPECT_EQ(running[0].lease, 1);
+  EXPECT_EQ(running[0].nodes, (std::vector<std::string>{"n1"}));
+  EXPECT_EQ(running[1].nodes, (std::vector<std::string>{"n2"}));
+  // A renewal is no call: polls write nothing more.
+  exec_.poll(3);
+  EXPECT_EQ(fake_.apply_calls, 1);
+  EXPECT_EQ(fake_.node_reads, 0);  // nodes are read only while a run waits on a failed node
+}
+
+TEST_F(SlurmExecutorTest, RevokeSignalsNowRequeueHoldsAfterGraceAndEndsWhenHeld) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  std::ofstream(dir_ / "a" / "progress") << "40\n";
+  const auto progress = of_kind(exec_.poll(2), RunEvent::Kind::kProgress);
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_EQ(progress[0].iterations, 40);
+
+  exec_.apply({}, {1}, 100);
+  EXPECT_EQ(fake_.signalled, (std::vector<std::int64_t>{a}));
+  EXPECT_TRUE(exec_.poll(109).empty());  // within the grace period: nothing
+  EXPECT_EQ(fake_.jobs.at(a).state, JobState::kRunning);
+  // A new lease for the job before its run ended is the lease manager's bug.
+  EXPECT_THROW(exec_.apply({start(2, "a", "n2")}, {}, 109), std::logic_error);
+  const auto ended = of_kind(exec_.poll(110.5), RunEvent::Kind::kEnded);
+  EXPECT_EQ(fake_.commands.back(), "requeuehold " + std::to_string(a));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_TRUE(ended[0].revoked);
+  // Held again: the next lease pins it elsewhere.
+  exec_.apply({start(2, "a", "n2", "p100")}, {}, 111);
+  fake_.schedule();
+  const auto running = of_kind(exec_.poll(112), RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].lease, 2);
+  EXPECT_EQ(running[0].nodes, (std::vector<std::string>{"n2"}));
+}
+
+TEST_F(SlurmExecutorTest, AFinishedRunEndsOnceWithSlurmsExitCode) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  fake_.jobs.at(a).state = JobState::kFailed;
+  fake_.jobs.at(a).exit_code = 3;
+  const auto ended = of_kind(exec_.poll(2), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].exit_code, 3);
+  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_EQ(ended[0].detail, "FAILED");
+  EXPECT_TRUE(exec_.poll(3).empty());
+}
+
+TEST_F(SlurmExecutorTest, ARunRequeuedByANodeFailureEndsOnlyWhenTheNodeRespondsAgain) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  // n1 stops responding; Slurm requeues the job, not held, still pinned.
+  fake_.nodes[0] = node("n1", "DOWN+NOT_RESPONDING", "v100", 4);
+  FakeSlurm::Job& j = fake_.jobs.at(a);
+  j.state = JobState::kPending;
+  j.held = false;
+  j.nodes.clear();
+  ++j.restarts;
+  EXPECT_TRUE(exec_.poll(2).empty());
+  EXPECT_EQ(fake_.commands.back(), "hold " + std::to_string(a));  // it must not start on its own
+  EXPECT_TRUE(j.held);
+  // The processes may still run on n1: however long it takes, no kEnded.
+  EXPECT_TRUE(exec_.poll(1000).empty());
+  EXPECT_TRUE(exec_.nodes().size() == 1u && exec_.nodes()[0].name == "n2");
+  // slurmd is back (it kills what was left): now the run has ended.
+  fake_.nodes[0] = node("n1", "IDLE", "v100", 4);
+  const auto ended = of_kind(exec_.poll(1001), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_EQ(ended[0].detail, "node failure: requeued by Slurm");
+  exec_.apply({start(2, "a", "n2", "p100")}, {}, 1002);  // held: may start again
+}
+
+TEST_F(SlurmExecutorTest, ARefusedStartIsRequeueHeldAndEndsAsNeverStarted) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  fake_.refuse_pins.insert(a);
+  exec_.apply({start(1, "a", "n9")}, {}, 0);
+  const auto ended = of_kind(exec_.poll(1), RunEvent::Kind::kEnded);
+  EXPECT_EQ(fake_.commands.back(), "requeuehold " + std::to_string(a));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_EQ(ended[0].exit_code, -1);
+  EXPECT_NE(ended[0].detail.find("start refused by Slurm"), std::string::npos);
+}
+
+TEST_F(SlurmExecutorTest, NodesLeaveOutForeignGpusAndNodesThatCannotTakeJobs) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  fake_.per_node_indices[a] = {1};
+  // n1: GPUs 0 (someone else's job) and 1 (fairgpu's) in use.
+  fake_.nodes[0].gres_used.push_back({"gpu", "v100", 2, {0, 1}});
+  NodeInfo drained = node("n3", "IDLE+DRAIN", "k80", 4);
+  NodeInfo two_types = node("n4", "IDLE", "k80", 2);
+  two_types.gres.push_back({"gpu", "v100", 2, {}});
+  NodeInfo elsewhere = node("n5", "IDLE", "k80", 4);
+  elsewhere.partitions = {"other"};
+  fake_.nodes.push_back(drained);
+  fake_.nodes.push_back(two_types);
+  fake_.nodes.push_back(elsewhere);
+  const auto nodes = exec_.nodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[0].name, "n1");
+  EXPECT_EQ(nodes[0].gpu_type, "v100");
+  EXPECT_EQ(nodes[0].devices, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(nodes[1].devices, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(nodes[1].cpus, 8);
+}
+
+TEST_F(SlurmExecutorTest, AfterARestartAdoptedJobsAreReconciledWithSlurm) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  // fairgpu restarts; meanwhile b was requeued held (its revoke went through).
+  FakeSlurm::Job& jb = fake_.jobs.at(b);
+  jb.state = JobState::kPending;
+  jb.held = true;
+  SlurmExecutor again(fake_, SlurmExecutorOptions{"main", 10});
+  again.adopt(job("a"), std::to_string(a), 1);
+  again.adopt(job("b"), std::to_string(b), 2);
+  EXPECT_THROW(again.adopt(job("c"), "12x", 3), SlurmError);
+  const auto ended = of_kind(again.poll(5), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);  // b's run is over; a still runs under lease 1
+  EXPECT_EQ(ended[0].lease, 2);
+  fake_.jobs.at(a).state = JobState::kCompleted;
+  const auto done = of_kind(again.poll(6), RunEvent::Kind::kEnded);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].lease, 1);
+  EXPECT_EQ(done[0].exit_code, 0);
+  again.apply({start(3, "b", "n1")}, {}, 7);  // b is held: it may start
+}
+
+}  // namespace
+}  // namespace fairgpu::live::slurm
