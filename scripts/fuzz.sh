@@ -29,6 +29,7 @@ seeds_for() {
                      tests/data/bad-*.json ;;
     audit_allocation) echo tests/data/bad-allocation-over-capacity.json tests/fuzz/seeds/audit_allocation ;;
     cluster) echo examples/*cluster*.json tests/data/sim-*cluster*.json tests/data/bad-cluster-*.json ;;
+    cluster_spec) echo tests/fuzz/seeds/cluster_spec ;;
     profiles) echo tests/data/bad-profiles-*.json ;;
     native_trace) echo examples/small-trace.csv tests/data/bad-trace-*.csv tests/data/sim-*.csv ;;
     gavel_trace) echo tests/data/bad-gavel-*.trace "$shared"/gavel/*.trace "$shared"/shockwave/120-jobs.trace ;;
@@ -47,7 +48,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(allocation audit_allocation cluster profiles native_trace gavel_trace shockwave_trace
+  targets=(allocation audit_allocation cluster cluster_spec profiles native_trace gavel_trace shockwave_trace
            shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy slurm_output)
 fi
 failed=()

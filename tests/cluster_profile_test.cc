@@ -144,6 +144,65 @@ TEST(ClusterInput, MissingFileNamesThePath) {
   }
 }
 
+// Gavel's shorthand: TYPE:GPUS[:GPUS_PER_NODE], per node 1 by default (Gavel's
+// --num_gpus_per_server default).
+TEST(ClusterSpec, TypesInOrderNodesOfOneUnlessGiven) {
+  const Cluster c = parse_cluster_spec("k80:36,p100:36,v100:36:4", "--cluster-spec");
+  EXPECT_EQ(c.gpu_types, (std::vector<std::string>{"k80", "p100", "v100"}));
+  EXPECT_EQ(c.capacity(), (std::vector<int>{36, 36, 36}));
+  ASSERT_EQ(c.nodes.size(), 36u + 36u + 9u);
+  EXPECT_EQ(c.nodes[0].name, "k80-0");
+  EXPECT_EQ(c.nodes[0].gpus, 1);
+  EXPECT_EQ(c.nodes[72].name, "v100-0");
+  EXPECT_EQ(c.nodes[72].gpus, 4);
+  EXPECT_EQ(c.nodes.back().name, "v100-8");
+  // The same cluster as the compact JSON form.
+  const Cluster json = parse_cluster_json(
+      R"({"k80": {"nodes": 36, "gpus_per_node": 1}, "p100": {"nodes": 36, "gpus_per_node": 1},
+          "v100": {"nodes": 9, "gpus_per_node": 4}})",
+      "json");
+  ASSERT_EQ(json.nodes.size(), c.nodes.size());
+  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+    EXPECT_EQ(json.nodes[i].name, c.nodes[i].name);
+    EXPECT_EQ(json.nodes[i].gpus, c.nodes[i].gpus);
+    EXPECT_EQ(json.nodes[i].type, c.nodes[i].type);
+  }
+}
+
+TEST(ClusterSpec, BadSpecsNameTheEntryOrType) {
+  struct Case {
+    const char* spec;
+    const char* field;
+    const char* problem;
+  };
+  const Case cases[] = {
+      {"", "entry 1", "expected TYPE:GPUS"},
+      {"k80", "entry 1", "expected TYPE:GPUS"},
+      {"k80:4,", "entry 2", "expected TYPE:GPUS"},
+      {"k80:4:2:1", "entry 1", "expected TYPE:GPUS"},
+      {"36:36:36", "entry 1", "not a GPU type name"},
+      {"k 80:4", "entry 1", "not a GPU type name"},
+      {"k80:0", "k80", "GPUS must be in [1,"},
+      {"k80:-4", "k80", "'-4' is not a whole number"},
+      {"k80:4.5", "k80", "'4.5' is not a whole number"},
+      {"k80:4:0", "k80", "GPUS_PER_NODE must be in [1,"},
+      {"k80:6:4", "k80", "do not fill whole nodes of 4"},
+      {"k80:4,p100:4,k80:8", "k80", "given twice"},
+      {"k80:99999999999", "k80", "not a whole number"},
+      {"k80:400000000", "k80", "nodes, at most"},
+  };
+  for (const Case& c : cases) {
+    try {
+      parse_cluster_spec(c.spec, "--cluster-spec");
+      ADD_FAILURE() << c.spec << ": accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.source(), "--cluster-spec") << c.spec;
+      EXPECT_EQ(e.field(), c.field) << c.spec << ": " << e.what();
+      EXPECT_NE(e.problem().find(c.problem), std::string::npos) << c.spec << ": " << e.what();
+    }
+  }
+}
+
 // ---- rate interpolation -----------------------------------------------------
 
 JobTypeProfile hand_made() {

@@ -25,11 +25,13 @@
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
 #include "fairgpu/sweep_stats.h"
+#include "csv_rows.h"
 #include "run_binary.h"
 
 namespace fairgpu {
 namespace {
 
+using testing_support::csv_rows;
 using testing_support::quote;
 using testing_support::run_binary;
 using testing_support::RunResult;
@@ -51,37 +53,6 @@ std::size_t count(const std::string& haystack, const std::string& needle) {
        at = haystack.find(needle, at + 1))
     ++n;
   return n;
-}
-
-// Rows of a CSV without quoted commas in the columns read here.
-std::vector<std::map<std::string, std::string>> csv_rows(const std::string& text) {
-  std::vector<std::map<std::string, std::string>> rows;
-  std::stringstream in(text);
-  std::string line;
-  std::vector<std::string> header;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> cells(1);
-    bool quoted = false;
-    for (char c : l) {
-      if (c == '"')
-        quoted = !quoted;
-      else if (c == ',' && !quoted)
-        cells.emplace_back();
-      else
-        cells.back() += c;
-    }
-    return cells;
-  };
-  if (!std::getline(in, line)) return rows;
-  header = split(line);
-  while (std::getline(in, line)) {
-    auto cells = split(line);
-    EXPECT_EQ(cells.size(), header.size()) << line;
-    std::map<std::string, std::string> row;
-    for (std::size_t i = 0; i < cells.size() && i < header.size(); ++i) row[header[i]] = cells[i];
-    rows.push_back(row);
-  }
-  return rows;
 }
 
 // The first program of `names` on PATH, or "".
@@ -291,7 +262,12 @@ TEST_F(ReportTest, ProvenanceNamesVersionSeedInputsOptionsAndParameters) {
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const std::string trace_sha = slurp(dir_ / "sum").substr(0, 64);
   const std::string cluster_sha = sha256_file(kCluster);
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  {  // FIPS 180-2's test vector, through the file reader
+    std::ofstream abc(dir_ / "abc", std::ios::binary);
+    abc << "abc";
+  }
+  EXPECT_EQ(sha256_file((dir_ / "abc").string()),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 
   json themis = json::parse(slurp(out / "themis_filter-0.5" / "summary.json"));
   ASSERT_TRUE(themis.contains("provenance"));

@@ -368,6 +368,21 @@ TEST(SimReport, UtilisationCsvHasOneRowPerRound) {
   EXPECT_EQ(utilisation_csv(r, 50), utilisation_csv(r));
 }
 
+// A round alone in its row prints its own values, not value x length /
+// length: visible for a round of length 0 (a horizon at a scheduling point),
+// whose time-weighted average would be 0.
+TEST(SimReport, SeriesRowOfOneRoundPrintsTheRoundsValues) {
+  SimResult r = two_jobs();
+  RoundSample cut = sample(300, 300, {3}, {2}, 0);
+  cut.estimated_throughput = 1.5;
+  r.rounds.push_back(cut);
+  EXPECT_EQ(lines(utilisation_csv(r)).back(), "300,300,0,,2,0,0,1.5,3,0,0");
+  EXPECT_EQ(lines(tenants_csv(r)).back(), "300,300,a,2,3,3");
+  // In a window with others it weighs nothing.
+  EXPECT_EQ(lines(utilisation_csv(r, 3600)).back(),
+            "0,300,1000,0.8333333333,1,0.04,1,0,3.333333333,0,0");
+}
+
 TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
   SimResult r = two_jobs();
   SimSummary s = summarise(r);

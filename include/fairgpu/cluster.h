@@ -43,6 +43,15 @@ struct Cluster {
 Cluster parse_cluster_json(std::string_view json_text, const std::string& source);
 Cluster read_cluster_file(const std::string& path);
 
+// Gavel-style shorthand (--cluster-spec): "TYPE:GPUS[:GPUS_PER_NODE],..."
+// e.g. "k80:36,p100:36,v100:36:4". GPUS_PER_NODE is Gavel's
+// --num_gpus_per_server for that type and, as there, defaults to 1 (every
+// GPU its own node); GPUS must be a multiple of it. Nodes are named
+// "<type>-<i>", without CPU or memory figures. Throws InputError naming
+// `source` and the entry or type on anything else (a repeated type, a count
+// that is not a whole number >= 1, Gavel's unnamed "36:36:36").
+Cluster parse_cluster_spec(std::string_view spec, const std::string& source);
+
 // The built-in cluster of `fairgpu simulate` without --cluster: three GPU types
 // (k80, p100, v100), three nodes of eight GPUs each (72 GPUs).
 Cluster default_cluster();

@@ -14,7 +14,4 @@ std::string fairgpu_version();
 // InputError(path, "", "cannot read the file") when it cannot be read.
 std::string sha256_file(const std::string& path);
 
-// The SHA-256 of a byte string, 64 lowercase hex digits.
-std::string sha256_hex(const std::string& bytes);
-
 }  // namespace fairgpu

@@ -22,8 +22,13 @@ struct ResourceSummary {
 ResourceSummary summarise_resources(const SimResult& result);
 
 // Per round: start,end,cpus_allocated,cpus_used,memory_gb_allocated,memory_gb_used
-// (time averages over the round).
+// (time averages over the round). A result whose rounds were streamed
+// (SimResult::rounds_streamed) has its file written by its RoundDigest
+// instead: this throws std::invalid_argument for it.
 std::string resources_csv(const SimResult& result);
+// resources_csv's header line and one round's line (RoundDigest streams them).
+std::string resources_csv_header();
+std::string resources_csv_row(const RoundSample& round);
 // Per job: job_id,job_type,workers,run_seconds,speedup (the time-averaged
 // multiplier of what it held; empty if it never ran).
 std::string job_speedups_csv(const SimResult& result);

@@ -18,6 +18,7 @@ GeneratorOptions default_generator_options();
 
 struct ScenarioOptions {
   std::string cluster_path;     // cluster JSON; "" = built-in (or the Alibaba node list)
+  std::string cluster_spec;     // Gavel-style "k80:36,p100:36:4" (parse_cluster_spec), instead
   std::string alibaba_nodes;    // Alibaba node CSV: the cluster comes from it
   std::vector<std::string> gpu_map;  // "MODEL=type" overrides of the Alibaba map
   std::string profiles_path;    // Gavel simulation_throughputs.json; "" = built-in

@@ -6,9 +6,19 @@
 // later step fails. A SimResult whose per-round vectors do not match its
 // tenants and GPU types is a simulator bug: every function below that takes
 // a SimResult then throws std::invalid_argument naming the round.
+//
+// A long run need not keep its rounds: a RoundDigest given to the simulator
+// (SimOptions::round_sink) gathers what the metrics need one round at a time
+// and streams the per-round series to files as their windows close; the
+// metrics of a result carrying that digest are the same, bit for bit, as
+// those of the same run with its rounds kept.
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +40,80 @@ struct SummaryOptions {
   // Length of the fixed windows of ρ_tenant (Astraea §6.1.4 "at multiple
   // fixed intervals"), in seconds; must be finite and > 0.
   double fairness_window_s = 3600.0;
+};
+
+// What the metrics need from a run's rounds, gathered one round at a time:
+// sums in round order (so they have the bits of the same sums over kept
+// rounds), the compute time of each round (its median is a metric), and the
+// GPU-seconds each tenant held per fairness window. Optionally streams
+// tenants.csv, utilisation.csv (rows of `series_window_s`, formats below)
+// and resources.csv (fairgpu/resource_report.h) as their rows close, so
+// memory holds one window of series, not the run. The metrics of a result
+// read it through SimResult::digest (summarise() throws if it was made for
+// another fairness window); a result that kept its rounds gets one made on
+// the spot. add() throws std::invalid_argument for a round that breaks
+// SimResult's shape (see check_sim_result()).
+class RoundDigest final : public RoundSink {
+ public:
+  struct Options {
+    double fairness_window_s = 3600.0;  // SummaryOptions::fairness_window_s
+    double series_window_s = 0.0;       // tenants_csv()'s window_s
+    std::ostream* tenants_csv = nullptr;  // each written there if set
+    std::ostream* utilisation_csv = nullptr;
+    std::ostream* resources_csv = nullptr;
+  };
+  // Throws std::invalid_argument for a window summarise() or tenants_csv()
+  // would refuse.
+  explicit RoundDigest(const Options& options);
+  ~RoundDigest() override;
+  RoundDigest(const RoundDigest&) = delete;
+  RoundDigest& operator=(const RoundDigest&) = delete;
+  // A digest of a result's kept rounds, fed from begin() to end() here.
+  // Throws std::invalid_argument if the result's rounds were streamed.
+  static std::shared_ptr<const RoundDigest> of(const SimResult& result, const Options& options);
+
+  void begin(const SimResult& setup) override;
+  void add(const RoundSample& round) override;
+  void end(const SimResult& result) override;  // writes the last series window
+
+  // Sums over the rounds, each added in round order as summarise() defines it.
+  struct Totals {
+    int rounds = 0, recomputations = 0;
+    double first_start = kUnset, last_end = kUnset;  // of the rounds
+    std::vector<double> compute_seconds;             // one per round
+    double compute_total_s = 0.0, busy_gpu_seconds = 0.0;
+    double throughput_integral = 0.0;  // Σ RoundSample::throughput_integral
+    double actual_integral = 0.0;      // Σ tenants' throughput x round length
+    bool has_estimate = false;
+    double estimated_integral = 0.0, contended_estimated = 0.0;
+    double contended_s = 0.0, contended_actual = 0.0, contended_busy = 0.0;
+    double idle_waiting_gpu_hours = 0.0, plan_idle_waiting_gpu_hours = 0.0;
+    // Per tenant: throughput x length, and the time with an active job.
+    std::vector<double> tenant_integral, tenant_active_s;
+    // CPU/memory held and used x length, and the rounds' total length.
+    double span_s = 0.0, cpu_seconds = 0.0, cpu_used_seconds = 0.0;
+    double memory_gb_seconds = 0.0, memory_gb_used_seconds = 0.0;
+  };
+  const Totals& totals() const { return totals_; }
+  double fairness_window_s() const { return options_.fairness_window_s; }
+  // Start of fairness window 0: the first arrival or the first round's
+  // start, the earlier (tenant_windows()).
+  double origin() const { return origin_; }
+  // GPU-seconds held by a tenant in a fairness window (rounds straddling a
+  // boundary split in proportion to time), keyed (window index, tenant
+  // index); only pairs with GPU-seconds > 0.
+  const std::map<std::pair<std::size_t, std::size_t>, double>& window_gpu_seconds() const {
+    return window_gpu_seconds_;
+  }
+
+ private:
+  class SeriesWriter;
+  Options options_;
+  std::size_t tenants_ = 0, types_ = 0;
+  double origin_ = kUnset;
+  Totals totals_;
+  std::map<std::pair<std::size_t, std::size_t>, double> window_gpu_seconds_;
+  std::unique_ptr<SeriesWriter> series_;
 };
 
 // Every scalar metric of one run. NaN (kUnset) where a metric has no data,
@@ -149,8 +233,14 @@ struct SimSummary {
 };
 
 // Throws std::invalid_argument if `result` breaks SimResult's shape
-// invariants (see the file comment).
+// invariants (see the file comment), or its rounds were streamed and it
+// carries no digest.
 void check_sim_result(const SimResult& result);
+// The per-round part of that check: round `index` of a run with `tenants`
+// tenants and `types` GPU types, after a round that ended at `previous_end`
+// (NaN for the first).
+void check_round(const RoundSample& round, std::size_t index, double previous_end,
+                 std::size_t tenants, std::size_t types);
 
 // Throws std::invalid_argument for a bad SimResult or window length.
 SimSummary summarise(const SimResult& result, const SummaryOptions& options = {});
@@ -228,8 +318,10 @@ std::string jobs_csv(const SimResult& result);
 // whose starts fall in [w, w + window_s) from the first round's start make
 // one row spanning the first one's start to the last one's end, averaged over
 // that span by time (gaps without rounds count as zero), counts and
-// integrals summed. Throws std::invalid_argument for a negative or
-// non-finite window.
+// integrals summed; a window holding one round prints that round's values
+// as they are. Throws std::invalid_argument for a negative or non-finite
+// window, or a result whose rounds were streamed (a RoundDigest with a
+// stream wrote its series as the run went).
 //
 // One row per round (window) per tenant that had an active job or held a
 // GPU in it (rows of zeros are left out):
@@ -280,6 +372,19 @@ struct CompareColumnInfo {
   bool in_table = true;
 };
 std::vector<CompareColumnInfo> compare_column_info();
+
+// compare_table's layout for any values (the sweep's mean ± interval): a
+// "policy" column as wide as the longest name, then one column per entry of
+// `columns` (its two header lines), right-aligned in `width` characters (a
+// UTF-8 character counts one); cell(row, column) gives each value's text.
+// Lines end without blanks.
+std::string metric_table(const std::vector<CompareColumnInfo>& columns,
+                         const std::vector<std::string>& names, std::size_t width,
+                         const std::function<std::string(std::size_t, std::size_t)>& cell);
+
+// value / base, as compare_table and compare_csv show ratios to the first
+// run: NaN where either is NaN or the base is 0.
+double compare_ratio(double value, double base);
 
 // A table value: `precision` decimals, more (up to 6) where those would show
 // a nonzero value as 0; "-" for NaN.

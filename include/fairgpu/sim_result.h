@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,21 @@ void for_each_tenant(const RoundSample& round, std::size_t num_types, F&& f) {
       round.tenant_gpus.data() + t * num_types);
 }
 
+struct SimResult;
+class RoundDigest;  // fairgpu/sim_report.h
+
+// Takes a run's rounds as the simulator makes them (SimOptions::round_sink),
+// so a long run need not keep them: begin() with the run's setup (policy,
+// GPU types, capacity, tenants, start) before the first round, add() once
+// per round in time order, end() with the finished result (jobs, end).
+class RoundSink {
+ public:
+  virtual ~RoundSink() = default;
+  virtual void begin(const SimResult& setup) = 0;
+  virtual void add(const RoundSample& round) = 0;
+  virtual void end(const SimResult& result) = 0;
+};
+
 struct SimResult {
   std::string policy, level;  // level: "tenant" | "job"
   double round_s = 0.0;       // scheduling interval
@@ -118,6 +134,11 @@ struct SimResult {
   std::vector<TenantSpec> tenants;
   std::vector<JobRecord> jobs;         // in workload order
   std::vector<RoundSample> rounds;
+  // True when the rounds went to a RoundSink instead of `rounds` (then
+  // empty); the metrics then read `digest`, which the caller attaches (the
+  // sink it gave, or the digest that sink fed).
+  bool rounds_streamed = false;
+  std::shared_ptr<const RoundDigest> digest;
   double start = 0.0;  // first arrival
   double end = 0.0;    // last finish (or when the simulation stopped)
   double wall_seconds = 0.0;

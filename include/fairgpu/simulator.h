@@ -26,6 +26,10 @@ struct SimOptions {
   // with something in the round): what `fairgpu simulate` uses, so memory
   // follows active tenants, not all tenants, per round.
   bool sparse_tenant_series = false;
+  // When set, every round goes to this sink as it is made and
+  // SimResult::rounds stays empty (SimResult::rounds_streamed): memory then
+  // does not grow with the number of rounds. Not owned.
+  RoundSink* round_sink = nullptr;
   // Called after every round with the fraction of jobs finished (for a
   // progress line); may be empty.
   std::function<void(double fraction_done, double sim_time)> on_progress;

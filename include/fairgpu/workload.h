@@ -81,6 +81,9 @@ struct TraceOptions {
 // "<path>:<line>" and the column.
 Workload read_native_trace(const std::string& path);
 std::string write_native_trace(const Workload& workload);  // the same format, round-trips
+// The same table as JSON: {"columns": [...], "jobs": [{column: value}, ...]},
+// a number where the CSV has one, null for an empty cell.
+std::string write_native_trace_json(const Workload& workload);
 
 // Gavel's .trace: 10 tab-separated columns (job_type, command, working_directory,
 // num_steps_arg, needs_data_dir, total_steps, scale_factor, priority_weight,

@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fairgpu::cli {
 
@@ -16,6 +18,18 @@ using Command = std::function<std::string()>;
 void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 // sweep (src/cli/sweep_command.cc): seeds x policies x scenario variants.
 void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+
+// Helpers the simulation commands share (src/cli/sim_commands.cc).
+//
+// Writes whole files into `dir` (created); throws std::runtime_error naming
+// the file that cannot be written.
+void write_files(const std::string& dir,
+                 const std::vector<std::pair<std::string, std::string>>& files);
+// A comma-separated list of policy specifiers (NAME or NAME:key=value...),
+// empty items skipped. Each run writes <out>/<folder>/, so throws InputError
+// on field `policies` for an empty list, a repeated specifier, or two that
+// write to the same folder.
+std::vector<std::string> split_policies(const std::string& list);
 
 // The live manager (DESIGN §7, docs/live-protocol.md): `serve`
 // (src/cli/serve_command.cc), `agent` (src/cli/agent_command.cc), and the

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "fairgpu/scheduler.h"
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
+#include "fairgpu/policy_options.h"
 #include "fairgpu/provenance.h"
 
 namespace fairgpu {
@@ -128,6 +130,25 @@ std::string run_policies() {
   return out;
 }
 
+// The same for machines: one object per policy, in the listing's order, with
+// its keys as the table shows them.
+std::string run_policies_json() {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& p : round_policy_catalogue()) {
+    nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+    for (const auto& k : p.keys)
+      keys.push_back({{"key", k.key},
+                      {"default", k.default_value},
+                      {"help", k.help},
+                      {"accepts", describe_accepted(k)}});
+    out.push_back({{"name", p.name},
+                   {"kind", p.share ? "share" : "time-sharing"},
+                   {"description", p.description},
+                   {"keys", std::move(keys)}});
+  }
+  return out.dump(2) + "\n";
+}
+
 // CLI11 messages may span lines; the contract is one line.
 std::string flatten(std::string s) {
   for (char& c : s)
@@ -179,6 +200,10 @@ int run(int argc, char** argv) {
 
   auto* policies = app.add_subcommand(
       "policies", "list the registered policies and each one's keys (NAME:key=value)");
+  bool policies_json = false;
+  policies->add_flag("--json", policies_json,
+                     "print a JSON array instead: name, kind, description and keys (key, "
+                     "default, help, accepts) of each policy");
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
   cli::add_sweep_command(app, commands);
@@ -203,7 +228,7 @@ int run(int argc, char** argv) {
   else if (audit->parsed())
     out = run_audit(aud);
   else if (policies->parsed())
-    out = run_policies();
+    out = policies_json ? run_policies_json() : run_policies();
   for (auto& [sub, command] : commands)
     if (sub->parsed()) out = command();
   if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {

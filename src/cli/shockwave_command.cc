@@ -100,7 +100,12 @@ void add_shockwave_command(CLI::App& app, std::vector<std::pair<CLI::App*, Comma
   auto* c = app.add_subcommand("shockwave-eval",
                                "Shockwave's comparison table on one trace (static-N FTF, unfair "
                                "at 1.0/1.05/1.1), or its predictor's accuracy");
-  c->add_option("--cluster", args->scenario.cluster_path, "cluster JSON")->required();
+  // One of the two, as simulate takes them.
+  auto* cluster = c->add_option_group("cluster", "the cluster: one of");
+  cluster->add_option("--cluster", args->scenario.cluster_path, "cluster JSON");
+  cluster->add_option("--cluster-spec", args->scenario.cluster_spec,
+                      "Gavel-style TYPE:GPUS[:GPUS_PER_NODE],... (see simulate --help)");
+  cluster->require_option(1);
   c->add_option("--profiles", args->scenario.profiles_path,
                 "throughputs (Gavel's or Shockwave's JSON)")
       ->required();

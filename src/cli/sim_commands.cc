@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -42,6 +43,7 @@ struct SimArgs {
   // Per-round series (tenants.csv, utilisation.csv) averaged over windows of
   // this many seconds; 0: every round.
   double series_window_s = 600.0;
+  bool json = false;  // stdout: JSON instead of the tables
 };
 
 void add_scenario_options(CLI::App* c, SimArgs& a) {
@@ -49,6 +51,10 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_option("--cluster", s.cluster_path,
                 "cluster JSON (node list or {\"k80\": {\"nodes\": 9, \"gpus_per_node\": 4}}); "
                 "default: 3 nodes x 8 GPUs of k80, p100 and v100");
+  c->add_option("--cluster-spec", s.cluster_spec,
+                "cluster as Gavel users write it, TYPE:GPUS[:GPUS_PER_NODE] comma-separated, "
+                "e.g. k80:36,p100:36,v100:36:4; GPUS_PER_NODE is Gavel's --num_gpus_per_server "
+                "and defaults to 1 as there (every GPU its own node)");
   c->add_option("--alibaba-nodes", s.alibaba_nodes,
                 "cluster from Alibaba's 2023 node list CSV (openb_node_list_gpu_node.csv)");
   c->add_option("--gpu-map", s.gpu_map,
@@ -155,29 +161,64 @@ Scenario load(const SimArgs& a) {
   return sc;
 }
 
-SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimArgs& a) {
+// Files a run writes while it runs (its per-round series), each first as
+// "<path>.partial", renamed by commit() once everything else is written; a
+// run that fails leaves none behind (the destructor removes them).
+class StreamedFiles {
+ public:
+  StreamedFiles() = default;
+  StreamedFiles(const StreamedFiles&) = delete;
+  StreamedFiles& operator=(const StreamedFiles&) = delete;
+  ~StreamedFiles() {
+    std::error_code ec;
+    for (auto& f : files_) {
+      f.second.close();
+      if (!committed_) std::filesystem::remove(f.first + ".partial", ec);
+    }
+  }
+  std::ostream* open(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    files_.emplace_back(path, std::ofstream(path + ".partial", std::ios::binary));
+    if (!files_.back().second) throw std::runtime_error("cannot write " + path + ".partial");
+    return &files_.back().second;
+  }
+  void commit() {
+    for (auto& [path, stream] : files_) {
+      stream.close();
+      if (!stream) throw std::runtime_error("cannot write " + path + ".partial");
+    }
+    for (auto& f : files_) std::filesystem::rename(f.first + ".partial", f.first);
+    committed_ = true;
+  }
+
+ private:
+  std::deque<std::pair<std::string, std::ofstream>> files_;  // stable addresses
+  bool committed_ = false;
+};
+
+// Runs one policy with its rounds folded into a RoundDigest as they come,
+// tenants.csv and utilisation.csv (and resources.csv if `resources`)
+// streamed into `dir`: memory does not grow with the number of rounds.
+SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimArgs& a,
+                  const std::string& dir, StreamedFiles& files, bool resources = false) {
   auto policy = make_round_policy(policy_name, a.policy_options);
+  RoundDigest::Options digest_options;
+  digest_options.fairness_window_s = a.summary.fairness_window_s;
+  digest_options.series_window_s = a.series_window_s;
+  digest_options.tenants_csv = files.open(dir + "/tenants.csv");
+  digest_options.utilisation_csv = files.open(dir + "/utilisation.csv");
+  if (resources) digest_options.resources_csv = files.open(dir + "/resources.csv");
+  auto digest = std::make_shared<RoundDigest>(digest_options);
   SimOptions options;
   if (a.horizon_h > 0.0) options.horizon_s = sc.workload.jobs.front().arrival_s + a.horizon_h * 3600;
   options.on_progress = progress_printer(policy_name, a.quiet);
-  options.sparse_tenant_series = true;  // memory follows active tenants, not all
+  options.sparse_tenant_series = true;  // per-round work follows active tenants, not all
+  options.round_sink = digest.get();
   SimResult r = simulate(sc.model, sc.workload, *policy, options);
+  r.digest = std::move(digest);
   end_progress(static_cast<bool>(options.on_progress));
   return r;
-}
-
-// Writes whole files into `dir` (created). Everything is computed before the
-// first write, so bad input never leaves a half-written folder.
-void write_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
-  for (const auto& [name, text] : files) {
-    std::string path = dir + "/" + name;
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path);
-  }
 }
 
 void check_args(const SimArgs& a) {
@@ -199,24 +240,29 @@ void check_args(const SimArgs& a) {
                                  a.series_window_s));
 }
 
-// The files of one run, relative to its folder (`prefix` is "" or "<policy>/").
+// The files of one run, relative to its folder (`prefix` is "" or "<policy>/"),
+// but the series run_one() streams.
 void add_run_files(std::vector<std::pair<std::string, std::string>>& files,
                    const std::string& prefix, const SimResult& r, const SimArgs& a,
                    const std::string& summary) {
   files.push_back({prefix + "jobs.csv", jobs_csv(r)});
-  files.push_back({prefix + "tenants.csv", tenants_csv(r, a.series_window_s)});
-  files.push_back({prefix + "utilisation.csv", utilisation_csv(r, a.series_window_s)});
   files.push_back({prefix + "tenant_windows.csv", tenant_windows_csv(r, a.summary)});
   files.push_back({prefix + "summary.json", summary});
 }
 
 using Json = nlohmann::ordered_json;
 
+// A real for JSON output: null for NaN (as summary.json writes it).
+Json json_number(double v) { return std::isnan(v) ? Json(nullptr) : Json(v); }
+// And back: NaN for null.
+double number_or_nan(const Json& v) { return v.is_number() ? v.get<double>() : kUnset; }
+
 // Every option of the run as given (defaults filled in), for provenance.
 Json options_json(const SimArgs& a) {
   const ScenarioOptions& s = a.scenario;
   Json o;
   o["cluster"] = s.cluster_path;
+  o["cluster_spec"] = s.cluster_spec;
   o["alibaba_nodes"] = s.alibaba_nodes;
   o["gpu_map"] = s.gpu_map;
   o["profiles"] = s.profiles_path;
@@ -311,23 +357,46 @@ std::string run_simulate(const SimArgs& a) {
   auto policy_check = make_round_policy(a.policy, a.policy_options);  // bad name: before loading
   Scenario sc = load(a);
   const Json prov = provenance_json("simulate", a, inputs_json(a), a.policy);
-  SimResult r = run_one(sc, a.policy, a);
-  SimSummary s = summarise(r, a.summary);
   std::string dir = a.out.empty() ? "fairgpu-out/simulate-" + policy_folder_name(a.policy) : a.out;
-  std::vector<std::pair<std::string, std::string>> files;
-  add_run_files(files, "", r, a, summary_with_provenance(r, s, prov));
   // CPU/memory-sensitive job types (Synergy): their allocation and speedups.
   const bool sensitive = std::any_of(sc.model.profiles.job_types.begin(),
                                      sc.model.profiles.job_types.end(),
                                      [](const JobTypeProfile& p) { return !p.sensitivity.empty(); });
+  StreamedFiles streamed;
+  SimResult r = run_one(sc, a.policy, a, dir, streamed, sensitive);
+  SimSummary s = summarise(r, a.summary);
+  std::vector<std::pair<std::string, std::string>> files;
+  add_run_files(files, "", r, a, summary_with_provenance(r, s, prov));
+  const std::size_t summary_index = files.size() - 1;
   std::string resources;
   if (sensitive) {
-    files.push_back({"resources.csv", resources_csv(r)});
     files.push_back({"job_speedups.csv", job_speedups_csv(r)});
     resources = "\n" + resources_table(summarise_resources(r));
   }
   write_files(dir, files);
+  streamed.commit();
   write_files(dir, {{"report.html", html_report(dir)}});  // read back from what was written
+  if (a.json) {
+    Json out;
+    out["command"] = "simulate";
+    out["out"] = dir;
+    Json names = Json::array();
+    for (const auto& f : files) names.push_back(f.first);
+    for (const char* f : {"tenants.csv", "utilisation.csv"}) names.push_back(f);
+    if (sensitive) names.push_back("resources.csv");
+    names.push_back("report.html");
+    out["files"] = std::move(names);
+    out["summary"] = Json::parse(files[summary_index].second);
+    if (sensitive) {
+      const ResourceSummary rs = summarise_resources(r);
+      out["resources"] = {{"avg_cpus_allocated", rs.avg_cpus_allocated},
+                          {"avg_cpus_used", rs.avg_cpus_used},
+                          {"avg_memory_gb_allocated", rs.avg_memory_gb_allocated},
+                          {"avg_memory_gb_used", rs.avg_memory_gb_used},
+                          {"avg_job_speedup", json_number(rs.avg_job_speedup)}};
+    }
+    return out.dump(2) + "\n";
+  }
   return fmt::format(
       "{}\n{}{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
       "tenant_windows.csv, summary.json{}, report.html)\n",
@@ -355,27 +424,6 @@ void remove_stale_policy_folders(const std::string& dir, const std::vector<std::
   }
 }
 
-std::vector<std::string> split_policies(const std::string& list) {
-  std::vector<std::string> out, folders;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    // Each run writes <out>/<folder>/: a repeated name would overwrite its first run.
-    if (std::find(out.begin(), out.end(), item) != out.end())
-      throw InputError("options", "policies", fmt::format("'{}' is given twice", item));
-    std::string folder = policy_folder_name(item);
-    if (std::find(folders.begin(), folders.end(), folder) != folders.end())
-      throw InputError("options", "policies",
-                       fmt::format("'{}' writes to the same folder '{}' as another policy", item,
-                                   folder));
-    out.push_back(item);
-    folders.push_back(std::move(folder));
-  }
-  if (out.empty()) throw InputError("options", "policies", "no policy given");
-  return out;
-}
-
 // Share policies compared side by side run on one round length, 300 s (OEF
 // §6.1.1) unless --round or a specifier says otherwise: Gavel's own 360 s
 // applies when it runs alone.
@@ -400,22 +448,47 @@ std::string run_compare(const SimArgs& args) {
   std::vector<std::pair<std::string, SimSummary>> runs;
   std::vector<std::vector<std::string>> provenance_rows;
   std::vector<std::pair<std::string, std::string>> files;
+  const std::string dir = a.out.empty() ? "fairgpu-out/compare" : a.out;
+  StreamedFiles streamed;
+  Json json_runs = Json::array();
   for (const auto& n : names) {
     const Json prov = provenance_json("compare", a, inputs, n);
-    SimResult r = run_one(sc, n, a);
+    SimResult r = run_one(sc, n, a, dir + "/" + policy_folder_name(n), streamed);
     SimSummary s = summarise(r, a.summary);
     std::string label = n + (a.policy_options.level.empty() ? "" : "@" + r.level);
     const std::string folder = policy_folder_name(n);
     add_run_files(files, folder + "/", r, a, summary_with_provenance(r, s, prov));
     runs.emplace_back(label, s);
     provenance_rows.push_back(provenance_cells(prov, folder));
+    if (a.json)
+      json_runs.push_back({{"policy", label},
+                           {"folder", folder},
+                           {"summary", Json::parse(files.back().second)}});
   }
   files.push_back({"compare.csv", compare_csv(runs, kProvenanceColumns, provenance_rows)});
-  std::string dir = a.out.empty() ? "fairgpu-out/compare" : a.out;
   remove_stale_policy_folders(dir, names);
-  for (const auto& n : names) std::filesystem::create_directories(dir + "/" + policy_folder_name(n));
   write_files(dir, files);
+  streamed.commit();
   write_files(dir, {{"report.html", html_report(dir)}});
+  if (a.json) {
+    // Each run's summary.json, and its ratios to the first run as
+    // compare.csv's <metric>_ratio columns give them.
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      Json ratios = Json::object();
+      for (const CompareColumnInfo& c : compare_column_info()) {
+        const double x = compare_ratio(number_or_nan(json_runs[i]["summary"][c.key]),
+                                       number_or_nan(json_runs[0]["summary"][c.key]));
+        ratios[c.key] = json_number(x);
+      }
+      json_runs[i]["ratios_to_first"] = std::move(ratios);
+    }
+    Json out;
+    out["command"] = "compare";
+    out["out"] = dir;
+    out["files"] = {"compare.csv", "report.html"};
+    out["runs"] = std::move(json_runs);
+    return out.dump(2) + "\n";
+  }
   return fmt::format(
       "{}\n{}\nwrote {}/ (compare.csv, report.html, <policy>/: jobs.csv, tenants.csv, "
       "utilisation.csv, tenant_windows.csv, summary.json)\n",
@@ -424,6 +497,7 @@ std::string run_compare(const SimArgs& args) {
 
 struct GenerateArgs {
   GeneratorOptions g = default_generator_options();
+  bool json = false;
   std::string profiles;
   std::string job_types;
   std::string run_times;
@@ -452,13 +526,49 @@ std::string run_generate(const GenerateArgs& a) {
       std::fprintf(stderr, "fairgpu: note: %s: %zu of %zu run times are 0 s and are not drawn\n",
                    a.run_times.c_str(), zeros, zeros + g.run_times.size());
   }
-  if (g.style == "synergy")
-    return write_native_trace(
-        generate_synergy_workload(g, parse_synergy_class_split(a.synergy_split), catalogue));
-  return write_native_trace(generate_workload(g, catalogue));
+  const Workload w =
+      g.style == "synergy"
+          ? generate_synergy_workload(g, parse_synergy_class_split(a.synergy_split), catalogue)
+          : generate_workload(g, catalogue);
+  return a.json ? write_native_trace_json(w) : write_native_trace(w);
 }
 
 }  // namespace
+
+// Everything is computed before the first write, so bad input never leaves
+// a half-written folder.
+void write_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir, ec.message()));
+  for (const auto& [name, text] : files) {
+    std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out.flush()) throw std::runtime_error("cannot write " + path);
+  }
+}
+
+std::vector<std::string> split_policies(const std::string& list) {
+  std::vector<std::string> out, folders;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    // Each run writes <out>/<folder>/: a repeated name would overwrite its first run.
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw InputError("options", "policies", fmt::format("'{}' is given twice", item));
+    std::string folder = policy_folder_name(item);
+    if (std::find(folders.begin(), folders.end(), folder) != folders.end())
+      throw InputError("options", "policies",
+                       fmt::format("'{}' writes to the same folder '{}' as another policy", item,
+                                   folder));
+    out.push_back(item);
+    folders.push_back(std::move(folder));
+  }
+  if (out.empty()) throw InputError("options", "policies", "no policy given");
+  return out;
+}
 
 void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
   auto sim = std::make_shared<SimArgs>();
@@ -473,6 +583,9 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
                        "tenant_windows.csv, summary.json, report.html "
                        "(default fairgpu-out/simulate-<policy>, ':' in the policy written as "
                        "'_' and '=' as '-')");
+  simulate->add_flag("--json", sim->json,
+                     "print JSON on stdout instead of the table: out, files, and the summary "
+                     "(summary.json's content)");
   commands.push_back({simulate, [sim] { return run_simulate(*sim); }});
 
   auto cmp = std::make_shared<SimArgs>();
@@ -493,6 +606,10 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
       "3600)";
   simulate->add_option("--fairness-window", sim->summary.fairness_window_s, window_help);
   compare->add_option("--fairness-window", cmp->summary.fairness_window_s, window_help);
+  compare->add_flag("--json", cmp->json,
+                    "print JSON on stdout instead of the table: out, files, and per run its "
+                    "policy, folder, summary (its summary.json) and ratios_to_first (compare.csv's "
+                    "<metric>_ratio columns)");
   commands.push_back({compare, [cmp] { return run_compare(*cmp); }});
 
   auto report_dir = std::make_shared<std::string>();
@@ -533,6 +650,9 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   generate->add_option("--runtimes", gen->run_times,
                        "draw run times (seconds) from this one-column CSV with a header, e.g. "
                        "../shared/data/philly_runtime.csv (default: the style's distribution)");
+  generate->add_flag("--json", gen->json,
+                     "print the trace as JSON instead of CSV: {\"columns\": [...], \"jobs\": "
+                     "[{column: value}, ...]} (numbers as numbers, empty cells null)");
   commands.push_back({generate, [gen] { return run_generate(*gen); }});
 }
 

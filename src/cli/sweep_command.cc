@@ -32,6 +32,7 @@
 #include "fairgpu/policy_options.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/sweep_stats.h"
+#include "report/csv_cells.h"
 
 extern char** environ;
 
@@ -154,19 +155,7 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string num(double v) {
-  if (std::isnan(v)) return "";
-  if (v == 0) v = 0.0;
-  return fmt::format("{:.10g}", v);
-}
-
+using csv::num;
 // The metrics a sweep summarises: compare's columns but the scheduler's
 // wall-clock compute time, which is not a result and would make the same
 // grid give different files.
@@ -179,15 +168,11 @@ std::vector<CompareColumnInfo> sweep_metrics() {
 
 std::string run_sweep(const SweepArgs& a) {
   const std::vector<unsigned long> seeds = parse_seeds(a.seeds);
-  const std::vector<std::string> policies = split(a.policies, ',');
-  if (policies.empty()) throw InputError("options", "policies", "no policy given");
+  const std::vector<std::string> policies = split_policies(a.policies);
   std::vector<std::string> folders;
   for (const auto& p : policies) {
     parse_policy_specifier(p);  // syntax; the first run checks the keys
-    const std::string f = policy_folder_name(p);
-    if (std::find(folders.begin(), folders.end(), f) != folders.end())
-      throw InputError("options", "policies", fmt::format("'{}' is given twice", p));
-    folders.push_back(f);
+    folders.push_back(policy_folder_name(p));
   }
   if (a.jobs < 0) throw InputError("options", "jobs", "must be >= 0");
   for (const std::string& opt : a.passthrough)
@@ -306,60 +291,37 @@ std::string run_sweep(const SweepArgs& a) {
       Row row{policies[p], {}};
       const std::string variant = variants[v].folder();
       if (variant != "default") row.label += " [" + variant + "]";
-      csv += fmt::format("{},{},{},{},{}", csv_field(policies[p]), variants[v].load,
-                         csv_field(variants[v].cluster), variants[v].round, seeds.size());
+      csv += fmt::format("{},{},{},{},{}", csv::field(policies[p]), variants[v].load,
+                         csv::field(variants[v].cluster), variants[v].round, seeds.size());
       for (const auto& vals : values) {
         row.stats.push_back(mean_ci95(vals));
         csv += "," + num(row.stats.back().mean) + "," + num(row.stats.back().half_width);
       }
-      csv += "," + csv_field(dirs) + "\n";
+      csv += "," + csv::field(dirs) + "\n";
       rows.push_back(std::move(row));
     }
-  {
-    std::ofstream f(out / "sweep.csv", std::ios::binary);
-    f << csv;
-    if (!f.flush()) throw std::runtime_error("cannot write " + (out / "sweep.csv").string());
-  }
-  const std::string html = html_report(out.string());
-  {
-    std::ofstream f(out / "report.html", std::ios::binary);
-    f << html;
-    if (!f.flush()) throw std::runtime_error("cannot write " + (out / "report.html").string());
-  }
+  write_files(out.string(), {{"sweep.csv", csv}});
+  write_files(out.string(), {{"report.html", html_report(out.string())}});
 
   // The table: the compare table's columns, mean ± half-width.
   std::string table = fmt::format("sweep: {} policies x {} variants x {} seeds = {} runs\n\n",
                                   policies.size(), variants.size(), seeds.size(), runs.size());
-  std::size_t name_w = 6;
-  for (const Row& r : rows) name_w = std::max(name_w, r.label.size());
-  std::vector<std::size_t> shown;
+  std::vector<CompareColumnInfo> shown;
+  std::vector<std::size_t> shown_index;
   for (std::size_t m = 0; m < metrics.size(); ++m)
-    if (metrics[m].in_table) shown.push_back(m);
-  std::string top = fmt::format("{:<{}}", "policy", name_w), bottom(name_w, ' ');
-  for (std::size_t m : shown) {
-    top += fmt::format(" {:>15}", metrics[m].top);
-    bottom += fmt::format(" {:>15}", metrics[m].bottom);
-  }
-  auto trimmed = [](std::string s) {
-    s.erase(s.find_last_not_of(' ') + 1);
-    return s + "\n";
-  };
-  table += trimmed(top) + trimmed(bottom);
-  for (const Row& r : rows) {
-    std::string line = fmt::format("{:<{}}", r.label, name_w);
-    for (std::size_t m : shown) {
-      const MeanCi& s = r.stats[m];
-      const double k = metrics[m].scale;
-      const std::string cell = std::isnan(s.mean) ? "-"
-                               : std::isnan(s.half_width)
-                                   ? table_cell(s.mean * k, metrics[m].precision)
-                                   : table_cell(s.mean * k, metrics[m].precision) + "±" +
-                                         table_cell(s.half_width * k, metrics[m].precision);
-      // "±" is two bytes and one column.
-      line += fmt::format(" {:>{}}", cell, cell.find("±") == std::string::npos ? 15 : 16);
-    }
-    table += trimmed(line);
-  }
+    if (metrics[m].in_table) shown.push_back(metrics[m]), shown_index.push_back(m);
+  std::vector<std::string> labels;
+  for (const Row& r : rows) labels.push_back(r.label);
+  table += metric_table(shown, labels, 15, [&](std::size_t row, std::size_t column) {
+    const std::size_t m = shown_index[column];
+    const MeanCi& s = rows[row].stats[m];
+    const double k = metrics[m].scale;
+    if (std::isnan(s.mean)) return std::string("-");
+    const std::string mean = table_cell(s.mean * k, metrics[m].precision);
+    return std::isnan(s.half_width)
+               ? mean
+               : mean + "±" + table_cell(s.half_width * k, metrics[m].precision);
+  });
   table += "\nmean ± half-width of the 95% confidence interval over the seeds (Student's t)\n";
   table += compare_legend();
   return fmt::format("{}wrote {}/ (sweep.csv, report.html, runs/<variant>/<policy>/seed-<s>/)\n",

@@ -164,11 +164,10 @@ JobColumns read_jobs(const Run& run) {
 
 struct TimeSeries {
   Series utilisation, idle_waiting;
-  bool has_idle = false;
 };
 
-// utilisation.csv: utilisation and (when the column is there) the GPUs idle
-// while a waiting job could use them, time-averaged per bucket.
+// utilisation.csv: utilisation and the GPUs idle while a waiting job could
+// use them, time-averaged per bucket.
 TimeSeries read_utilisation(const Run& run, const fs::path& path, double origin) {
   TimeSeries out;
   out.utilisation.name = out.idle_waiting.name = run.label;
@@ -179,12 +178,9 @@ TimeSeries read_utilisation(const Run& run, const fs::path& path, double origin)
   {
     CsvColumns csv(path.string());
     const std::size_t s = csv.require("start"), e = csv.require("end"),
-                      u = csv.require("utilisation");
-    const bool idle = csv.has("idle_waiting_gpu_seconds");
-    const std::size_t iw = idle ? csv.require("idle_waiting_gpu_seconds") : 0;
-    out.has_idle = idle;
+                      u = csv.require("utilisation"), iw = csv.require("idle_waiting_gpu_seconds");
     while (csv.next())
-      rows.push_back({csv.number(s), csv.number(e), csv.number(u), idle ? csv.number(iw) : 0.0});
+      rows.push_back({csv.number(s), csv.number(e), csv.number(u), csv.number(iw)});
   }
   if (rows.empty()) return out;
   Buckets b(rows.front().start, rows.back().end, rows.size());
@@ -532,7 +528,6 @@ std::string html_report(const std::string& dir_text) {
              "GPUs (time average)",
              {}};
   std::string missing;
-  bool any_idle = false;
   for (const Run& r : runs) {
     const fs::path path = r.dir / "utilisation.csv";
     if (!fs::exists(path)) {
@@ -542,11 +537,11 @@ std::string html_report(const std::string& dir_text) {
     const double origin = r.summary.value("first_arrival_s", 0.0);
     TimeSeries ts = read_utilisation(r, path, origin);
     util.series.push_back(ts.utilisation);
-    if (ts.has_idle) idle.series.push_back(ts.idle_waiting), any_idle = true;
+    idle.series.push_back(ts.idle_waiting);
   }
   body += "<h2>Cluster over time</h2>\n";
   body += plot_or_note(util);
-  if (any_idle) body += plot_or_note(idle);
+  body += plot_or_note(idle);
   if (!missing.empty()) body += note("No utilisation.csv for " + missing + ".");
 
   // Per run: tenants over time, and ρ per window for time-sharing policies.

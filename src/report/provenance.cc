@@ -48,13 +48,6 @@ std::string finish_hex(EVP_MD_CTX* ctx) {
 
 std::string fairgpu_version() { return FAIRGPU_VERSION; }
 
-std::string sha256_hex(const std::string& bytes) {
-  Digest ctx = new_sha256();
-  if (EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1)
-    throw std::runtime_error("OpenSSL: SHA-256 update failed");
-  return finish_hex(ctx.get());
-}
-
 std::string sha256_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot read the file");

@@ -2,8 +2,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "fairgpu/resource_report.h"
+#include "fairgpu/sim_report.h"
 
 namespace fairgpu {
 namespace {
@@ -18,20 +20,14 @@ double run_seconds(const JobRecord& j) {
 
 ResourceSummary summarise_resources(const SimResult& r) {
   ResourceSummary s;
-  double span = 0.0;
-  for (const RoundSample& round : r.rounds) {
-    const double len = round.end - round.start;
-    span += len;
-    s.avg_cpus_allocated += round.cpus_allocated * len;
-    s.avg_cpus_used += round.cpus_used * len;
-    s.avg_memory_gb_allocated += round.memory_gb_allocated * len;
-    s.avg_memory_gb_used += round.memory_gb_used * len;
-  }
-  if (span > 0) {
-    s.avg_cpus_allocated /= span;
-    s.avg_cpus_used /= span;
-    s.avg_memory_gb_allocated /= span;
-    s.avg_memory_gb_used /= span;
+  check_sim_result(r);
+  const auto digest = r.rounds_streamed ? r.digest : RoundDigest::of(r, {});
+  const RoundDigest::Totals& totals = digest->totals();
+  if (totals.span_s > 0) {
+    s.avg_cpus_allocated = totals.cpu_seconds / totals.span_s;
+    s.avg_cpus_used = totals.cpu_used_seconds / totals.span_s;
+    s.avg_memory_gb_allocated = totals.memory_gb_seconds / totals.span_s;
+    s.avg_memory_gb_used = totals.memory_gb_used_seconds / totals.span_s;
   }
   double sum = 0.0;
   int n = 0;
@@ -45,12 +41,22 @@ ResourceSummary summarise_resources(const SimResult& r) {
   return s;
 }
 
+std::string resources_csv_header() {
+  return "start,end,cpus_allocated,cpus_used,memory_gb_allocated,memory_gb_used\n";
+}
+
+std::string resources_csv_row(const RoundSample& round) {
+  return fmt::format("{},{},{},{},{},{}\n", num(round.start), num(round.end),
+                     num(round.cpus_allocated), num(round.cpus_used),
+                     num(round.memory_gb_allocated), num(round.memory_gb_used));
+}
+
 std::string resources_csv(const SimResult& r) {
-  std::string out = "start,end,cpus_allocated,cpus_used,memory_gb_allocated,memory_gb_used\n";
-  for (const RoundSample& round : r.rounds)
-    out += fmt::format("{},{},{},{},{},{}\n", num(round.start), num(round.end),
-                       num(round.cpus_allocated), num(round.cpus_used),
-                       num(round.memory_gb_allocated), num(round.memory_gb_used));
+  if (r.rounds_streamed)
+    throw std::invalid_argument(
+        "SimResult: its rounds were streamed; resources.csv went to its digest's stream");
+  std::string out = resources_csv_header();
+  for (const RoundSample& round : r.rounds) out += resources_csv_row(round);
   return out;
 }
 

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -163,6 +164,35 @@ int SimResult::total_gpus() const {
   return total;
 }
 
+void check_round(const RoundSample& s, std::size_t i, double previous_end, std::size_t n,
+                 std::size_t k) {
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument(fmt::format("SimResult: round {} (start {}): {}", i, s.start, what));
+  };
+  auto expect = [&](const char* field, std::size_t got, std::size_t want, const char* per) {
+    if (got != want)
+      fail(fmt::format("{} has {} entries, expected {} ({})", field, got, want, per));
+  };
+  if (!(s.end >= s.start)) fail(fmt::format("ends at {} before it starts", s.end));
+  // The metrics walk the rounds once, in order.
+  if (s.start < previous_end)
+    fail(fmt::format("starts before round {} ends at {}", i - 1, previous_end));
+  if (s.sparse) {
+    const std::size_t m = s.sparse_tenants.size();
+    expect("tenant_throughput", s.tenant_throughput.size(), 0, "sparse form");
+    expect("sparse_active_jobs", s.sparse_active_jobs.size(), m, "one per listed tenant");
+    expect("sparse_throughput", s.sparse_throughput.size(), m, "one per listed tenant");
+    expect("sparse_gpus", s.sparse_gpus.size(), m * k, "listed tenants x GPU types");
+    for (std::size_t e = 0; e < m; ++e)
+      if (s.sparse_tenants[e] >= n || (e > 0 && s.sparse_tenants[e] <= s.sparse_tenants[e - 1]))
+        fail(fmt::format("sparse tenants not ascending below {}", n));
+    return;
+  }
+  expect("tenant_throughput", s.tenant_throughput.size(), n, "one per tenant");
+  expect("tenant_active_jobs", s.tenant_active_jobs.size(), n, "one per tenant");
+  expect("tenant_gpus", s.tenant_gpus.size(), n * k, "tenants x GPU types");
+}
+
 void check_sim_result(const SimResult& r) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("SimResult: " + what); };
   if (r.capacity.size() != r.gpu_types.size())
@@ -170,36 +200,12 @@ void check_sim_result(const SimResult& r) {
   for (const auto& t : r.tenants)
     if (!(t.weight > 0))
       fail(fmt::format("tenant {} has weight {}, expected > 0", t.name, t.weight));
-  const std::size_t n = r.tenants.size();
-  const std::size_t k = r.num_types();
+  if (r.rounds_streamed && (!r.digest || !r.rounds.empty()))
+    fail("its rounds were streamed, so it needs their digest and no kept rounds");
+  double previous_end = kUnset;
   for (std::size_t i = 0; i < r.rounds.size(); ++i) {
-    const RoundSample& s = r.rounds[i];
-    auto expect = [&](const char* field, std::size_t got, std::size_t want, const char* per) {
-      if (got != want)
-        fail(fmt::format("round {} (start {}): {} has {} entries, expected {} ({})", i, s.start,
-                         field, got, want, per));
-    };
-    if (!(s.end >= s.start))
-      fail(fmt::format("round {} ends at {} before it starts at {}", i, s.end, s.start));
-    // tenant_windows() walks the rounds once, in order.
-    if (i > 0 && s.start < r.rounds[i - 1].end)
-      fail(fmt::format("round {} starts at {} before round {} ends at {}", i, s.start, i - 1,
-                       r.rounds[i - 1].end));
-    if (s.sparse) {
-      const std::size_t m = s.sparse_tenants.size();
-      expect("tenant_throughput", s.tenant_throughput.size(), 0, "sparse form");
-      expect("sparse_active_jobs", s.sparse_active_jobs.size(), m, "one per listed tenant");
-      expect("sparse_throughput", s.sparse_throughput.size(), m, "one per listed tenant");
-      expect("sparse_gpus", s.sparse_gpus.size(), m * k, "listed tenants x GPU types");
-      for (std::size_t e = 0; e < m; ++e)
-        if (s.sparse_tenants[e] >= n || (e > 0 && s.sparse_tenants[e] <= s.sparse_tenants[e - 1]))
-          fail(fmt::format("round {} (start {}): sparse tenants not ascending below {}", i, s.start,
-                           n));
-      continue;
-    }
-    expect("tenant_throughput", s.tenant_throughput.size(), n, "one per tenant");
-    expect("tenant_active_jobs", s.tenant_active_jobs.size(), n, "one per tenant");
-    expect("tenant_gpus", s.tenant_gpus.size(), n * k, "tenants x GPU types");
+    check_round(r.rounds[i], i, previous_end, r.tenants.size(), r.num_types());
+    previous_end = r.rounds[i].end;
   }
 }
 
@@ -314,23 +320,34 @@ std::vector<double> ltgf_tenant_rhos(const SimResult& r) {
   return out;
 }
 
-std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
-  check_sim_result(r);
-  if (!(window_s > 0) || !std::isfinite(window_s))
-    throw std::invalid_argument(
-        fmt::format("fairness window of {} s, expected a finite length > 0", window_s));
+namespace {
+
+// The digest the metrics read: the one a streamed run carries (made for
+// this fairness window), or one of the kept rounds.
+std::shared_ptr<const RoundDigest> digest_for(const SimResult& r, double fairness_window_s) {
+  if (!r.rounds_streamed) return RoundDigest::of(r, {fairness_window_s});
+  if (r.digest->fairness_window_s() != fairness_window_s)
+    throw std::invalid_argument(fmt::format(
+        "SimResult: its rounds were digested for fairness windows of {} s, not {} s",
+        r.digest->fairness_window_s(), fairness_window_s));
+  return r.digest;
+}
+
+std::vector<TenantWindow> tenant_windows(const SimResult& r, const RoundDigest& digest) {
   const std::size_t n = r.tenants.size();
-  const std::size_t k = r.num_types();
+  const RoundDigest::Totals& totals = digest.totals();
   std::vector<TenantWindow> out;
-  if (r.rounds.empty() || n == 0) return out;
+  if (totals.rounds == 0 || n == 0) return out;
 
   const std::vector<double> quota = tenant_quotas(r);
-  const double origin = std::min(r.start, r.rounds.front().start);
-  const double span_end = std::max(r.end, r.rounds.back().end);
+  const double origin = digest.origin();
+  const double span_end = std::max(r.end, totals.last_end);
+  const double window_s = digest.fairness_window_s();
   const std::vector<std::vector<FairPiece>> pieces = fair_pieces(r, quota, origin, span_end);
 
   // Window boundaries are origin + i x w, never accumulated, so the same
-  // boundary comes out the same for every round and piece that touches it.
+  // boundary comes out the same for every round and piece that touches it
+  // (RoundDigest::add computes them so too).
   auto window_start = [&](std::size_t i) { return origin + static_cast<double>(i) * window_s; };
   auto window_of = [&](double x) {  // i with window_start(i) <= x < window_start(i + 1)
     auto i = static_cast<std::size_t>(std::max(0.0, std::floor((x - origin) / window_s)));
@@ -339,66 +356,64 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
     return i;
   };
 
-  // Windows in order, skipping those no round and no demand touches. Rounds
-  // (in order, disjoint: check_sim_result) and each tenant's pieces are
-  // walked with cursors to the first one ending after the previous window,
-  // so the work is O(rounds + pieces + windows visited x tenants).
-  const std::size_t num_rounds = r.rounds.size();
-  std::size_t round_at = 0;
-  std::vector<std::size_t> piece_at(n, 0);
-  std::vector<double> alloc(n), fair(n);
-  std::size_t lowest = 0;  // the first window not yet emitted
-  for (;;) {
-    while (round_at < num_rounds && !(r.rounds[round_at].end > r.rounds[round_at].start))
-      ++round_at;
-    double next = std::numeric_limits<double>::infinity();
-    if (round_at < num_rounds) next = r.rounds[round_at].start;
-    for (std::size_t t = 0; t < n; ++t)
-      if (piece_at[t] < pieces[t].size()) next = std::min(next, pieces[t][piece_at[t]].start);
-    if (next == std::numeric_limits<double>::infinity()) break;
-    const std::size_t i = std::max(lowest, window_of(next));
-    const double a = window_start(i), b = window_start(i + 1);
-    std::fill(alloc.begin(), alloc.end(), 0.0);
-    std::fill(fair.begin(), fair.end(), 0.0);
-    // Allocation: a round's tenant_gpus are time averages over the round, so
-    // a round straddling a boundary is split in proportion to time.
-    for (std::size_t q = round_at; q < num_rounds && r.rounds[q].start < b; ++q) {
-      const RoundSample& round = r.rounds[q];
-      const double overlap = std::min(round.end, b) - std::max(round.start, a);
-      if (!(overlap > 0)) continue;
-      for_each_tenant(round, k, [&](std::size_t t, int, double, const double* gpus) {
-        double held = 0.0;
-        for (std::size_t j = 0; j < k; ++j) held += gpus[j];
-        alloc[t] += held * overlap;
-      });
-    }
-    while (round_at < num_rounds && r.rounds[round_at].end <= b) ++round_at;
-    // Fair share: exact, the pieces are constant.
-    for (std::size_t t = 0; t < n; ++t) {
-      const std::vector<FairPiece>& p = pieces[t];
-      for (std::size_t q = piece_at[t]; q < p.size() && p[q].start < b; ++q)
-        fair[t] += p[q].rate * (std::min(p[q].end, b) - std::max(p[q].start, a));
-      while (piece_at[t] < p.size() && p[piece_at[t]].end <= b) ++piece_at[t];
-    }
-    const double end = std::min(b, span_end);
-    for (std::size_t t = 0; t < n; ++t)
-      if (alloc[t] > 0 || fair[t] > 0)
-        out.push_back({a, end, t, alloc[t], fair[t], fair[t] > 0 ? alloc[t] / fair[t] : kUnset});
-    lowest = i + 1;
+  // Fair share per (window, tenant): exact, the pieces are constant; each
+  // tenant's pieces are in time order, so a pair's sum is added in that order.
+  std::map<std::pair<std::size_t, std::size_t>, double> fair;
+  for (std::size_t t = 0; t < n; ++t)
+    for (const FairPiece& p : pieces[t])
+      for (std::size_t i = window_of(p.start); window_start(i) < p.end; ++i)
+        fair[{i, t}] +=
+            p.rate * (std::min(p.end, window_start(i + 1)) - std::max(p.start, window_start(i)));
+
+  // GPU-seconds held come from the digest (rounds split at the boundaries).
+  // Both maps are ordered by window, then tenant: merge them.
+  const auto& alloc = digest.window_gpu_seconds();
+  auto a = alloc.begin();
+  auto f = fair.begin();
+  while (a != alloc.end() || f != fair.end()) {
+    const bool take_a = f == fair.end() || (a != alloc.end() && a->first <= f->first);
+    const bool take_f = a == alloc.end() || (f != fair.end() && f->first <= a->first);
+    const auto key = take_a ? a->first : f->first;
+    const double held = take_a ? a->second : 0.0, share = take_f ? f->second : 0.0;
+    if (take_a) ++a;
+    if (take_f) ++f;
+    if (!(held > 0 || share > 0)) continue;
+    const std::size_t i = key.first;
+    out.push_back({window_start(i), std::min(window_start(i + 1), span_end), key.second, held,
+                   share, share > 0 ? held / share : kUnset});
   }
   return out;
 }
 
-double percentile_nearest_rank(std::vector<double> values, int percent) {
-  if (percent < 1 || percent > 100)
-    throw std::invalid_argument(fmt::format("percentile {} is not in [1, 100]", percent));
+}  // namespace
+
+std::vector<TenantWindow> tenant_windows(const SimResult& r, double window_s) {
+  check_sim_result(r);
+  if (!(window_s > 0) || !std::isfinite(window_s))
+    throw std::invalid_argument(
+        fmt::format("fairness window of {} s, expected a finite length > 0", window_s));
+  return tenant_windows(r, *digest_for(r, window_s));
+}
+
+namespace {
+
+// The value of rank ceil(fraction x n) in ascending order, fraction =
+// numerator / denominator in (0, 1]; integer arithmetic, since ceil(0.95 x 20)
+// in doubles can land on 20 instead of 19. NaN for no values.
+double nearest_rank(std::vector<double> values, std::size_t numerator, std::size_t denominator) {
   if (values.empty()) return kUnset;
-  // Integer arithmetic: ceil(0.95 * 20) in doubles can land on 20 instead of 19.
-  const std::size_t n = values.size();
-  const std::size_t rank = (static_cast<std::size_t>(percent) * n + 99) / 100;  // >= 1
+  const std::size_t rank = (numerator * values.size() + denominator - 1) / denominator;  // >= 1
   auto nth = values.begin() + static_cast<std::ptrdiff_t>(rank - 1);
   std::nth_element(values.begin(), nth, values.end());
   return *nth;
+}
+
+}  // namespace
+
+double percentile_nearest_rank(std::vector<double> values, int percent) {
+  if (percent < 1 || percent > 100)
+    throw std::invalid_argument(fmt::format("percentile {} is not in [1, 100]", percent));
+  return nearest_rank(std::move(values), static_cast<std::size_t>(percent), 100);
 }
 
 SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
@@ -457,11 +472,7 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   s.p50_jct_s = percentile_nearest_rank(jcts, 50);
   s.p95_jct_s = percentile_nearest_rank(jcts, 95);
   s.p99_jct_s = percentile_nearest_rank(jcts, 99);
-  if (!jcts.empty()) {  // p99.9: integer rank, as percentile_nearest_rank
-    std::vector<double> sorted = jcts;
-    std::sort(sorted.begin(), sorted.end());
-    s.p999_jct_s = sorted[(999 * sorted.size() + 999) / 1000 - 1];
-  }
+  s.p999_jct_s = nearest_rank(jcts, 999, 1000);
   s.max_jct_s = max_of(jcts);
   s.avg_queueing_delay_s = mean(delays);
   s.avg_slowdown = mean(slowdowns);
@@ -503,9 +514,10 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   // its fair share can come out at 1 - 1e-15; such round-off is not a loss.
   constexpr double kRoundOff = 1e-9;
   s.fairness_window_s = options.fairness_window_s;
+  const std::shared_ptr<const RoundDigest> digest = digest_for(r, options.fairness_window_s);
   std::vector<double> tenant_rho;
   std::size_t tenant_unfair = 0;
-  for (const TenantWindow& w : tenant_windows(r, options.fairness_window_s)) {
+  for (const TenantWindow& w : tenant_windows(r, *digest)) {
     if (std::isnan(w.rho)) continue;
     tenant_rho.push_back(w.rho);
     if (w.rho < kTenantUnfairRho * (1 - kRoundOff)) ++tenant_unfair;
@@ -516,70 +528,41 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   s.p5_tenant_rho = percentile_nearest_rank(tenant_rho, 5);
 
   // ---- rounds ----
-  // A round's throughput values are time averages over the round, so value x
-  // length is the exact integral over it. Time averages divide those integrals
-  // by the makespan: gaps between rounds (nothing to schedule) count as 0.
-  const std::size_t n = r.tenants.size();
-  const std::size_t k = r.num_types();
-  std::vector<double> tenant_integral(n, 0.0), tenant_active_s(n, 0.0);
-  std::vector<double> compute;
-  double actual_integral = 0.0, estimated_integral = 0.0;
-  double contended_actual = 0.0, contended_estimated = 0.0, contended_busy = 0.0;
-  bool has_estimate = false;
-  for (const RoundSample& round : r.rounds) {
-    const double len = round.end - round.start;
-    ++s.rounds;
-    if (round.recomputed) ++s.recomputations;
-    compute.push_back(round.compute_seconds);
-    s.compute_total_s += round.compute_seconds;
-    s.busy_gpu_seconds += round.busy_gpu_seconds;
-    for_each_tenant(round, k, [&](std::size_t t, int active, double throughput, const double*) {
-      tenant_integral[t] += throughput * len;
-      actual_integral += throughput * len;
-      if (active > 0) tenant_active_s[t] += len;
-    });
-    // A round without an estimate under a share policy had no allocation in
-    // force, i.e. an estimated throughput of 0: same denominator as actual, so
-    // the two compare directly (OEF §6.1.4's estimated vs actual).
-    if (!std::isnan(round.estimated_throughput)) {
-      has_estimate = true;
-      estimated_integral += round.estimated_throughput * len;
-      contended_estimated += round.estimated_throughput * round.contended_s;
-    }
-    s.contended_s += round.contended_s;
-    contended_actual += round.contended_throughput;
-    contended_busy += round.contended_busy_gpu_seconds;
-    s.idle_waiting_gpu_hours += round.idle_waiting_gpu_seconds / 3600.0;
-    s.plan_idle_waiting_gpu_hours += round.plan_idle_waiting_gpus * len / 3600.0;
-  }
-  s.compute_p50_s = percentile_nearest_rank(compute, 50);
-  s.compute_max_s = max_of(compute);
+  // The digest's integrals are values x round lengths, exact since the
+  // values are time averages over their rounds. Time averages divide them by
+  // the makespan: gaps between rounds (nothing to schedule) count as 0.
+  const RoundDigest::Totals& t = digest->totals();
+  s.rounds = t.rounds;
+  s.recomputations = t.recomputations;
+  s.compute_total_s = t.compute_total_s;
+  s.busy_gpu_seconds = t.busy_gpu_seconds;
+  s.contended_s = t.contended_s;
+  s.idle_waiting_gpu_hours = t.idle_waiting_gpu_hours;
+  s.plan_idle_waiting_gpu_hours = t.plan_idle_waiting_gpu_hours;
+  s.compute_p50_s = percentile_nearest_rank(t.compute_seconds, 50);
+  s.compute_max_s = max_of(t.compute_seconds);
   s.wall_seconds = r.wall_seconds;
 
   const bool has_span = s.makespan_s > 0;
   const int gpus = r.total_gpus();
   if (has_span && gpus > 0) s.utilisation = s.busy_gpu_seconds / (gpus * s.makespan_s);
-  if (has_span) s.actual_throughput = actual_integral / s.makespan_s;
-  if (has_span && has_estimate) s.estimated_throughput = estimated_integral / s.makespan_s;
+  if (has_span) s.actual_throughput = t.actual_integral / s.makespan_s;
+  if (has_span && t.has_estimate) s.estimated_throughput = t.estimated_integral / s.makespan_s;
   if (s.contended_s > 0) {
-    s.contended_actual_throughput = contended_actual / s.contended_s;
-    if (has_estimate) s.contended_estimated_throughput = contended_estimated / s.contended_s;
-    if (gpus > 0) s.contended_utilisation = contended_busy / (gpus * s.contended_s);
+    s.contended_actual_throughput = t.contended_actual / s.contended_s;
+    if (t.has_estimate) s.contended_estimated_throughput = t.contended_estimated / s.contended_s;
+    if (gpus > 0) s.contended_utilisation = t.contended_busy / (gpus * s.contended_s);
   }
-  if (s.busy_gpu_seconds > 0) {
-    double throughput_integral = 0.0;
-    for (const RoundSample& round : r.rounds) throughput_integral += round.throughput_integral;
-    s.throughput_per_busy_gpu = throughput_integral / s.busy_gpu_seconds;
-  }
+  if (s.busy_gpu_seconds > 0) s.throughput_per_busy_gpu = t.throughput_integral / s.busy_gpu_seconds;
 
   // Jain's index: a tenant's throughput is averaged over the time it had
   // active jobs (so a tenant that left early is not counted as starved after
   // it left), then divided by its weight (a weight-2 tenant is entitled to
   // twice the throughput). All-zero throughputs leave the index undefined.
   double sum = 0.0, sum_sq = 0.0;
-  for (std::size_t t = 0; t < n; ++t) {
-    if (!(tenant_active_s[t] > 0)) continue;
-    const double x = tenant_integral[t] / tenant_active_s[t] / r.tenants[t].weight;
+  for (std::size_t j = 0; j < r.tenants.size(); ++j) {
+    if (!(t.tenant_active_s[j] > 0)) continue;
+    const double x = t.tenant_integral[j] / t.tenant_active_s[j] / r.tenants[j].weight;
     ++s.active_tenants;
     sum += x;
     sum_sq += x * x;

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "fairgpu/sim_report.h"
+#include "report/csv_cells.h"
 
 namespace fairgpu {
 
@@ -26,38 +29,9 @@ using Json = nlohmann::ordered_json;  // keeps fields in the documented order
 
 // ---- CSV -------------------------------------------------------------------
 
-// One rule for every real in every CSV: up to 10 significant digits, shortest
-// form, no locale; NaN is an empty cell and -0 prints as 0.
-std::string num(double v) {
-  if (std::isnan(v)) return "";
-  if (v == 0) v = 0.0;
-  return fmt::format("{:.10g}", v);
-}
-
-std::string field(std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
-  std::string quoted = "\"";
-  for (char c : s) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-void add_row(std::string& out, const std::vector<std::string>& cells) {
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    if (i) out += ',';
-    out += cells[i];
-  }
-  out += '\n';
-}
-
-double actual_throughput(const RoundSample& round) {
-  double sum = 0.0;
-  for (double x : round.tenant_throughput) sum += x;
-  for (double x : round.sparse_throughput) sum += x;
-  return sum;
-}
+using csv::add_row;
+using csv::field;
+using csv::num;
 
 // ---- text ------------------------------------------------------------------
 
@@ -160,12 +134,6 @@ const std::vector<CompareColumn>& compare_columns() {
   return columns;
 }
 
-// value / base's value; NaN where either is undefined or the base is 0.
-double ratio(double value, double base) {
-  if (std::isnan(value) || std::isnan(base) || base == 0) return kUnset;
-  return value / base;
-}
-
 }  // namespace
 
 std::string jobs_csv(const SimResult& result) {
@@ -189,113 +157,30 @@ std::string jobs_csv(const SimResult& result) {
 
 namespace {
 
-// Rounds grouped into series windows: [first, last) indices of result.rounds
-// whose starts fall in one window of `window_s` from the first round (every
-// round alone when window_s is 0).
-std::vector<std::pair<std::size_t, std::size_t>> series_groups(const SimResult& result,
-                                                               double window_s) {
-  std::vector<std::pair<std::size_t, std::size_t>> out;
-  const auto& rounds = result.rounds;
-  for (std::size_t i = 0; i < rounds.size();) {
-    std::size_t j = i + 1;
-    if (window_s > 0) {
-      const double origin = rounds.front().start;
-      const double w = std::floor((rounds[i].start - origin) / window_s);
-      while (j < rounds.size() && std::floor((rounds[j].start - origin) / window_s) == w) ++j;
-    }
-    out.emplace_back(i, j);
-    i = j;
-  }
-  return out;
-}
-
-void check_window(double window_s) {
-  if (!(window_s >= 0) || !std::isfinite(window_s))
-    throw std::invalid_argument("series window must be a finite number of seconds >= 0");
+// A series file of kept rounds, written through the RoundDigest that streams
+// it in a long run: one code path for both.
+std::string series_csv(const SimResult& result, double window_s,
+                       std::ostream* RoundDigest::Options::*stream) {
+  check_sim_result(result);
+  std::ostringstream out;
+  RoundDigest::Options options;
+  options.series_window_s = window_s;
+  options.*stream = &out;
+  if (result.rounds_streamed)
+    throw std::invalid_argument("SimResult: its rounds were streamed; their series went to the "
+                                "digest's streams");
+  RoundDigest::of(result, options);
+  return out.str();
 }
 
 }  // namespace
 
 std::string tenants_csv(const SimResult& result, double window_s) {
-  check_sim_result(result);
-  check_window(window_s);
-  const std::size_t k = result.num_types();
-  std::vector<std::string> header = {"round_start", "round_end", "tenant", "active_jobs",
-                                     "normalised_throughput"};
-  for (const auto& type : result.gpu_types) header.push_back(field("gpus_" + type));
-  std::string out;
-  add_row(out, header);
-  const std::size_t n = result.tenants.size();
-  std::vector<double> active(n), tput(n), gpus(n * k);
-  for (const auto& [first, last] : series_groups(result, window_s)) {
-    const double start = result.rounds[first].start, end = result.rounds[last - 1].end;
-    const double len = end - start;
-    std::fill(active.begin(), active.end(), 0.0);
-    std::fill(tput.begin(), tput.end(), 0.0);
-    std::fill(gpus.begin(), gpus.end(), 0.0);
-    // Time-weighted over the group: the rounds' averages times their lengths.
-    for (std::size_t i = first; i < last; ++i) {
-      const RoundSample& round = result.rounds[i];
-      const double dt = last - first == 1 ? 1.0 : round.end - round.start;
-      for_each_tenant(round, k, [&](std::size_t t, int a, double x, const double* g) {
-        active[t] += a * dt;
-        tput[t] += x * dt;
-        for (std::size_t j = 0; j < k; ++j) gpus[t * k + j] += g[j] * dt;
-      });
-    }
-    const double scale = last - first == 1 ? 1.0 : (len > 0 ? 1.0 / len : 0.0);
-    for (std::size_t t = 0; t < n; ++t) {
-      bool any = active[t] != 0 || tput[t] != 0;
-      for (std::size_t j = 0; j < k && !any; ++j) any = gpus[t * k + j] != 0;
-      if (!any) continue;  // a tenant with nothing active and nothing held: no row
-      std::vector<std::string> row = {num(start), num(end), field(result.tenants[t].name),
-                                      num(active[t] * scale), num(tput[t] * scale)};
-      for (std::size_t j = 0; j < k; ++j) row.push_back(num(gpus[t * k + j] * scale));
-      add_row(out, row);
-    }
-  }
-  return out;
+  return series_csv(result, window_s, &RoundDigest::Options::tenants_csv);
 }
 
 std::string utilisation_csv(const SimResult& result, double window_s) {
-  check_sim_result(result);
-  check_window(window_s);
-  const double gpus = result.total_gpus();
-  std::string out;
-  add_row(out, {"start", "end", "busy_gpu_seconds", "utilisation", "active_jobs", "compute_seconds",
-                "recomputed", "estimated_throughput", "actual_throughput",
-                "idle_waiting_gpu_seconds", "contended_s"});
-  for (const auto& [first, last] : series_groups(result, window_s)) {
-    const double start = result.rounds[first].start, end = result.rounds[last - 1].end;
-    double busy = 0, active = 0, compute = 0, estimated = 0, actual = 0, idle = 0, contended = 0;
-    int recomputed = 0;
-    bool has_estimate = false;
-    for (std::size_t i = first; i < last; ++i) {
-      const RoundSample& round = result.rounds[i];
-      const double dt = last - first == 1 ? 1.0 : round.end - round.start;
-      busy += round.busy_gpu_seconds;
-      active += round.active_jobs * dt;
-      compute += round.compute_seconds;
-      recomputed += round.recomputed ? 1 : 0;
-      if (!std::isnan(round.estimated_throughput)) {
-        has_estimate = true;
-        estimated += round.estimated_throughput * dt;
-      }
-      actual += actual_throughput(round) * dt;
-      idle += round.idle_waiting_gpu_seconds;
-      contended += round.contended_s;
-    }
-    // Averages over the window's span (gaps without rounds count as zero).
-    const double scale = last - first == 1 ? 1.0 : (end > start ? 1.0 / (end - start) : 0.0);
-    const double capacity_s = gpus * (end - start);
-    add_row(
-        out,
-        {num(start), num(end), num(busy), num(capacity_s > 0 ? busy / capacity_s : kUnset),
-         last - first == 1 ? std::to_string(result.rounds[first].active_jobs) : num(active * scale),
-         num(compute), std::to_string(recomputed), num(has_estimate ? estimated * scale : kUnset),
-         num(actual * scale), num(idle), num(contended)});
-  }
-  return out;
+  return series_csv(result, window_s, &RoundDigest::Options::utilisation_csv);
 }
 
 std::string tenant_windows_csv(const SimResult& result, const SummaryOptions& options) {
@@ -481,35 +366,48 @@ std::string summary_table(const SimResult& result, const SimSummary& s) {
   return out;
 }
 
+std::string metric_table(const std::vector<CompareColumnInfo>& columns,
+                         const std::vector<std::string>& names, std::size_t width,
+                         const std::function<std::string(std::size_t, std::size_t)>& cell) {
+  // Right-aligned in `width` characters; UTF-8 continuation bytes take no
+  // column ("±").
+  auto right = [width](const std::string& text) {
+    std::size_t chars = 0;
+    for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return std::string(width > chars ? width - chars : 0, ' ') + text;
+  };
+  std::size_t name_w = std::string_view("policy").size();
+  for (const auto& name : names) name_w = std::max(name_w, name.size());
+  std::string top = fmt::format("{:<{}}", "policy", name_w);
+  std::string bottom = fmt::format("{:<{}}", "", name_w);
+  for (const auto& c : columns) {
+    top += " " + right(c.top);
+    bottom += " " + right(c.bottom);
+  }
+  std::string out = trimmed_line(top) + trimmed_line(bottom);
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    std::string line = fmt::format("{:<{}}", names[r], name_w);
+    for (std::size_t c = 0; c < columns.size(); ++c) line += " " + right(cell(r, c));
+    out += trimmed_line(line);
+  }
+  return out;
+}
+
 std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs) {
   std::vector<CompareColumn> columns;
+  std::vector<CompareColumnInfo> info;
   for (const auto& c : compare_columns())
-    if (c.in_table) columns.push_back(c);
-  constexpr std::size_t kColumnW = 7;  // 12 columns of 1 + 7: 96 characters after the names
-  std::size_t name_w = std::string_view("policy").size();
-  for (const auto& run : runs) name_w = std::max(name_w, run.first.size());
-
-  auto header = [&](std::string& out) {
-    std::string top = fmt::format("{:<{}}", "policy", name_w);
-    std::string bottom = fmt::format("{:<{}}", "", name_w);
-    for (const auto& c : columns) {
-      top += fmt::format(" {:>{}}", c.top, kColumnW);
-      bottom += fmt::format(" {:>{}}", c.bottom, kColumnW);
+    if (c.in_table) {
+      columns.push_back(c);
+      info.push_back({c.key, c.top, c.bottom, c.scale, c.precision, c.in_table});
     }
-    out += trimmed_line(top) + trimmed_line(bottom);
-  };
-  auto row = [&](std::string& out, const std::string& name, auto cell) {
-    std::string s = fmt::format("{:<{}}", name, name_w);
-    for (const auto& c : columns) s += fmt::format(" {:>{}}", cell(c), kColumnW);
-    out += trimmed_line(s);
-  };
+  constexpr std::size_t kColumnW = 7;  // 12 columns of 1 + 7: 96 characters after the names
+  std::vector<std::string> names;
+  for (const auto& run : runs) names.push_back(run.first);
 
-  std::string out;
-  header(out);
-  for (const auto& [name, summary] : runs)
-    row(out, name, [&summary = summary](const CompareColumn& c) {
-      return table_cell(c.get(summary) * c.scale, c.precision);
-    });
+  std::string out = metric_table(info, names, kColumnW, [&](std::size_t r, std::size_t c) {
+    return table_cell(columns[c].get(runs[r].second) * columns[c].scale, columns[c].precision);
+  });
   if (runs.empty()) return out;
   out += compare_legend();
   // Ratios of one run to itself say nothing.
@@ -517,12 +415,10 @@ std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>&
 
   const auto& [base_name, base] = runs.front();
   out += fmt::format("\nratio to {} (value / {}'s; - where undefined)\n", base_name, base_name);
-  header(out);
-  for (const auto& [name, summary] : runs)
-    row(out, name, [&summary = summary, &base = base](const CompareColumn& c) {
-      double x = ratio(c.get(summary), c.get(base));
-      return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
-    });
+  out += metric_table(info, names, kColumnW, [&](std::size_t r, std::size_t c) {
+    const double x = compare_ratio(columns[c].get(runs[r].second), columns[c].get(runs[0].second));
+    return std::isnan(x) ? std::string("-") : fixed(x, 2) + "x";
+  });
   return out;
 }
 
@@ -535,6 +431,11 @@ std::string table_cell(double v, int precision) {
        ++p)
     text = fixed(v, p);
   return text;
+}
+
+double compare_ratio(double value, double base) {
+  if (std::isnan(value) || std::isnan(base) || base == 0) return kUnset;
+  return value / base;
 }
 
 std::vector<CompareColumnInfo> compare_column_info() {
@@ -588,7 +489,7 @@ std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& r
       throw std::invalid_argument("compare_csv: extra cells do not match their header");
     std::vector<std::string> row = {field(name)};
     for (const auto& c : columns) row.push_back(num(c.get(summary)));
-    for (const auto& c : columns) row.push_back(num(ratio(c.get(summary), c.get(runs[0].second))));
+    for (const auto& c : columns) row.push_back(num(compare_ratio(c.get(summary), c.get(runs[0].second))));
     for (const auto& cell : extra_rows[i]) row.push_back(field(cell));
     add_row(out, row);
   }

@@ -161,9 +161,11 @@ Scenario load_scenario(const ScenarioOptions& o) {
 
   Cluster cluster;
   std::string cluster_desc;
+  if (int(!o.alibaba_nodes.empty()) + int(!o.cluster_path.empty()) + int(!o.cluster_spec.empty()) >
+      1)
+    throw InputError("options", "cluster",
+                     "give one of --cluster, --cluster-spec and --alibaba-nodes");
   if (!o.alibaba_nodes.empty()) {
-    if (!o.cluster_path.empty())
-      throw InputError("options", "cluster", "give --cluster or --alibaba-nodes, not both");
     auto map = default_alibaba_gpu_map();
     for (const std::string& entry : o.gpu_map) {
       auto eq = entry.find('=');
@@ -177,6 +179,9 @@ Scenario load_scenario(const ScenarioOptions& o) {
     cluster = ends_with(o.cluster_path, ".ini") ? read_synergy_cluster_ini(o.cluster_path)
                                                  : read_cluster_file(o.cluster_path);
     cluster_desc = o.cluster_path;
+  } else if (!o.cluster_spec.empty()) {
+    cluster = parse_cluster_spec(o.cluster_spec, "--cluster-spec");
+    cluster_desc = "cluster " + o.cluster_spec;
   } else {
     cluster = default_cluster();
     cluster_desc = "built-in cluster";

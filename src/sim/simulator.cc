@@ -90,6 +90,8 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   out.gpu_types = model.cluster.gpu_types;
   out.capacity = model.capacity;
   out.tenants = state.tenants;
+  RoundSink* const sink = options.round_sink;
+  out.rounds_streamed = sink != nullptr;
 
   SimulatedExecutor::RoundSums sums;
   std::vector<std::size_t> device_type;  // flat device -> its type
@@ -102,6 +104,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   const std::size_t n = state.jobs.size();
   const double t0 = n ? state.jobs.front().arrival : 0.0;
   out.start = t0;
+  if (sink) sink->begin(out);
   std::size_t finished = 0;
   std::size_t idle_points = 0;  // scheduling points in a row with work waiting and none running
 
@@ -229,7 +232,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sample.tenant_gpus = std::move(sums.tenant_gpus);
       if (options.sparse_tenant_series) make_sparse(sample, k);
     }
-    out.rounds.push_back(std::move(sample));
+    if (sink)
+      sink->add(sample);
+    else
+      out.rounds.push_back(std::move(sample));
     if (options.on_progress) options.on_progress(n ? double(finished) / double(n) : 1.0, until);
     t = until;
   }
@@ -247,6 +253,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   for (Job& j : state.jobs) out.jobs.push_back(std::move(j.record));
   out.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (sink) sink->end(out);
   return out;
 }
 

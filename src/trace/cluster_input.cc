@@ -7,10 +7,13 @@
 // their order of first appearance; unnamed nodes are "<type>-<i>", i counting
 // that type's nodes from 0 (as in default_cluster()). Every error names the
 // field's path (nodes[2].gpus, k80.gpus_per_node).
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "fairgpu/cluster.h"
 #include "fairgpu/input_error.h"
@@ -136,6 +139,79 @@ Cluster parse_cluster_json(std::string_view json_text, const std::string& source
 
 Cluster read_cluster_file(const std::string& path) {
   return parse_cluster_json(text_input::read_text_file(path), path);
+}
+
+
+namespace {
+
+// A whole number in [min, max] written in decimal digits only.
+std::int64_t spec_count(std::string_view text, std::int64_t min, std::int64_t max,
+                        const std::string& source, const std::string& field, const char* what) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != text.npos)
+    throw InputError(source, field,
+                     fmt::format("{} '{}' is not a whole number", what, std::string(text)));
+  const std::int64_t v = std::stoll(std::string(text));
+  if (v < min || v > max)
+    throw InputError(source, field, fmt::format("{} must be in [{}, {}], got {}", what, min, max, v));
+  return v;
+}
+
+}  // namespace
+
+Cluster parse_cluster_spec(std::string_view spec, const std::string& source) {
+  constexpr const char* kForm =
+      "expected TYPE:GPUS[:GPUS_PER_NODE], comma-separated, e.g. k80:36,p100:36,v100:36:4";
+  Cluster cluster;
+  std::int64_t total = 0;
+  std::size_t index = 0;
+  for (std::size_t at = 0; at <= spec.size(); ++index) {
+    std::size_t comma = spec.find(',', at);
+    if (comma == std::string_view::npos) comma = spec.size();
+    const std::string_view entry = spec.substr(at, comma - at);
+    at = comma + 1;
+    const std::string field = fmt::format("entry {}", index + 1);
+    std::vector<std::string_view> parts;
+    for (std::size_t p = 0;;) {
+      const std::size_t colon = entry.find(':', p);
+      parts.push_back(entry.substr(p, colon == entry.npos ? entry.npos : colon - p));
+      if (colon == entry.npos) break;
+      p = colon + 1;
+    }
+    if (entry.empty() || parts.size() < 2 || parts.size() > 3)
+      throw InputError(source, field, fmt::format("'{}': {}", std::string(entry), kForm));
+    const std::string type(parts[0]);
+    // Gavel's own --cluster_spec is counts only (#v100:#p100:#k80): name the
+    // types here instead.
+    if (type.empty() || type.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+                                               "WXYZ0123456789_.-") != std::string::npos ||
+        type.find_first_not_of("0123456789") == std::string::npos)
+      throw InputError(source, field,
+                       fmt::format("'{}' is not a GPU type name (letters, digits, '_', '.', '-'); "
+                                   "{}",
+                                   type, kForm));
+    if (cluster.type_index(type))
+      throw InputError(source, type, "the GPU type is given twice");
+    const std::int64_t gpus = spec_count(parts[1], 1, kMaxGpusPerNode * kMaxNodesPerType, source,
+                                         type, "GPUS");
+    // Gavel's --num_gpus_per_server defaults to 1 per type: every GPU its own
+    // server.
+    const std::int64_t per_node =
+        parts.size() == 3 ? spec_count(parts[2], 1, kMaxGpusPerNode, source, type, "GPUS_PER_NODE")
+                          : 1;
+    if (gpus % per_node != 0)
+      throw InputError(source, type,
+                       fmt::format("{} GPUs do not fill whole nodes of {}", gpus, per_node));
+    if (gpus / per_node > kMaxNodesPerType)
+      throw InputError(source, type,
+                       fmt::format("{} nodes, at most {}", gpus / per_node, kMaxNodesPerType));
+    total += gpus;
+    if (total > INT32_MAX) throw InputError(source, type, "more GPUs than fairgpu can count");
+    cluster.gpu_types.push_back(type);
+    for (std::int64_t i = 0; i < gpus / per_node; ++i)
+      cluster.nodes.push_back(Node{fmt::format("{}-{}", type, i), cluster.gpu_types.size() - 1,
+                                   static_cast<int>(per_node), 0.0, 0.0});
+  }
+  return cluster;
 }
 
 }  // namespace fairgpu

@@ -28,8 +28,12 @@
 
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
+#include <vector>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/workload.h"
@@ -40,8 +44,6 @@ namespace fairgpu {
 namespace {
 
 constexpr std::int64_t kMaxWorkers = 1 << 20;
-
-std::string number_cell(double v) { return std::isnan(v) ? std::string() : fmt::format("{}", v); }
 
 }  // namespace
 
@@ -121,7 +123,19 @@ Workload read_native_trace(const std::string& path) {
   return text_input::make_workload(std::move(jobs), weights);
 }
 
-std::string write_native_trace(const Workload& workload) {
+namespace {
+
+// One cell of the native format: empty, text, a real or a whole number.
+using NativeCell = std::variant<std::monostate, std::string, double, long long>;
+
+NativeCell real_cell(double v) { return std::isnan(v) ? NativeCell{} : NativeCell{v}; }
+
+// The native format's table of a workload, row by row: `header` gets the
+// column names once, then `row` each job's cells. Optional columns
+// (priority_weight, cpus/memory_gb, mode/batch_size) appear only when a job
+// uses them, so a trace read back writes the same file.
+template <class Header, class Row>
+void native_table(const Workload& workload, Header&& header, Row&& row) {
   std::map<std::string, double> weight;
   for (const TenantSpec& t : workload.tenants) weight.emplace(t.name, t.weight);
   bool priorities = false;
@@ -132,26 +146,85 @@ std::string write_native_trace(const Workload& workload) {
     priorities = priorities || j.weight != 1.0;
     resources = resources || !std::isnan(j.cpus) || !std::isnan(j.memory_gb);
   }
-
-  std::string out = "job_id,tenant,job_type,num_workers,arrival_s,iterations,duration_s,weight";
-  if (priorities) out += ",priority_weight";
-  if (resources) out += ",cpus,memory_gb";
-  out += adaptive ? ",mode,batch_size\n" : "\n";
+  std::vector<std::string> names = {"job_id",    "tenant",     "job_type",   "num_workers",
+                                    "arrival_s", "iterations", "duration_s", "weight"};
+  if (priorities) names.push_back("priority_weight");
+  if (resources) names.insert(names.end(), {"cpus", "memory_gb"});
+  if (adaptive) names.insert(names.end(), {"mode", "batch_size"});
+  header(names);
+  std::vector<NativeCell> cells;
   for (const JobSpec& j : workload.jobs) {
     auto w = weight.find(j.tenant);
-    out += fmt::format("{},{},{},{},{},{},{},{}", text_input::csv_cell(j.id),
-                       text_input::csv_cell(j.tenant), text_input::csv_cell(j.job_type), j.workers,
-                       j.arrival_s, number_cell(j.iterations), number_cell(j.duration_s),
-                       w == weight.end() ? 1.0 : w->second);
-    if (priorities) out += fmt::format(",{}", j.weight);
-    if (resources) out += fmt::format(",{},{}", number_cell(j.cpus), number_cell(j.memory_gb));
-    if (adaptive)
-      out += j.regimes.empty()
-                 ? std::string(",,")
-                 : fmt::format(",{},{}", to_string(j.mode), j.regimes.front().batch_size);
-    out += '\n';
+    cells = {j.id,
+             j.tenant,
+             j.job_type,
+             static_cast<long long>(j.workers),
+             j.arrival_s,
+             real_cell(j.iterations),
+             real_cell(j.duration_s),
+             w == weight.end() ? 1.0 : w->second};
+    if (priorities) cells.emplace_back(j.weight);
+    if (resources) cells.insert(cells.end(), {real_cell(j.cpus), real_cell(j.memory_gb)});
+    if (adaptive) {
+      if (j.regimes.empty())
+        cells.insert(cells.end(), {NativeCell{}, NativeCell{}});
+      else
+        cells.insert(cells.end(), {NativeCell{std::string(to_string(j.mode))},
+                                   NativeCell{static_cast<long long>(j.regimes.front().batch_size)}});
+    }
+    row(cells);
   }
+}
+
+}  // namespace
+
+std::string write_native_trace(const Workload& workload) {
+  std::string out;
+  auto line = [&out](const auto& cells, auto&& text) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i) out += ',';
+      out += text(cells[i]);
+    }
+    out += '\n';
+  };
+  native_table(
+      workload,
+      [&](const std::vector<std::string>& names) {
+        line(names, [](const std::string& n) { return n; });
+      },
+      [&](const std::vector<NativeCell>& cells) {
+        line(cells, [](const NativeCell& c) {
+          if (const auto* text = std::get_if<std::string>(&c)) return text_input::csv_cell(*text);
+          if (const auto* real = std::get_if<double>(&c)) return fmt::format("{}", *real);
+          if (const auto* whole = std::get_if<long long>(&c)) return fmt::format("{}", *whole);
+          return std::string();
+        });
+      });
   return out;
+}
+
+std::string write_native_trace_json(const Workload& workload) {
+  nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+  std::vector<std::string> names;
+  native_table(
+      workload, [&](const std::vector<std::string>& header) { names = header; },
+      [&](const std::vector<NativeCell>& cells) {
+        nlohmann::ordered_json job = nlohmann::ordered_json::object();
+        for (std::size_t i = 0; i < cells.size(); ++i)
+          std::visit(
+              [&](const auto& v) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>)
+                  job[names[i]] = nullptr;
+                else
+                  job[names[i]] = v;
+              },
+              cells[i]);
+        jobs.push_back(std::move(job));
+      });
+  nlohmann::ordered_json out;
+  out["columns"] = names;
+  out["jobs"] = std::move(jobs);
+  return out.dump(2) + "\n";
 }
 
 }  // namespace fairgpu
