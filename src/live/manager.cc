@@ -550,6 +550,23 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
   }
 }
 
+std::vector<Manager::JobEntry*> Manager::lose_node_parts(const std::string& node,
+                                                         std::vector<std::uint64_t>& tickets) {
+  std::vector<std::int64_t> on_node;
+  for (const auto& [id, l] : leases_)
+    if (l.node == node) on_node.push_back(id);
+  std::vector<JobEntry*> jobs;
+  for (std::int64_t id : on_node) {
+    auto it = leases_.find(id);
+    if (it == leases_.end()) continue;  // ended with an earlier part of its gang
+    StoredLease& l = it->second;
+    JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
+    lose_part(l, tickets);  // a part elsewhere stops too
+    if (e && std::find(jobs.begin(), jobs.end(), e) == jobs.end()) jobs.push_back(e);
+  }
+  return jobs;
+}
+
 void Manager::lose_part(StoredLease& l, std::vector<std::uint64_t>& tickets) {
   const std::int64_t gang = l.gang;
   tickets.push_back(end_lease(l));  // l dangles from here
@@ -874,16 +891,8 @@ void Manager::tick() {
     n.s.state = "lost";
     refresh_ready_types();
     tickets.push_back(persist(n));
-    std::vector<std::int64_t> on_node;
-    for (const auto& [id, l] : leases_)
-      if (l.node == name) on_node.push_back(id);
-    for (std::int64_t id : on_node) {
-      auto it = leases_.find(id);
-      if (it == leases_.end()) continue;  // ended with an earlier part of its gang
-      StoredLease& l = it->second;
-      JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
-      lose_part(l, tickets);
-      if (!e || terminal(e->s.state)) continue;
+    for (JobEntry* e : lose_node_parts(name, tickets)) {
+      if (terminal(e->s.state)) continue;
       e->not_before = std::max(e->not_before, fence);
       if (e->s.state == "running") e->s.state = waiting_state(e->s.job_type);
       tickets.push_back(persist(*e));

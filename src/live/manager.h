@@ -203,6 +203,10 @@ class Manager {
   // Ends a part whose run is gone (its node re-registered or was lost) and
   // revokes the rest of its gang.
   void lose_part(StoredLease& l, std::vector<std::uint64_t>& tickets);
+  // lose_part() for every lease on `node`; the jobs that had one (no
+  // duplicates, unknown jobs left out), for the caller to move on.
+  std::vector<JobEntry*> lose_node_parts(const std::string& node,
+                                         std::vector<std::uint64_t>& tickets);
   static JobSpec spec_of(const JobEntry& e);
 
   // The scheduling core.

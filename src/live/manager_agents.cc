@@ -78,19 +78,10 @@ json Manager::register_agent(const Caller& c, const json& body, const std::strin
     const bool was_drained = n.s.state == "drained";
     // A new epoch: whatever ran under the old one is gone (the agent killed
     // its leftovers before registering).
-    std::vector<std::int64_t> on_node;
-    for (const auto& [id, l] : leases_)
-      if (l.node == name) on_node.push_back(id);
-    for (std::int64_t id : on_node) {
-      auto it = leases_.find(id);
-      if (it == leases_.end()) continue;  // ended with an earlier part of its gang
-      StoredLease& l = it->second;
-      JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
-      lose_part(l, tickets);  // a part elsewhere stops too
-      if (e && e->s.state == "running") {
-        e->s.state = waiting_state(e->s.job_type);
-        tickets.push_back(persist(*e));
-      }
+    for (JobEntry* e : lose_node_parts(name, tickets)) {
+      if (e->s.state != "running") continue;
+      e->s.state = waiting_state(e->s.job_type);
+      tickets.push_back(persist(*e));
     }
     n.s.name = name;
     n.s.gpu_type = type;
