@@ -143,8 +143,7 @@ class CoopSolver {
   // `carried` (with `kinds`, entity -> kind): envy rows to start with
   // besides the neighbour chain, where both kinds name an uncapped entity
   // here, and a basis to start from (uncapped problems only).
-  CoopSolver(const ShareProblem& p, const Carried* carried = nullptr,
-             std::vector<Kind> kinds = {})
+  CoopSolver(const ShareProblem& p, const Carried* carried = nullptr, std::vector<Kind> kinds = {})
       : p_(p),
         n_(p.num_entities()),
         k_(p.num_types()),
@@ -463,8 +462,9 @@ class OefCooperative final : public SharePolicy {
     if (remember_) {
       std::vector<Kind> kinds(g.reduced.num_entities());
       for (std::size_t l = 0; l < kinds.size(); ++l)
-        kinds[l] = kinds_.try_emplace(g.reduced.entities[l].speedup, static_cast<Kind>(kinds_.size()))
-                       .first->second;
+        kinds[l] =
+            kinds_.try_emplace(g.reduced.entities[l].speedup, static_cast<Kind>(kinds_.size()))
+                .first->second;
       // The basis of the same step of the last sequence, else of the step before.
       carried_.basis = nullptr;
       for (std::size_t step : {step_, step_ - 1})  // step_ - 1 wraps at 0: none
