@@ -122,6 +122,10 @@ class ShareRoundPolicy final : public RoundPolicy {
       x_ = Matrix();
       return;
     }
+    // One sequence per re-solve: a single solve at job level, progressive
+    // filling's steps at tenant level (without it a job-level policy kept
+    // a remembered basis slot per solve, growing for the whole run).
+    share_->begin_solve_sequence();
     if (!tenant_level_) {
       for (std::size_t t = 0; t < n; ++t) problem_.tenants[t].demand = demand_[t];
       x_ = share_->allocate(problem_);
@@ -130,7 +134,6 @@ class ShareRoundPolicy final : public RoundPolicy {
     for (std::size_t t = 0; t < n; ++t) problem_.tenants[t].demand = kNoDemand;
     x_ = Matrix(problem_.num_entities(), problem_.num_types());
     std::vector<double> capacity = problem_.capacity;
-    share_->begin_solve_sequence();
     for (;;) {
       // The tenants not fixed yet, on what the fixed ones left.
       ShareProblem sub;
