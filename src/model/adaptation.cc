@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 
 namespace fairgpu {
@@ -176,7 +177,10 @@ std::string adaptive_models() {
 
 int epochs_of(double total_steps, double samples, int bs0) {
   const double per_epoch = std::ceil(samples / bs0);
-  return static_cast<int>(std::ceil(total_steps / per_epoch - 1e-9));
+  const double epochs = std::ceil(total_steps / per_epoch - 1e-9);
+  // Saturated, not cast out of range: callers refuse counts this large.
+  return epochs < std::numeric_limits<int>::max() ? static_cast<int>(epochs)
+                                                   : std::numeric_limits<int>::max();
 }
 
 std::vector<int> adaptation_schedule(AdaptationMode mode, std::string_view model, int bs0,
