@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -307,6 +309,12 @@ TEST(ShockwaveGenerator, DrawsTheDynamicAdaptationMixDeterministically) {
   EXPECT_NEAR(w.jobs.back().arrival_s / 999.0, 40.0, 4.0);
   // The same seed gives the same workload.
   EXPECT_EQ(write_native_trace(generate_workload(g, profiles)), write_native_trace(w));
+}
+
+// A count of steps no int can hold saturates (fuzz finding: 2e305 iterations
+// was cast to int), so readers refuse it by their range check.
+TEST(Adaptation, EpochsOfAHugeStepCountSaturates) {
+  EXPECT_EQ(epochs_of(2e305, *dataset_samples("LM"), 16), std::numeric_limits<int>::max());
 }
 
 }  // namespace
