@@ -52,11 +52,15 @@ using testing_support::slurp;
 // A background process (server or agent) with its output in a log file.
 class Daemon {
  public:
-  Daemon(std::vector<std::string> argv, fs::path log) : argv_(std::move(argv)), log_(std::move(log)) { start(); }
+  Daemon(std::vector<std::string> argv, fs::path log, fs::path cwd = {})
+      : argv_(std::move(argv)), log_(std::move(log)), cwd_(std::move(cwd)) {
+    start();
+  }
   ~Daemon() { stop(SIGKILL); }
   void start() {
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (!cwd_.empty() && ::chdir(cwd_.c_str()) != 0) ::_exit(126);
       int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
@@ -79,6 +83,7 @@ class Daemon {
  private:
   std::vector<std::string> argv_;
   fs::path log_;
+  fs::path cwd_;
   pid_t pid_ = -1;
 };
 
@@ -1042,6 +1047,31 @@ TEST_F(LiveEndToEnd, BadBytesAreAnsweredAndASecondServerIsRefused) {
   EXPECT_EQ(std::count(second.err.begin(), second.err.end(), '\n'), 1) << second.err;
   // The first one still serves.
   EXPECT_FALSE(get("/v1/jobs").is_null());
+}
+
+// Issue 18: `serve --config` keeps its store where the config's relative
+// data_dir says from the config's folder, wherever it was started from.
+TEST_F(LiveEndToEnd, DataDirIsTheConfigFoldersNotTheCurrentDirectorys) {
+  fs::create_directories(dir_ / "etc");
+  json config = json::parse(slurp(dir_ / "serve.json"));
+  config["data_dir"] = "state";
+  config["checkpoint_dir"] = "../ckpt";
+  config["profiles"] = "../profiles.json";
+  std::ofstream(dir_ / "etc" / "serve.json") << config.dump();
+  Daemon server({FAIRGPU_BINARY, "serve", "--config", "../etc/serve.json", "--port", "0",
+                 "--port-file", "port"},
+                dir_ / "server.log", scratch());
+  for (int i = 0; i < 200 && !fs::exists(scratch() / "port"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(scratch() / "port")) << slurp(dir_ / "server.log");
+  port_ = std::stoi(slurp(scratch() / "port"));
+  EXPECT_FALSE(get("/v1/jobs").is_null());
+  EXPECT_TRUE(fs::exists(dir_ / "etc" / "state" / "fairgpu.db")) << slurp(dir_ / "server.log");
+  EXPECT_FALSE(fs::exists(scratch() / "state"));
+  // The profiles file was found (its job type needs no profiling).
+  const json profiles = get("/v1/profiles");
+  ASSERT_FALSE(profiles.is_null());
+  EXPECT_EQ(profiles["profiles"].size(), 3u) << profiles.dump();
 }
 
 }  // namespace
