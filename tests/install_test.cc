@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -123,6 +124,31 @@ TEST_F(Install, TreeHasTheProgramsDocsExamplesUnitsAndConfigAndNothingElse) {
       EXPECT_NE(help.find((*it)[1].str()), std::string::npos) << unit << ": " << (*it)[1];
     EXPECT_GE(flags, 1) << exec;
   }
+}
+
+// systemd's own check of the units: no unknown key, no value it cannot parse
+// (it warns and goes on, so the test wants no output at all), the program
+// executable (pointed at the installed one, as the package's /usr/bin).
+TEST_F(Install, SystemdAcceptsTheUnits) {
+  if (std::system("command -v systemd-analyze >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "systemd-analyze is not installed";
+  const fs::path prefix = dir_ / "prefix";
+  ASSERT_EQ(shell(quote(FAIRGPU_CMAKE) + " --install " + quote(FAIRGPU_BUILD_DIR) + " --prefix " +
+                      quote(prefix.string()),
+                  dir_ / "install.log")
+                .first,
+            0);
+  std::string units;
+  for (const char* unit : {"fairgpu-serve.service", "fairgpu-agent.service"}) {
+    std::string text = slurp(prefix / "lib/systemd/system" / unit);
+    for (std::size_t at; (at = text.find("/usr/bin/fairgpu ")) != std::string::npos;)
+      text.replace(at, 16, (prefix / "bin/fairgpu").string());
+    std::ofstream(dir_ / unit) << text;
+    units += " " + quote((dir_ / unit).string());
+  }
+  auto [status, out] = shell("systemd-analyze verify --man=no" + units, dir_ / "verify.log");
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "");
 }
 
 TEST_F(Install, DebPackageListsTheInstalledFilesUnderUsr) {
