@@ -209,9 +209,6 @@ def train(a, rdv):
     torch.set_num_threads(1)
     device = choose_device(torch, a.device, rdv.local_rank)
     world, rank = rdv.world_size, rdv.rank
-    if a.batch % world != 0:
-        raise BadInput(f"--batch {a.batch}: must be a multiple of WORLD_SIZE {world} "
-                       "(each rank takes an equal share)")
     config = {"seed": a.seed, "samples": a.samples, "features": a.features, "hidden": a.hidden,
               "batch": a.batch, "lr": a.lr, "momentum": a.momentum}
     if world > 1:
@@ -345,6 +342,9 @@ def main(argv):
     try:
         a = parse_args(argv)
         rdv = Rendezvous()
+        if a.batch % rdv.world_size != 0:  # checked before torch's slow import
+            raise BadInput(f"--batch {a.batch}: must be a multiple of WORLD_SIZE "
+                           f"{rdv.world_size} (each rank takes an equal share)")
         if rdv.local_world_size > 1:
             return launch_local_workers(rdv)
         return train(a, rdv)
