@@ -285,6 +285,34 @@ TEST(Process, ProgressFileKeepsTheLastGoodValue) {
   EXPECT_EQ(file.read(), 1300);
 }
 
+TEST(Process, ProgressFileCarriesTheBatchSize) {
+  EXPECT_EQ(parse_progress_report("1234 64\n")->batch_size, 64);
+  EXPECT_EQ(parse_progress_report("1234 64\n")->iterations, 1234);
+  EXPECT_EQ(parse_progress_report("1234\n")->batch_size, 0);
+  EXPECT_EQ(parse_progress_report("1234 6"), std::nullopt);  // torn: no newline yet
+  EXPECT_EQ(parse_progress_report("1234 0\n"), std::nullopt);
+  EXPECT_EQ(parse_progress_report("1234 64 1\n"), std::nullopt);
+  EXPECT_EQ(parse_progress_report("1234 2000000000\n"), std::nullopt);
+
+  TempDir dir;
+  ProgressFile file(dir / "progress");
+  write_file(dir / "progress", "100 32\n");
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 32);
+  write_file(dir / "progress", "100 64\n");  // the change, reported at the same count
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 64);
+  write_file(dir / "progress", "90 128\n");  // a smaller count: not taken
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 64);
+  write_file(dir / "progress", "150 12");  // torn
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 64);
+  write_file(dir / "progress", "160\n");  // a count alone keeps the batch size
+  EXPECT_EQ(file.read(), 160);
+  EXPECT_EQ(file.batch_size(), 64);
+}
+
 TEST(Process, ReadsTheJobsProgressAndRemovesAStaleFile) {
   TempDir dir;
   write_file(dir / "progress", "999999\n");  // an earlier run's

@@ -212,7 +212,8 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
     if (!r.is_object()) bad(at, "expected an object");
     for (const auto& [key, value] : r.items())
       if (key != "lease" && key != "job" && key != "state" && key != "iterations" &&
-          key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail")
+          key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail" &&
+          key != "limits" && key != "batch_size")
         bad(at + "." + key, "unknown field");
     if (!r.contains("lease")) bad(at + ".lease", "missing required field");
     const std::int64_t lease = need_integer(r["lease"], at + ".lease", 1, kMaxExact);
@@ -240,6 +241,13 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
       if (!r["revoked"].is_boolean()) bad(at + ".revoked", "expected true or false");
       checked["revoked"] = r["revoked"];
     }
+    if (r.contains("limits")) {
+      if (!r["limits"].is_string() || r["limits"].get<std::string>().size() > 1024)
+        bad(at + ".limits", "expected a string of at most 1 KiB");
+      checked["limits"] = r["limits"];
+    }
+    if (r.contains("batch_size"))
+      checked["batch_size"] = need_integer(r["batch_size"], at + ".batch_size", 1, 1 << 30);
     if (r.contains("log_tail")) {
       if (!r["log_tail"].is_string()) bad(at + ".log_tail", "expected a string");
       if (r["log_tail"].get<std::string>().size() > 65536)
@@ -284,6 +292,9 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
       JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
       if (!e) continue;
       const double iterations = r.value("iterations", 0.0);
+      if (l.rank == 0 && r.contains("limits")) e->limits = r["limits"].get<std::string>();
+      if (l.rank == 0 && !l.profiling && r.contains("batch_size"))
+        note_batch_size(*e, r["batch_size"].get<std::int64_t>(), iterations, t);
       if (e->s.started_at < 0) {
         e->s.started_at = t;
         tickets.push_back(persist(*e));
@@ -380,6 +391,7 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
            {"rendezvous", rendezvous},
            {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
            {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
+      add_grant_to_launch(l, actions.back());
       if (auto ticket = launch_ticket_.find(id); ticket != launch_ticket_.end())
         tickets.push_back(ticket->second);
       must_wait = true;
