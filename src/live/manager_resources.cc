@@ -3,7 +3,8 @@
 // to each node's agent (docs/live-protocol.md "launch": `cpus`,
 // `memory_gb`), kept in its part leases so that a restarted manager knows
 // it; a renewal on the same devices with another grant is a new placement,
-// as in the simulator.
+// as in the simulator. run_start() puts each part's grant in its Placement,
+// which AgentExecutor sends with the launch.
 #include <algorithm>
 #include <cmath>
 
@@ -59,11 +60,6 @@ void Manager::add_grant_json(const JobEntry& e, nlohmann::json& j) const {
   }
   j["cpus"] = cpus;
   j["memory_gb"] = memory_gb;
-}
-
-void Manager::add_grant_to_launch(const StoredLease& l, nlohmann::json& action) {
-  if (l.cpus > 0) action["cpus"] = l.cpus;
-  if (l.memory_gb > 0) action["memory_gb"] = l.memory_gb;
 }
 
 }  // namespace fairgpu::live
