@@ -12,6 +12,7 @@
 //    controller, the job's cgroup has memory.max = its grant.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -205,6 +206,50 @@ TEST_F(LiveResources, SynergyTuneGrantsACpuHungryJobItsBestCaseCores) {
   ASSERT_EQ(lines.size(), 3u) << slurp(dir_ / "agent.log");
   EXPECT_EQ(live::parse_cpu_list(lines[0]).size(), 2u) << lines[0];
   EXPECT_EQ(lines[1], "2");
+}
+
+TEST_F(LiveResources, AChangedGrantIsANewPlacement) {
+  // synergy-tune re-places every job each round: `hog` alone holds both CPUs;
+  // once `flat` arrives TUNE shrinks it to its proportional 1 CPU to fit the
+  // newcomer. Same GPU, other CPUs: a restart under a new lease, pinned to
+  // one core, not a renewal that would leave it on both.
+  start("synergy-tune", "none");
+  const json slow = std::string(kSeeWhatIHold) + "; sleep 1";
+  const std::string hog = submit("hog", 1, json::object(), slow);
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json j = job(hog);
+        return !j.is_null() && j["state"] == "running" && j["cpus"] == 2.0 &&
+               j["iterations_done"].get<double>() > 0;
+      },
+      15))
+      << slurp(dir_ / "server.log");
+  const std::string flat = submit("flat", 1, json::object(), slow);
+  run_to_end({hog, flat});
+  EXPECT_GE(last_[hog]["restarts"].get<int>(), 1) << last_[hog].dump();
+  // Its leases, from the store: 2 CPUs, then 1 beside `flat` (then maybe 2
+  // again once flat has finished, a lease its end may beat).
+  std::vector<double> grants;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                            nullptr),
+            SQLITE_OK);
+  sqlite3_busy_timeout(db, 2000);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT cpus FROM leases WHERE job = ?1 ORDER BY id", -1, &st, nullptr);
+  sqlite3_bind_text(st, 1, hog.c_str(), -1, SQLITE_TRANSIENT);
+  while (sqlite3_step(st) == SQLITE_ROW) grants.push_back(sqlite3_column_double(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  ASSERT_GE(grants.size(), 2u);
+  EXPECT_EQ(grants.front(), 2.0);
+  EXPECT_EQ(grants[1], 1.0);
+  const auto hog_seen = seen(hog), flat_seen = seen(flat);
+  ASSERT_EQ(hog_seen.size(), 3u);
+  ASSERT_EQ(flat_seen.size(), 3u);
+  EXPECT_EQ(hog_seen[1], "1") << "its last run's OMP_NUM_THREADS";
+  EXPECT_EQ(live::parse_cpu_list(hog_seen[0]).size(), 1u) << hog_seen[0];
+  EXPECT_NE(hog_seen[0], flat_seen[0]) << "the two ran on distinct cores";
 }
 
 TEST_F(LiveResources, ProportionalGrantsPinJobsToDistinctCoresAndNeverFailForMemory) {
