@@ -255,6 +255,10 @@ int train(const Options& o) {
   if (rdv.rank != 0) return follow(o, rdv);
   const auto [rate, rate_text] = emulated_rate(o);
   const TrainConfig& config = o.config;
+  // Checked before anything is printed or written.
+  const BatchSchedule schedule = o.batch_schedule.empty()
+                                     ? BatchSchedule()
+                                     : BatchSchedule::parse(o.batch_schedule, config.samples);
   const Dataset data = make_dataset(config);
 
   std::filesystem::path checkpoint;
@@ -276,9 +280,7 @@ int train(const Options& o) {
                     o.iterations, state.initial_loss));
   }
   if (rate > 0) say("fairgpu-train: " + rate_text);
-  BatchSchedule schedule;
-  if (!o.batch_schedule.empty()) {
-    schedule = BatchSchedule::parse(o.batch_schedule, config.samples);
+  if (!schedule.empty()) {
     say(fmt::format("fairgpu-train: batch schedule {}, batch {} at iteration {}", o.batch_schedule,
                     schedule.batch_at(state.iteration), state.iteration));
   }
