@@ -18,7 +18,7 @@ BatchSchedule BatchSchedule::parse(const std::string& text, std::uint32_t sample
   for (std::string item; std::getline(in, item, ',');) {
     const auto colon = item.find(':');
     Entry e;
-    auto number = [&item](const char* first, const char* last, auto& out) {
+    auto number = [](const char* first, const char* last, auto& out) {
       return std::from_chars(first, last, out).ptr == last && first != last;
     };
     const char* begin = item.data();
