@@ -256,7 +256,10 @@ TEST_F(LiveResources, ProportionalGrantsPinJobsToDistinctCoresAndNeverFailForMem
   // A directory that is no cgroup: the memory limit cannot be applied there.
   fs::create_directories(dir_ / "not-a-cgroup");
   start("fifo", (dir_ / "not-a-cgroup").string());
-  const std::string a = submit("flat", 1), b = submit("flat", 1);
+  // 2.5 s each: they overlap however late the second is placed (a round, 1 s).
+  const json slow = std::string(kSeeWhatIHold) + "; sleep 1";
+  const std::string a = submit("flat", 1, json::object(), slow),
+                    b = submit("flat", 1, json::object(), slow);
   auto running = run_to_end({a, b});
   std::vector<std::vector<int>> masks;
   for (const auto& id : {a, b}) {
