@@ -5,8 +5,9 @@
 // canned protocol JSON (docs/live-protocol.md). They check what goes over the
 // wire (bearer token, the submit body, percent-encoded ids, URL prefixes),
 // that a bad --file entry stops everything before the first request, how
-// statuses map to errors (4xx and unreachable: InputError and exit 2 with one
-// line; 5xx: runtime_error) and that the tables show the server's data.
+// statuses map to errors (4xx: InputError and exit 2 with one
+// line; unreachable and 5xx: TransientError and exit 3) and that the tables
+// show the server's data.
 #include "live/client.h"
 
 #include <arpa/inet.h>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "fairgpu/input_error.h"
+#include "fairgpu/transient_error.h"
 #include "run_binary.h"
 
 namespace fairgpu {
@@ -268,23 +270,28 @@ TEST_F(Client, RefusalsAreInputErrorsCarryingTheServersLine) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), where + ": 401: missing token (no token was sent)");
   }
-  // The server's own failures are not bad input: std::runtime_error, exit 1.
-  for (auto call : {+[](LiveClient& x) { x.tenants(); }, +[](LiveClient& x) { x.profiles(); }}) {
-    bool input_error = false, runtime_error = false;
-    try {
-      call(c);
-    } catch (const InputError&) {
-      input_error = true;
-    } catch (const std::runtime_error& e) {
-      runtime_error = true;
-      EXPECT_TRUE(contains(e.what(), server_.url())) << e.what();
-    }
-    EXPECT_FALSE(input_error);
-    EXPECT_TRUE(runtime_error);
+  // The server's own failures are not bad input: a 5xx is a TransientError
+  // (exit 3), an answer outside the protocol a std::runtime_error (exit 1).
+  try {
+    c.tenants();
+    FAIL() << "a 500 must throw";
+  } catch (const TransientError& e) {
+    EXPECT_TRUE(contains(e.what(), server_.url() + ": GET /v1/tenants: 500: database is locked"))
+        << e.what();
+  }
+  try {
+    c.profiles();
+    FAIL() << "an answer that is not JSON must throw";
+  } catch (const TransientError&) {
+    ADD_FAILURE() << "not JSON: not a failure that passes";
+  } catch (const InputError&) {
+    ADD_FAILURE() << "not JSON: not the user's error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(contains(e.what(), server_.url())) << e.what();
   }
 }
 
-TEST_F(Client, AnUnreachableServerIsAnInputError) {
+TEST_F(Client, AnUnreachableServerIsATransientError) {
   // A port that was free a moment ago: bound, never listened on, closed.
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
@@ -299,9 +306,12 @@ TEST_F(Client, AnUnreachableServerIsAnInputError) {
   try {
     LiveClient(url, "t").cluster();
     FAIL() << "nothing listens on " << url;
-  } catch (const InputError& e) {
+  } catch (const TransientError& e) {  // may pass: exit status 3
     EXPECT_TRUE(contains(e.what(), "cannot reach server " + url + ": ")) << e.what();
   }
+  RunResult r = run_binary({"cluster", "--server", url}, dir_);
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
 }
 
 TEST_F(Client, MalformedUrlsAreInputErrors) {
@@ -490,7 +500,7 @@ TEST_F(Client, ARefusalExitsTwoWithTheServersLine) {
 
   server_.answer("GET /v1/cluster", 503, {{"error", "shutting down"}});
   r = run({"cluster"});
-  EXPECT_EQ(r.status, 1);  // the server's failure, not the user's
+  EXPECT_EQ(r.status, 3);  // the server's failure, not the user's: may pass
   EXPECT_EQ(lines(r.err), 1u) << r.err;
 
   // Cancelling several: the error says which were cancelled before it.

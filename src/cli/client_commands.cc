@@ -3,11 +3,13 @@
 // talking to `fairgpu serve` through live::LiveClient (docs/live-protocol.md).
 //
 // Every command takes --server (default $FAIRGPU_SERVER, else
-// http://127.0.0.1:8470), --token (default $FAIRGPU_TOKEN) and --json (the
-// server's JSON answer, pretty-printed, instead of a table). Tables follow
+// http://127.0.0.1:8470), --token (default $FAIRGPU_TOKEN) or --token-file,
+// --ca (an https server's CA) and --json (the server's JSON answer,
+// pretty-printed, instead of a table). Tables follow
 // `fairgpu simulate`'s style: lower-case headers, text left- and numbers
 // right-aligned, "-" where a value does not apply. A refusal by the server
-// (4xx) or an unreachable server is one line on stderr and exit status 2.
+// (4xx) is one line on stderr and exit status 2; an unreachable or failing
+// (5xx) server one line and exit status 3.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "cli/commands.h"
 #include "fairgpu/input_error.h"
 #include "live/client.h"
+#include "live/config.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -33,6 +36,8 @@ using nlohmann::json;
 struct ServerArgs {
   std::string url = live::kDefaultServerUrl;
   std::string token;
+  std::string token_file;
+  std::string ca;
   bool json = false;
 };
 
@@ -44,10 +49,22 @@ void add_server_options(CLI::App* c, ServerArgs& a) {
                 "API token of a tenant or the admin (default: $FAIRGPU_TOKEN, which keeps it "
                 "out of the process list)")
       ->envname("FAIRGPU_TOKEN");
+  c->add_option("--token-file", a.token_file,
+                "file holding the API token on its first line, readable by its owner alone "
+                "(wins over --token; default: $FAIRGPU_TOKEN_FILE)")
+      ->envname("FAIRGPU_TOKEN_FILE");
+  c->add_option("--ca", a.ca,
+                "PEM file of the CA that signed an https server's certificate (default: "
+                "$FAIRGPU_CA, else the system's CAs)")
+      ->envname("FAIRGPU_CA");
   c->add_flag("--json", a.json, "print the server's JSON answer instead of a table");
 }
 
-live::LiveClient connect(const ServerArgs& a) { return live::LiveClient(a.url, a.token); }
+live::LiveClient connect(const ServerArgs& a) {
+  std::string token = a.token;
+  if (!a.token_file.empty()) token = live::read_token_file(a.token_file, "--token-file", "");
+  return live::LiveClient(a.url, token, 10.0, a.ca);
+}
 
 std::string pretty(const json& j) { return j.dump(2) + "\n"; }
 

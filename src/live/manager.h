@@ -120,6 +120,9 @@ class Manager {
                                 const std::string& peer = "");
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
   std::string metrics() const;
+  // Whether GET /metrics may be answered: "metrics_open", or the admin
+  // token or metrics_token as bearer token.
+  bool metrics_allowed(std::string_view authorization_header) const;
 
   // One scheduling point: profiling leases, the policy's plan, its leases
   // committed. `at` is the point on the round grid (<= the clock's now; the
@@ -144,6 +147,17 @@ class Manager {
 
   double interval() const;
   const ServeConfig& config() const { return config_; }
+
+  // SIGHUP (manager_reload.cc): takes the tenants (weights, tokens, Unix
+  // users; a tenant left out of `next` keeps its jobs but its token stops
+  // working), the admin and metrics tokens, metrics_open, the policy and its
+  // options (round_s included) and max_retries from `next`. Leases in force
+  // are kept; the policy sees the change at the next scheduling point.
+  // Settings that need a restart (listen, data_dir, checkpoint_dir, tls,
+  // heartbeat and profiling timings, profiles) are left as they are and named
+  // in the answer's "restart_needed". Throws InputError, changing nothing,
+  // when `next` is not a valid config (a bad policy).
+  nlohmann::json reload(const ServeConfig& next);
 
  private:
   struct JobEntry {
@@ -257,6 +271,7 @@ class Manager {
   std::unique_ptr<ClusterModel> model_;
   SchedulerState state_;
   std::unique_ptr<RoundPolicy> policy_;
+  std::atomic<double> interval_{0.0};  // policy_->interval(), read without mu_
   std::vector<std::size_t> sched_to_job_;
   std::vector<std::pair<std::string, int>> flat_device_;  // model flat index -> (node, device id)
   std::map<std::pair<std::string, int>, DeviceRef> device_ref_;

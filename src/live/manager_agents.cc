@@ -1,8 +1,6 @@
 // The live manager's side of the agent protocol (docs/live-protocol.md):
 // registration (a new epoch ends the node's old leases), heartbeats (progress,
 // profiling measurements, ended runs, and the launch / renew / revoke answer).
-#include "live/manager.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "live/log.h"
+#include "live/manager.h"
 #include "live/request.h"
 
 namespace fairgpu::live {
@@ -102,6 +102,8 @@ json Manager::register_agent(const Caller& c, const json& body, const std::strin
       }
     rebuild_needed_ = true;
     activate_pending(tickets);
+    log::info("register",
+              {{"node", name}, {"gpu_type", type}, {"devices", devices}, {"epoch", n.s.epoch}});
     answer = {{"epoch", n.s.epoch},
               {"heartbeat_s", config_.heartbeat_s},
               {"grace_s", config_.grace_s},
@@ -136,6 +138,15 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
   if (l.rank == 0 && iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
   settle(e, t);
   const bool clean = state == "exited" && code == 0 && sig == 0;
+  log::write(clean || revoked ? log::Level::kInfo : log::Level::kWarn, "exit",
+             {{"lease", l.id},
+              {"job", e.s.id},
+              {"tenant", e.s.tenant},
+              {"node", l.node},
+              {"state", state},
+              {"exit_code", code},
+              {"signal", sig},
+              {"revoked", revoked}});
   const bool part_finished = clean && (!revoked || e.s.done >= e.s.iterations);
   if (part_finished && current && l.parts > 1 && !terminal(e.s.state)) {
     l.status = "exited";
@@ -158,6 +169,7 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
     if (e.sched != kNone) state_finish(e);
   };
   if (part_finished) {
+    log::info("job_finished", {{"job", e.s.id}, {"tenant", e.s.tenant}});
     e.s.state = "finished";
     e.s.done = e.s.iterations;
     e.s.exit_code = 0;
@@ -177,6 +189,9 @@ void Manager::run_ended(StoredLease& l, const json& r, std::vector<std::uint64_t
     ++e.s.failures;
     e.s.exit_code = code;
     e.s.log_tail = r.value("log_tail", "");
+    log::warn(
+        e.s.failures > config_.max_retries ? "job_failed" : "job_retry",
+        {{"job", e.s.id}, {"tenant", e.s.tenant}, {"failures", e.s.failures}, {"exit_code", code}});
     if (e.s.failures > config_.max_retries) {
       e.s.state = "failed";
       e.s.finished_at = t;
@@ -380,6 +395,11 @@ json Manager::heartbeat(const Caller& c, const json& raw) {
            {"rendezvous", rendezvous},
            {"checkpoint_dir", config_.checkpoint_dir + "/" + l.job},
            {"lease_s_left", l.end - t + config_.heartbeat_timeout_s}});
+      log::info("launch", {{"lease", id},
+                           {"job", l.job},
+                           {"tenant", e->s.tenant},
+                           {"node", name},
+                           {"devices", l.devices}});
       if (auto ticket = launch_ticket_.find(id); ticket != launch_ticket_.end())
         tickets.push_back(ticket->second);
       must_wait = true;

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "live/log.h"
 #include "live/manager.h"
 #include "live/request.h"
 
@@ -105,6 +106,12 @@ json Manager::submit(const Caller& c, const json& body) {
     ++submissions_;
     ticket = persist(added);
     answer = job_json(added);
+    log::info("submit", {{"job", added.s.id},
+                         {"tenant", added.s.tenant},
+                         {"name", added.s.name},
+                         {"job_type", added.s.job_type},
+                         {"workers", added.s.workers},
+                         {"state", added.s.state}});
   }
   store_->wait(ticket);  // durable before acknowledged
   return answer;
@@ -147,6 +154,7 @@ json Manager::cancel(const Caller& c, const std::string& id) {
     e.s.state = "cancelled";
     e.s.finished_at = now();
     tickets.push_back(persist(e));
+    log::info("cancel", {{"job", e.s.id}, {"tenant", e.s.tenant}});
     answer = job_json(e);
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
@@ -367,6 +375,15 @@ std::string label(const std::string& v) {
   return out;
 }
 }  // namespace
+
+bool Manager::metrics_allowed(std::string_view header) const {
+  constexpr std::string_view kBearer = "Bearer ";
+  std::lock_guard lock(mu_);  // a reload may change the tokens
+  if (config_.metrics_open) return true;
+  if (header.substr(0, kBearer.size()) != kBearer) return false;
+  const std::string_view token = header.substr(kBearer.size());
+  return !token.empty() && (token == config_.admin_token || token == config_.metrics_token);
+}
 
 std::string Manager::metrics() const {
   std::lock_guard lock(mu_);
