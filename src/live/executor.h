@@ -3,16 +3,25 @@
 // (plans, leases, fencing, the store); an executor carries out its
 // decisions and reports what happened, never deciding anything itself.
 //
+// Two styles of reporting, one set of events:
+// - push (Slurm): the lease manager polls; poll() returns events;
+// - pull (agents): the agents call in (heartbeats) and wait for an answer
+//   that depends on the lease manager's verdict, so the executor hands each
+//   event to LeaseHost at once, under the lease manager's lock.
+//
 // Contract an implementation keeps:
-// - apply() is called only with decisions already durable in the store;
+// - a start leaves the process only once its store ticket is durable
+//   (RunStart::ticket; LeaseHost::wait), so decisions are committed first;
 // - kEnded is reported once per run, and only when the run's processes are
 //   gone (a lease on the same job or devices waits for it: no job runs
 //   twice, no device is shared);
 // - renewals are no call at all.
-// Not thread-safe: the lease manager calls it from its scheduling thread.
+// Not thread-safe: the lease manager calls it under its own lock.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +40,7 @@ struct ExecutorNode {
 // A job as submitted to fairgpu.
 struct ExecutorJob {
   std::string job;  // fairgpu's job id
+  std::string tenant;
   std::vector<std::string> argv;
   std::string shell_command;  // when argv is empty
   std::vector<std::pair<std::string, std::string>> env;
@@ -41,30 +51,84 @@ struct ExecutorJob {
   std::string log_path;
 };
 
+// One node's part of a run, in rank order.
 struct Placement {
   std::string node;
   std::vector<int> devices;
+  std::int64_t lease = 0;    // the part's own lease (0: the run's lease)
+  std::string address{};     // where the node's processes are reached ("" = its name)
+  std::uint64_t ticket = 0;  // store ticket the part's start waits for (0 = durable)
 };
 
 // One run to start: a lease of a job on devices of one or more nodes.
 struct RunStart {
-  std::int64_t lease = 0;
+  std::int64_t lease = 0;  // the run's (a gang's: rank 0's part lease)
   std::string job;
   std::string gpu_type;
   std::vector<Placement> placement;
+  // What the run carries besides its placement (agents launch from it).
+  ExecutorJob spec{};
+  int tenant_slot = -1;     // -1: none assigned
+  std::string unix_user{};  // "": the agent derives one from the slot
 };
 
 struct RunEvent {
-  enum class Kind { kRunning, kProgress, kEnded };
+  // kNodeLost: the node stopped answering; its runs will be gone (fenced)
+  // by relaunch_at, when their jobs may run elsewhere.
+  enum class Kind { kRunning, kProgress, kEnded, kNodeLost };
   Kind kind = Kind::kRunning;
   std::int64_t lease = 0;
   std::string job;
-  std::vector<std::string> nodes;  // kRunning
-  std::int64_t iterations = 0;     // kProgress: total iterations done
+  std::vector<std::string> nodes;  // kRunning; kProgress, kEnded: the reporting node (agents)
+  double iterations = 0;           // kProgress, kEnded: total iterations done
   int exit_code = 0;               // kEnded; -1 when unknown (lost, never started)
   int signal = 0;                  // kEnded
   bool revoked = false;            // kEnded: it ended because it was revoked
-  std::string detail;              // kEnded: why, in a few words
+  bool launch_failed = false;      // kEnded: it never ran (exec error)
+  bool never_started = false;      // kEnded: revoked before it was started
+  std::string detail;              // kEnded: why, in a few words (the log tail)
+  std::string node;                // kNodeLost
+  double relaunch_at = 0;          // kNodeLost
+};
+
+// The lease manager as a pull-style executor (agents) sees it: the executor
+// takes lock(), reports each event as it arrives and answers its caller with
+// the verdicts; then waits for the tickets it collected. Every call but
+// lock() and wait() is made under the lock.
+class LeaseHost {
+ public:
+  using Tickets = std::vector<std::uint64_t>;
+  struct NodeUp {
+    std::string name, gpu_type, address;
+    std::vector<int> devices;
+    double cpus = 0, memory_gb = 0;
+  };
+  // What the lease manager says of a run reported running.
+  struct Verdict {
+    bool keep = false;     // false: the run must stop (unknown, revoked, measured)
+    std::string job;       // the lease's job ("" when the lease is unknown)
+    double lease_end = 0;  // keep: when its lease ends
+    bool wait = false;     // the answer waits until the tickets are durable
+  };
+
+  virtual ~LeaseHost() = default;
+  virtual std::unique_lock<std::mutex> lock() = 0;
+  virtual void wait(const Tickets& tickets) = 0;
+  // A node (re)registered: whatever ran under its previous epoch is gone.
+  // Returns its new epoch.
+  virtual std::int64_t node_up(const NodeUp& node, Tickets& tickets) = 0;
+  // A node's report under `epoch`: false when that epoch is stale (unknown
+  // node, re-registered, lost).
+  virtual bool node_heard(const std::string& node, std::int64_t epoch, double now) = 0;
+  // kProgress (a run reported running) or kEnded.
+  virtual Verdict report(const RunEvent& event, Tickets& tickets) = 0;
+  // Leases being revoked on the node (the agent is told to stop them while
+  // it reports them; one it no longer reports never ran or was acked).
+  virtual std::vector<std::int64_t> revoking_on(const std::string& node) const = 0;
+  // When the active lease on `node` ends; none when it is not active there.
+  virtual std::optional<double> active_until(std::int64_t lease, const std::string& node) const = 0;
+  // Pending leases whose devices the reports freed may start now (apply()).
+  virtual void start_pending(Tickets& tickets) = 0;
 };
 
 class Executor {

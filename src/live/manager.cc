@@ -89,6 +89,20 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   refresh_ready_types();
   rebuild_catalogue();
   rebuild_needed_ = true;
+
+  agents_ = std::make_unique<AgentExecutor>(config_, static_cast<LeaseHost&>(*this), clock_);
+  executor_ = agents_.get();
+  for (const auto& [name, n] : nodes_) agents_->adopt_node(name, n.s.state == "lost", t);
+  // The executor carries on with the runs the store has started (their
+  // activation is durable) and, for agents, stops the revoked ones as their
+  // agents report them.
+  std::set<std::int64_t> started;  // gangs with an active part
+  for (const auto& [id, l] : leases_)
+    if (l.status == "active") started.insert(l.gang);
+  std::vector<RunStart> starts;
+  for (std::int64_t gang : started)
+    if (leases_.count(gang)) starts.push_back(run_start(gang, {}));
+  executor_->apply(starts, revoking_leases(), t);
 }
 
 Manager::~Manager() { stop(); }
@@ -528,7 +542,6 @@ std::uint64_t Manager::end_lease(StoredLease& l) {
   std::uint64_t ticket = persist(l);
   auto it = job_index_.find(l.job);
   if (it != job_index_.end() && jobs_[it->second].lease == l.gang) jobs_[it->second].lease = 0;
-  launch_ticket_.erase(l.id);
   leases_.erase(l.id);  // l dangles from here
   return ticket;
 }
@@ -539,6 +552,7 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
   const std::int64_t gang = l.gang;
   auto it = job_index_.find(l.job);
   if (it != job_index_.end() && jobs_[it->second].lease == gang) jobs_[it->second].lease = 0;
+  std::vector<std::int64_t> revoked;
   for (std::int64_t id : part_ids(gang)) {
     StoredLease& part = leases_.at(id);
     if (part.status == "pending" || part.status == "exited") {
@@ -553,7 +567,50 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
                          {"job", part.job},
                          {"node", part.node},
                          {"tenant", it != job_index_.end() ? jobs_[it->second].s.tenant : ""}});
+    revoked.push_back(id);
   }
+  if (!revoked.empty()) executor_->apply({}, revoked, now());
+}
+
+std::vector<std::int64_t> Manager::revoking_leases() const {
+  std::vector<std::int64_t> ids;
+  for (const auto& [id, l] : leases_)
+    if (l.status == "revoking") ids.push_back(id);
+  return ids;
+}
+
+RunStart Manager::run_start(std::int64_t gang,
+                            const std::map<std::int64_t, std::uint64_t>& tickets) const {
+  const StoredLease& first = leases_.at(gang);
+  RunStart s;
+  const JobEntry* job = find_job(first.job);
+  if (!job) return s;  // no placement: nothing to start
+  const JobEntry& e = *job;
+  s.lease = gang;
+  s.job = first.job;
+  if (auto n = nodes_.find(first.node); n != nodes_.end()) s.gpu_type = n->second.s.gpu_type;
+  for (std::int64_t id : part_ids(gang)) {
+    const StoredLease& p = leases_.at(id);
+    Placement place{p.node, p.devices, id, "", 0};
+    if (auto n = nodes_.find(p.node); n != nodes_.end()) place.address = n->second.s.address;
+    if (auto t = tickets.find(id); t != tickets.end()) place.ticket = t->second;
+    s.placement.push_back(std::move(place));
+  }
+  s.spec.job = e.s.id;
+  s.spec.tenant = e.s.tenant;
+  if (e.command.is_array())
+    s.spec.argv = e.command.get<std::vector<std::string>>();
+  else
+    s.spec.shell_command = e.command.get<std::string>();
+  s.spec.env.assign(e.env.begin(), e.env.end());
+  s.spec.nodes = static_cast<int>(s.placement.size());
+  s.spec.gpus_per_node = static_cast<int>(first.devices.size());
+  s.spec.checkpoint_dir = config_.checkpoint_dir + "/" + first.job;
+  if (auto slot = tenant_slot_.find(e.s.tenant); slot != tenant_slot_.end())
+    s.tenant_slot = slot->second;
+  if (auto tenant = tenant_index_.find(e.s.tenant); tenant != tenant_index_.end())
+    s.unix_user = config_.tenants[tenant->second].unix_user;
+  return s;
 }
 
 std::vector<Manager::JobEntry*> Manager::lose_node_parts(const std::string& node,
@@ -594,6 +651,7 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
     for (int d : l.devices) held.insert({l.node, d});
   }
   if (!any_pending) return;
+  std::vector<RunStart> starts;
   // A gang's parts activate together, when every one of them may.
   for (auto& [id, l] : leases_) {
     if (l.status != "pending" || l.id != l.gang || stopping_jobs.count(l.job)) continue;
@@ -605,15 +663,24 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
       for (int d : p.devices) clear = clear && !held.count({p.node, d});
     }
     if (!clear) continue;
+    // Each part's start leaves the process once its activation is durable.
+    std::map<std::int64_t, std::uint64_t> activated;
     for (std::int64_t part : parts) {
       StoredLease& p = leases_.at(part);
       p.status = "active";
       p.start = now();
       for (int d : p.devices) held.insert({p.node, d});
       tickets.push_back(persist(p));
-      launch_ticket_[part] = tickets.back();
+      activated[part] = tickets.back();
     }
+    starts.push_back(run_start(l.gang, activated));
+    log::info("launch", {{"lease", l.gang},
+                         {"job", l.job},
+                         {"tenant", starts.back().spec.tenant},
+                         {"node", l.node},
+                         {"devices", l.devices}});
   }
+  if (!starts.empty()) executor_->apply(starts, {}, now());
 }
 
 void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets) {
@@ -906,24 +973,8 @@ void Manager::tick() {
   std::vector<std::uint64_t> tickets;
   std::unique_lock lock(mu_);
   const double t = now();
-  for (auto& [name, n] : nodes_) {
-    if (n.s.state == "lost" || t - n.last_heard <= config_.heartbeat_timeout_s) continue;
-    // The agent fences its runs heartbeat_timeout after its last heartbeat;
-    // they are gone grace + kill_after later (docs/live-protocol.md).
-    const double fence = n.last_heard + config_.heartbeat_timeout_s + config_.grace_s +
-                         config_.kill_after_s + config_.heartbeat_s;
-    n.s.state = "lost";
-    log::warn("node_lost", {{"node", name}, {"silent_s", t - n.last_heard}});
-    refresh_ready_types();
-    tickets.push_back(persist(n));
-    for (JobEntry* e : lose_node_parts(name, tickets)) {
-      if (terminal(e->s.state)) continue;
-      e->not_before = std::max(e->not_before, fence);
-      if (e->s.state == "running") e->s.state = waiting_state(e->s.job_type);
-      tickets.push_back(persist(*e));
-    }
-    rebuild_needed_ = true;
-  }
+  for (const RunEvent& event : executor_->poll(t))
+    if (event.kind == RunEvent::Kind::kNodeLost) node_lost(event.node, event.relaunch_at, tickets);
   // Profiling runs need not wait for the next scheduling point: they start on
   // free devices as soon as a job of an unknown type or a new GPU type shows up.
   if (rebuild_needed_) rebuild();
@@ -934,8 +985,8 @@ void Manager::tick() {
   start_profiling(tickets);
   activate_pending(tickets);
   lock.unlock();
-  // Launches wait for their ticket (launch_ticket_), so answering agents
-  // before this commit is safe.
+  // Starts wait for their ticket (RunStart), so answering agents before this
+  // commit is safe.
   if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
 }
 

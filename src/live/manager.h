@@ -1,14 +1,17 @@
 // The live cluster manager (DESIGN §7; OEF §5 and Astraea §5.1 for leases,
 // Shockwave §7 for checkpoint-on-revoke, Gavel/Synergy for profiling): the
 // same scheduling core and round policies as the simulator, on the wall
-// clock, with agents as the executor.
+// clock. The Manager is the lease manager; an Executor (executor.h,
+// docs/executors.md) carries out its starts and reports what runs: here
+// fairgpu's own agents (AgentExecutor, agent_executor.h).
 //
 //   submissions ──► Manager ──► SchedulerState ──► RoundPolicy::plan()
 //                      │                               │
 //                      ▼                               ▼
 //                   Store (SQLite, group commit)   leases: pending → active
 //                      ▲                               → revoking → ended
-//                      └──── agents' heartbeats ◄──────┘ (launch/renew/revoke)
+//                      └──── executor's events ◄───────┘ (starts; agents:
+//                            (agents: heartbeats)         launch/renew/revoke)
 //
 // A lease is the right to run one job on devices of one node until its end
 // (a gang spread over nodes holds one part lease per node, below).
@@ -20,7 +23,8 @@
 // restarted manager reloads the store and carries on.
 //
 // Files: manager.cc (the scheduling core and leases), manager_api.cc (tenants'
-// and admin calls, metrics), manager_agents.cc (registration, heartbeats).
+// and admin calls, metrics), manager_runs.cc (what the executor reports:
+// nodes up and lost, runs' progress and ends).
 //
 // Where the papers are silent:
 //   - Gangs across nodes: a job the policy places over several nodes runs
@@ -61,7 +65,9 @@
 #include <vector>
 
 #include "fairgpu/scheduler.h"
+#include "live/agent_executor.h"
 #include "live/config.h"
+#include "live/executor.h"
 #include "live/store.h"
 
 namespace fairgpu::live {
@@ -88,7 +94,7 @@ struct Caller {
 constexpr int kMasterPortBase = 29500;
 constexpr int kMasterPortSpan = 1000;
 
-class Manager {
+class Manager : private LeaseHost {
  public:
   // Opens the store in config.data_dir and reloads what it holds. `clock`
   // gives wall time in seconds (tests pass their own).
@@ -114,8 +120,8 @@ class Manager {
   // node only. Persisted. Answer {"node", "token"}.
   nlohmann::json issue_node_token(const Caller& c, const std::string& node);
   nlohmann::json profiles(const Caller& c) const;
-  // `peer` is the address the request came from: the node's address when
-  // the body names none.
+  // The agents' calls, answered by the agent executor. `peer` is the address
+  // the request came from: the node's address when the body names none.
   nlohmann::json register_agent(const Caller& c, const nlohmann::json& body,
                                 const std::string& peer = "");
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
@@ -160,6 +166,21 @@ class Manager {
   nlohmann::json reload(const ServeConfig& next);
 
  private:
+  // LeaseHost: what the executor reports (manager_runs.cc).
+  std::unique_lock<std::mutex> lock() override { return std::unique_lock(mu_); }
+  void wait(const Tickets& tickets) override;
+  std::int64_t node_up(const NodeUp& node, Tickets& tickets) override;
+  bool node_heard(const std::string& node, std::int64_t epoch, double now) override;
+  Verdict report(const RunEvent& event, Tickets& tickets) override;
+  std::vector<std::int64_t> revoking_on(const std::string& node) const override;
+  std::optional<double> active_until(std::int64_t lease, const std::string& node) const override;
+  void start_pending(Tickets& tickets) override { activate_pending(tickets); }
+  // A node stopped answering: its runs end, their jobs wait until
+  // `relaunch_at` (when the node's runs are fenced).
+  void node_lost(const std::string& node, double relaunch_at, Tickets& tickets);
+  // A running run's report: its progress, profiling measurement, the verdict.
+  Verdict run_running(const RunEvent& event, Tickets& tickets);
+
   struct JobEntry {
     StoredJob s;
     nlohmann::json command;
@@ -234,7 +255,12 @@ class Manager {
   std::uint64_t end_lease(StoredLease& l);
   // Revokes every part of l's gang (pending and exited parts end at once).
   void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
-  void run_ended(StoredLease& l, const nlohmann::json& report, std::vector<std::uint64_t>& tickets);
+  // Ids of the leases being revoked.
+  std::vector<std::int64_t> revoking_leases() const;
+  void run_ended(StoredLease& l, const RunEvent& report, std::vector<std::uint64_t>& tickets);
+  // The start the executor carries out for the gang of `gang` (its parts
+  // activated, tickets the store tickets of their activation, or empty).
+  RunStart run_start(std::int64_t gang, const std::map<std::int64_t, std::uint64_t>& tickets) const;
   void activate_pending(std::vector<std::uint64_t>& tickets);
   void settle(JobEntry& e, double t);
 
@@ -251,9 +277,6 @@ class Manager {
   // Devices of ready nodes by GPU type, and the most of one ready node.
   std::map<std::string, int> ready_pool_, ready_largest_;
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
-  // Store ticket of each lease's activation: its launch goes to the agent
-  // only once that ticket is durable, whoever activated it.
-  std::map<std::int64_t, std::uint64_t> launch_ticket_;
   std::map<std::string, std::size_t> tenant_index_;
   // Per-node agent tokens (node -> token), issued by the admin.
   std::map<std::string, std::string> node_tokens_;
@@ -282,6 +305,10 @@ class Manager {
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
+
+  // What runs the jobs: the agents (the only executor so far).
+  std::unique_ptr<AgentExecutor> agents_;
+  Executor* executor_ = nullptr;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -151,6 +151,7 @@ json Manager::cancel(const Caller& c, const std::string& id) {
       throw ApiError(409, fmt::format("job {} is already {}", id, e.s.state));
     state_finish(e);
     if (e.lease) revoke(leases_.at(e.lease), tickets);
+    executor_->cancel(e.s.id);
     e.s.state = "cancelled";
     e.s.finished_at = now();
     tickets.push_back(persist(e));

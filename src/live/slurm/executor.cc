@@ -252,7 +252,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         e.kind = RunEvent::Kind::kProgress;
         e.lease = t.lease;
         e.job = t.spec.job;
-        e.iterations = iterations;
+        e.iterations = static_cast<double>(iterations);
         events.push_back(e);
         t.reported_iterations = iterations;
       }
