@@ -1033,7 +1033,7 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   EXPECT_NE(m.find("fairgpu_gpus{gpu_type=\"fast\"} 2"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
-  EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds gauge"), std::string::npos);
+  EXPECT_NE(m.find("# TYPE fairgpu_last_round_compute_seconds gauge"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"q\\\"}x\\\\\\n\"} 0\n"), std::string::npos)
       << m;
 }

@@ -13,12 +13,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -511,6 +514,156 @@ TEST_F(ServeOps, JsonLogLines) {
     }
   }
   EXPECT_TRUE(launch_seen) << slurp(dir_ / "agent-n1.log");
+}
+
+// ---- metrics ---------------------------------------------------------------
+
+// What is wrong with a Prometheus text exposition (format 0.0.4), or "":
+// every sample belongs to a family with exactly one TYPE (and a HELP) given
+// before its samples, samples of a family are together, names and label
+// names are valid, label values quoted, values numbers, no sample repeats;
+// a counter's name ends in _total and its name without _total is no other
+// family; a histogram has cumulative buckets ending at le="+Inf", whose count
+// equals _count, and a _sum.
+std::string exposition_problem(const std::string& text) {
+  static const std::regex kName("[a-zA-Z_:][a-zA-Z0-9_:]*");
+  static const std::regex kSample(
+      R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ([-+]?[0-9.eE+-]+|NaN|\+Inf|-Inf))");
+  static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)")re");
+  std::map<std::string, std::string> type;  // family -> type
+  std::set<std::string> help, done, samples;
+  std::string current;
+  struct Hist {
+    std::vector<std::pair<double, double>> buckets;  // (le, count), in order
+    bool sum = false;
+    double count = -1;
+  };
+  std::map<std::string, Hist> hists;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0) {
+      std::string name = line.substr(7, line.find(' ', 7) - 7);
+      if (!help.insert(name).second) return "two HELP lines for " + name;
+      continue;
+    }
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream words(line.substr(7));
+      std::string name, t;
+      words >> name >> t;
+      if (!std::regex_match(name, kName)) return "bad family name " + name;
+      if (t != "counter" && t != "gauge" && t != "histogram" && t != "summary" && t != "untyped")
+        return "bad type " + t;
+      if (!type.emplace(name, t).second) return "two TYPE lines for " + name;
+      if (!help.count(name)) return "no HELP before TYPE for " + name;
+      if (t == "counter" && (name.size() < 6 || name.substr(name.size() - 6) != "_total"))
+        return "counter " + name + " does not end in _total";
+      continue;
+    }
+    if (line[0] == '#') continue;
+    if (!std::regex_match(line, m, kSample)) return "malformed sample: " + line;
+    const std::string name = m[1], labels = m[3];
+    std::string fam = name;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      const std::string sfx = suffix;
+      if (name.size() > sfx.size() && name.substr(name.size() - sfx.size()) == sfx &&
+          type.count(name.substr(0, name.size() - sfx.size())) &&
+          type[name.substr(0, name.size() - sfx.size())] == "histogram")
+        fam = name.substr(0, name.size() - sfx.size());
+    }
+    if (!type.count(fam)) return "sample of a family without TYPE: " + line;
+    if (fam != current) {
+      if (done.count(fam)) return "samples of " + fam + " are not together";
+      if (!current.empty()) done.insert(current);
+      current = fam;
+    }
+    if (!samples.insert(name + "{" + labels + "}").second) return "repeated sample: " + line;
+    std::string rest = labels, le;
+    while (!rest.empty()) {
+      std::smatch lm;
+      if (!std::regex_search(rest, lm, kLabel) || lm.position(0) != 0)
+        return "malformed labels: " + line;
+      if (lm[1] == "le") le = lm[2];
+      rest = lm.suffix();
+      if (!rest.empty() && rest[0] == ',') rest = rest.substr(1);
+    }
+    const double v = std::stod(m[4]);
+    if (type[fam] == "histogram") {
+      Hist& h = hists[fam];
+      if (name == fam + "_bucket") {
+        if (le.empty()) return "bucket without le: " + line;
+        h.buckets.push_back({le == "+Inf" ? INFINITY : std::stod(le), v});
+      } else if (name == fam + "_sum") {
+        h.sum = true;
+      } else if (name == fam + "_count") {
+        h.count = v;
+      } else {
+        return "histogram sample " + name;
+      }
+    }
+  }
+  for (const auto& [name, t] : type) {
+    if (t == "counter" && type.count(name.substr(0, name.size() - 6)))
+      return "counter " + name + " clashes with the family " + name.substr(0, name.size() - 6);
+  }
+  for (const auto& [name, h] : hists) {
+    if (h.buckets.empty() || !std::isinf(h.buckets.back().first))
+      return name + ": the last bucket is not le=\"+Inf\"";
+    for (std::size_t i = 1; i < h.buckets.size(); ++i)
+      if (!(h.buckets[i].first > h.buckets[i - 1].first) ||
+          h.buckets[i].second < h.buckets[i - 1].second)
+        return name + ": buckets not ascending and cumulative";
+    if (!h.sum) return name + ": no _sum";
+    if (h.count != h.buckets.back().second) return name + ": _count is not the +Inf bucket";
+  }
+  return "";
+}
+
+TEST(ExpositionCheck, CatchesWhatItShould) {
+  const std::string good =
+      "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n"
+      "# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
+      "h_sum 3\nh_count 2\n";
+  EXPECT_EQ(exposition_problem(good), "");
+  // The clash fairgpu had: a gauge X beside a counter X_total.
+  EXPECT_NE(exposition_problem(good + "# HELP a A.\n# TYPE a gauge\na 1\n"), "");
+  EXPECT_NE(exposition_problem("# TYPE b gauge\nb 1\n"), "");  // no HELP
+  EXPECT_NE(exposition_problem("b 1\n"), "");                  // no TYPE
+  EXPECT_NE(exposition_problem("# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\n"
+                               "h_bucket{le=\"+Inf\"} 1\nh_sum 3\nh_count 1\n"),
+            "");  // not cumulative
+  EXPECT_NE(exposition_problem("# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\n"
+                               "h_sum 3\nh_count 1\n"),
+            "");  // no +Inf
+  EXPECT_NE(exposition_problem("# HELP g G.\n# TYPE g gauge\ng{x=\"1} 1\n"), "");
+}
+
+TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
+  start_server();
+  const std::string http = url("http");
+  start_agent("n1", "slow:1");
+  RunResult r = fairgpu({"submit", "--server", http, "--token", "bob-token", "--name", "short",
+                         "--job-type", "mlp", "--workers", "1", "--iterations", "20", "--",
+                         FAIRGPU_TRAIN_BINARY, "--iterations", "20", "--base-rate", "1000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(wait_for([&] { return job_of(dir_, http, id)["state"] == "finished"; }, 20))
+      << server_->log();
+  httplib::Client c("127.0.0.1", port_);
+  auto res = c.Get("/metrics", {{"Authorization", "Bearer admin-token"}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const std::string& m = res->body;
+  EXPECT_EQ(exposition_problem(m), "") << m;
+  EXPECT_TRUE(contains(m, "fairgpu_job_queue_wait_seconds_count 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_job_duration_seconds_count 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_job_duration_seconds_bucket{le=\"+Inf\"} 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_state{node=\"n1\",gpu_type=\"slow\",state=\"ready\"} 1\n"))
+      << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_devices{node=\"n1\"} 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_heartbeat_age_seconds{node=\"n1\"} ")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_build_info{version=\"")) << m;
 }
 
 // ---- exit statuses ----------------------------------------------------------
