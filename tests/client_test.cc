@@ -26,6 +26,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -522,7 +523,10 @@ TEST_F(Client, TablesShowTheServersData) {
   waiting["id"] = "j-000011";
   waiting["state"] = "queued";
   waiting["pending"] = {{"reason", "Priority"}, {"detail", "fair share"}};
-  server_.answer("GET /v1/jobs", 200, {{"jobs", {running_job(), failed_job(), waiting}}});
+  waiting["started_at"] = nullptr;  // never ran
+  json failed = failed_job();
+  failed["finished_at"] = 1.7e9 + 5 + 3725;  // ran 1 h 2 min 5 s
+  server_.answer("GET /v1/jobs", 200, {{"jobs", {running_job(), failed, waiting}}});
   server_.answer("GET /v1/jobs/j-000009", 200, failed_job());
   server_.answer("GET /v1/jobs/j-000011", 200, waiting);
   server_.answer("GET /v1/cluster", 200,
@@ -534,6 +538,7 @@ TEST_F(Client, TablesShowTheServersData) {
                      {"gpu_type", "v100"},
                      {"devices", {0, 1, 2, 3}},
                      {"state", "ready"},
+                     {"devices_busy", 2},
                      {"last_heartbeat_s_ago", 0.4},
                      {"holders",
                       {{{"device", 0},
@@ -550,6 +555,8 @@ TEST_F(Client, TablesShowTheServersData) {
                      {"gpu_type", "k80"},
                      {"devices", {0, 1}},
                      {"state", "drained"},
+                     {"reason", "fan failure"},
+                     {"devices_busy", 0},
                      {"last_heartbeat_s_ago", 1.5},
                      {"holders", json::array()}}}}});
   server_.answer("GET /v1/tenants", 200,
@@ -590,7 +597,34 @@ TEST_F(Client, TablesShowTheServersData) {
   r = run({"jobs", "j-000011"});
   EXPECT_TRUE(contains(r.out, "Priority: fair share")) << r.out;
 
+  // Slurm-like filters and columns: --tenant, --format, --noheader, elapsed.
+  r = run({"jobs", "--tenant", "alice", "--format", "id,state,elapsed,reason", "--noheader"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 3u) << r.out;  // every job above is alice's; no header, no summary
+  EXPECT_FALSE(contains(r.out, "elapsed")) << r.out;
+  EXPECT_TRUE(contains(r.out, "j-000009  failed         1:02:05  -\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "j-000011  queued               -  Priority\n")) << r.out;
+  // Still running since 2023: days, squeue-style.
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("j-000003  running  [0-9]+-[0-9]{2}:[0-9]{2}:[0-9]{2}  -\n")))
+      << r.out;
+  r = run({"jobs", "--tenant", "bob", "--noheader"});
+  EXPECT_EQ(r.out, "") << r.out;
+  r = run({"jobs", "--format", "id,bogus"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--format: unknown column 'bogus'")) << r.err;
+
+  // Per node by default (sinfo-like), per device with --devices.
   r = run({"cluster"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 6u) << r.out;  // title, header, 2 nodes, blank, total
+  EXPECT_TRUE(contains(r.out, "n1    v100      ready          4     2     2     1  0.4 s ago  -\n"))
+      << r.out;
+  EXPECT_TRUE(contains(
+      r.out, "n2    k80       drained        2     0     0     0  1.5 s ago  fan failure\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "2 nodes (1 ready, 1 drained), 6 devices, 2 busy")) << r.out;
+  r = run({"cluster", "--devices"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "round 12, policy oef-coop")) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7)

@@ -149,6 +149,7 @@ class ServeOps : public testing::Test {
   // Starts the server and waits for its port.
   void start_server() {
     const fs::path config = write_config();
+    fs::remove(dir_ / "port");
     server_ = std::make_unique<Daemon>(serve_argv(config, dir_ / "port"), dir_ / "server.log");
     ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->log();
     port_ = std::stoi(slurp(dir_ / "port"));
@@ -643,9 +644,10 @@ TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
   start_server();
   const std::string http = url("http");
   start_agent("n1", "slow:1");
+  // Long enough (0.5 s) for a heartbeat to report it running: its start.
   RunResult r = fairgpu({"submit", "--server", http, "--token", "bob-token", "--name", "short",
-                         "--job-type", "mlp", "--workers", "1", "--iterations", "20", "--",
-                         FAIRGPU_TRAIN_BINARY, "--iterations", "20", "--base-rate", "1000"});
+                         "--job-type", "mlp", "--workers", "1", "--iterations", "100", "--",
+                         FAIRGPU_TRAIN_BINARY, "--iterations", "100", "--base-rate", "200"});
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(wait_for([&] { return job_of(dir_, http, id)["state"] == "finished"; }, 20))
@@ -664,6 +666,60 @@ TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
   EXPECT_TRUE(contains(m, "fairgpu_node_devices{node=\"n1\"} 1\n")) << m;
   EXPECT_TRUE(contains(m, "fairgpu_node_heartbeat_age_seconds{node=\"n1\"} ")) << m;
   EXPECT_TRUE(contains(m, "fairgpu_build_info{version=\"")) << m;
+}
+
+// ---- drain reasons, job logs -------------------------------------------------
+
+TEST_F(ServeOps, DrainReasonIsKeptAndLogsAreRead) {
+  start_server();
+  const std::string http = url("http");
+  start_agent("n1", "slow:1");
+  RunResult r = fairgpu({"submit", "--server", http, "--token", "alice-token", "--name", "echo",
+                         "--job-type", "mlp", "--workers", "1", "--iterations", "1", "--command",
+                         "echo hello from $FAIRGPU_JOB_ID; echo to stderr >&2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        json j = job_of(dir_, http, id);
+        return j.is_object() && j["state"] != "queued" && j["state"] != "running";
+      },
+      20))
+      << server_->log();
+  // The job's output, read where it ran (the agent's state dir).
+  const std::string state_dir = (dir_ / "agent-n1").string();
+  r = fairgpu({"logs", id, "--state-dir", state_dir});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "to stderr\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "hello from")) << r.out;
+  // -f prints the same, then keeps following until stopped.
+  RunResult follow =
+      run_binary({"logs", id, "-f", "--state-dir", state_dir}, dir_ / "scratch", {}, 2);
+  EXPECT_EQ(follow.status, 137);  // killed by the timeout: it was following
+  EXPECT_EQ(follow.out, r.out);
+  r = fairgpu({"logs", "j-999999", "--state-dir", state_dir});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "no run of job j-999999")) << r.err;
+
+  // drain --reason: kept, shown by cluster, gone with undrain.
+  r = fairgpu(
+      {"drain", "n1", "--reason", "fan failure", "--server", http, "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "node n1: drained (fan failure)\n");
+  r = fairgpu({"cluster", "--server", http, "--token", "admin-token"});
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("n1 +slow +drained +1 +0 +0 +0 .* fan failure\n")))
+      << r.out;
+  // Kept across a restart of the server.
+  server_->stop(SIGTERM);
+  start_server();
+  r = fairgpu({"cluster", "--json", "--server", url("http"), "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["nodes"][0]["reason"], "fan failure") << r.out;
+  r = fairgpu({"undrain", "n1", "--server", url("http"), "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = fairgpu({"cluster", "--json", "--server", url("http"), "--token", "admin-token"});
+  EXPECT_FALSE(json::parse(r.out)["nodes"][0].contains("reason")) << r.out;
 }
 
 // ---- exit statuses ----------------------------------------------------------

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -609,6 +610,8 @@ class Agent {
     spec.run_as = run_as;
     spec.working_dir = job_dir.string();
     spec.log_path = (run_dir / "log").string();
+    // Which job the run belongs to, for `fairgpu logs JOB` on this node.
+    std::ofstream(run_dir / "job_id") << r.job << "\n";
     spec.progress_path = (job_dir / "progress").string();
     spec.pid_path = (run_dir / "pid").string();
     spec.checkpoint_dir = checkpoint_dir;

@@ -231,8 +231,9 @@ json LiveClient::cluster() { return request("GET", "/v1/cluster", nullptr); }
 json LiveClient::tenants() { return request("GET", "/v1/tenants", nullptr); }
 json LiveClient::profiles() { return request("GET", "/v1/profiles", nullptr); }
 
-json LiveClient::drain(const std::string& node) {
-  return request("POST", "/v1/nodes/" + encode(node) + "/drain", nullptr);
+json LiveClient::drain(const std::string& node, const std::string& reason) {
+  const json body = reason.empty() ? json::object() : json{{"reason", reason}};
+  return request("POST", "/v1/nodes/" + encode(node) + "/drain", &body);
 }
 
 json LiveClient::undrain(const std::string& node) {

@@ -55,7 +55,7 @@ class LiveClient {
   nlohmann::json tenants();
   nlohmann::json profiles();
   // POST /v1/nodes/{name}/drain and /undrain (admin): the node object.
-  nlohmann::json drain(const std::string& node);
+  nlohmann::json drain(const std::string& node, const std::string& reason = "");
   nlohmann::json undrain(const std::string& node);
   // POST /v1/nodes/{name}/token (admin): {"node", "token"}, a new token for
   // that node's agent (the previous one stops working).

@@ -44,6 +44,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   // Tenants added or changed through the API override the config's.
   for (const auto& [key, value] : snap.meta) {
     if (key.rfind("node_token:", 0) == 0) node_tokens_[key.substr(11)] = value;
+    if (key.rfind("drain_reason:", 0) == 0 && !value.empty()) drain_reason_[key.substr(13)] = value;
     if (key.rfind("tenant_slot:", 0) == 0) tenant_slot_[key.substr(12)] = std::stoi(value);
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);

@@ -114,7 +114,10 @@ class Manager : private LeaseHost {
   // it from the next scheduling point.
   nlohmann::json set_tenant(const Caller& c, const nlohmann::json& body);
   nlohmann::json cluster(const Caller& c) const;
-  nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained);
+  // `reason` (drain only; may be empty) is kept, persisted and shown by
+  // cluster() until the node is undrained.
+  nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained,
+                             const std::string& reason = "");
   // Admin: a fresh token for the agent of `node` (replacing, and so revoking,
   // the one issued before). It authorises register and heartbeat for that
   // node only. Persisted. Answer {"node", "token"}.
@@ -294,6 +297,7 @@ class Manager : private LeaseHost {
   std::unique_ptr<ClusterModel> model_;
   SchedulerState state_;
   std::unique_ptr<RoundPolicy> policy_;
+  std::map<std::string, std::string> drain_reason_;  // node -> why (meta "drain_reason:")
   std::atomic<double> interval_{0.0};  // policy_->interval(), read without mu_
   std::vector<std::size_t> sched_to_job_;
   std::vector<std::pair<std::string, int>> flat_device_;  // model flat index -> (node, device id)

@@ -272,6 +272,8 @@ json Manager::cluster(const Caller& c) const {
         {"state", n.s.state},     {"last_heartbeat_s_ago", std::max(0.0, t - n.last_heard)},
         {"holders", holders}};
     if (!tenant) node["epoch"] = n.s.epoch;
+    if (auto why = drain_reason_.find(name); why != drain_reason_.end())
+      node["reason"] = why->second;
     nodes.push_back(std::move(node));
   }
   return {{"round", rounds_},
@@ -280,7 +282,8 @@ json Manager::cluster(const Caller& c) const {
           {"nodes", nodes}};
 }
 
-json Manager::set_drained(const Caller& c, const std::string& node, bool drained) {
+json Manager::set_drained(const Caller& c, const std::string& node, bool drained,
+                          const std::string& reason) {
   require(c, {Caller::Role::kAdmin});
   std::vector<std::uint64_t> tickets;
   json answer;
@@ -310,10 +313,19 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     } else if (!drained && n.s.state == "drained") {
       n.s.state = "ready";
     }
+    // The reason stays while the node is drained ("" after an undrain).
+    const std::string why = drained ? reason : "";
+    if (why.empty())
+      drain_reason_.erase(node);
+    else
+      drain_reason_[node] = why;
+    tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
+    log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
     refresh_ready_types();  // undrained
     tickets.push_back(persist(n));
     rebuild_needed_ = true;
     answer = {{"name", node}, {"state", n.s.state}};
+    if (!why.empty()) answer["reason"] = why;
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   return answer;

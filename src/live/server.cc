@@ -111,8 +111,27 @@ HttpServer::HttpServer(Manager& manager)
   s.Get("/v1/profiles", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.profiles(who(req)); });
   });
-  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain"); });
+  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    handle(res, [&] {
+      // An optional {"reason": "..."} (a drain's, kept and shown).
+      std::string reason;
+      if (!req.body.empty()) {
+        json body = parse_body(req);
+        if (!body.is_object()) throw ApiError(400, "(body): expected a JSON object");
+        for (const auto& [key, value] : body.items())
+          if (key != "reason") throw ApiError(400, key + ": unknown field");
+        if (body.contains("reason")) {
+          if (!body["reason"].is_string()) throw ApiError(400, "reason: expected a string");
+          reason = body["reason"].get<std::string>();
+          if (reason.size() > 200) throw ApiError(400, "reason: longer than 200 characters");
+          for (char ch : reason)
+            if (static_cast<unsigned char>(ch) < 0x20)
+              throw ApiError(400, "reason: must not contain control characters");
+        }
+      }
+      return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain", reason);
+    });
   });
   s.Post(R"(/v1/nodes/([^/]+)/token)",
          [this, who](const httplib::Request& req, httplib::Response& res) {
