@@ -644,10 +644,11 @@ TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
   start_server();
   const std::string http = url("http");
   start_agent("n1", "slow:1");
-  // Long enough (0.5 s) for a heartbeat to report it running: its start.
-  RunResult r = fairgpu({"submit", "--server", http, "--token", "bob-token", "--name", "short",
-                         "--job-type", "mlp", "--workers", "1", "--iterations", "100", "--",
-                         FAIRGPU_TRAIN_BINARY, "--iterations", "100", "--base-rate", "200"});
+  // Shorter than a heartbeat: it ends before any heartbeat reports it
+  // running, and still has a start (its lease's) and a queue wait.
+  RunResult r =
+      fairgpu({"submit", "--server", http, "--token", "bob-token", "--name", "short", "--job-type",
+               "mlp", "--workers", "1", "--iterations", "1", "--command", "true"});
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(wait_for([&] { return job_of(dir_, http, id)["state"] == "finished"; }, 20))

@@ -139,6 +139,9 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
   const bool revoked = r.revoked;
   const double iterations = r.iterations;
   if (l.rank == 0 && iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
+  // A run shorter than a heartbeat is never reported running: it started
+  // when its lease became active (the queue-wait metric needs it).
+  if (e.s.started_at < 0 && !r.launch_failed && !r.never_started) e.s.started_at = l.start;
   settle(e, t);
   const bool clean = exited && code == 0 && sig == 0;
   log::write(clean || revoked ? log::Level::kInfo : log::Level::kWarn, "exit",
