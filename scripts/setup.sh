@@ -10,7 +10,8 @@ packages=(
   libfmt-dev                            # formatting of tables
   liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
   libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
-  libssl-dev                            # libcrypto: SHA-256 of a run's inputs (provenance)
+  libssl-dev                            # TLS of the HTTP API; SHA-256 of a run's inputs (provenance)
+  libspdlog-dev                         # live manager's and agent's log
   libgsl-dev                            # Student's t quantile: sweep's confidence intervals
   libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
   chromium                              # headless browser: the test of report.html

@@ -5,8 +5,9 @@
 // canned protocol JSON (docs/live-protocol.md). They check what goes over the
 // wire (bearer token, the submit body, percent-encoded ids, URL prefixes),
 // that a bad --file entry stops everything before the first request, how
-// statuses map to errors (4xx and unreachable: InputError and exit 2 with one
-// line; 5xx: runtime_error) and that the tables show the server's data.
+// statuses map to errors (4xx: InputError and exit 2 with one
+// line; unreachable and 5xx: TransientError and exit 3) and that the tables
+// show the server's data.
 #include "live/client.h"
 
 #include <arpa/inet.h>
@@ -25,12 +26,14 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fairgpu/input_error.h"
+#include "fairgpu/transient_error.h"
 #include "run_binary.h"
 
 namespace fairgpu {
@@ -268,23 +271,28 @@ TEST_F(Client, RefusalsAreInputErrorsCarryingTheServersLine) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), where + ": 401: missing token (no token was sent)");
   }
-  // The server's own failures are not bad input: std::runtime_error, exit 1.
-  for (auto call : {+[](LiveClient& x) { x.tenants(); }, +[](LiveClient& x) { x.profiles(); }}) {
-    bool input_error = false, runtime_error = false;
-    try {
-      call(c);
-    } catch (const InputError&) {
-      input_error = true;
-    } catch (const std::runtime_error& e) {
-      runtime_error = true;
-      EXPECT_TRUE(contains(e.what(), server_.url())) << e.what();
-    }
-    EXPECT_FALSE(input_error);
-    EXPECT_TRUE(runtime_error);
+  // The server's own failures are not bad input: a 5xx is a TransientError
+  // (exit 3), an answer outside the protocol a std::runtime_error (exit 1).
+  try {
+    c.tenants();
+    FAIL() << "a 500 must throw";
+  } catch (const TransientError& e) {
+    EXPECT_TRUE(contains(e.what(), server_.url() + ": GET /v1/tenants: 500: database is locked"))
+        << e.what();
+  }
+  try {
+    c.profiles();
+    FAIL() << "an answer that is not JSON must throw";
+  } catch (const TransientError&) {
+    ADD_FAILURE() << "not JSON: not a failure that passes";
+  } catch (const InputError&) {
+    ADD_FAILURE() << "not JSON: not the user's error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(contains(e.what(), server_.url())) << e.what();
   }
 }
 
-TEST_F(Client, AnUnreachableServerIsAnInputError) {
+TEST_F(Client, AnUnreachableServerIsATransientError) {
   // A port that was free a moment ago: bound, never listened on, closed.
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
@@ -299,9 +307,12 @@ TEST_F(Client, AnUnreachableServerIsAnInputError) {
   try {
     LiveClient(url, "t").cluster();
     FAIL() << "nothing listens on " << url;
-  } catch (const InputError& e) {
+  } catch (const TransientError& e) {  // may pass: exit status 3
     EXPECT_TRUE(contains(e.what(), "cannot reach server " + url + ": ")) << e.what();
   }
+  RunResult r = run_binary({"cluster", "--server", url}, dir_);
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
 }
 
 TEST_F(Client, MalformedUrlsAreInputErrors) {
@@ -490,7 +501,7 @@ TEST_F(Client, ARefusalExitsTwoWithTheServersLine) {
 
   server_.answer("GET /v1/cluster", 503, {{"error", "shutting down"}});
   r = run({"cluster"});
-  EXPECT_EQ(r.status, 1);  // the server's failure, not the user's
+  EXPECT_EQ(r.status, 3);  // the server's failure, not the user's: may pass
   EXPECT_EQ(lines(r.err), 1u) << r.err;
 
   // Cancelling several: the error says which were cancelled before it.
@@ -512,7 +523,10 @@ TEST_F(Client, TablesShowTheServersData) {
   waiting["id"] = "j-000011";
   waiting["state"] = "queued";
   waiting["pending"] = {{"reason", "Priority"}, {"detail", "fair share"}};
-  server_.answer("GET /v1/jobs", 200, {{"jobs", {running_job(), failed_job(), waiting}}});
+  waiting["started_at"] = nullptr;  // never ran
+  json failed = failed_job();
+  failed["finished_at"] = 1.7e9 + 5 + 3725;  // ran 1 h 2 min 5 s
+  server_.answer("GET /v1/jobs", 200, {{"jobs", {running_job(), failed, waiting}}});
   server_.answer("GET /v1/jobs/j-000009", 200, failed_job());
   server_.answer("GET /v1/jobs/j-000011", 200, waiting);
   server_.answer("GET /v1/cluster", 200,
@@ -524,6 +538,7 @@ TEST_F(Client, TablesShowTheServersData) {
                      {"gpu_type", "v100"},
                      {"devices", {0, 1, 2, 3}},
                      {"state", "ready"},
+                     {"devices_busy", 2},
                      {"last_heartbeat_s_ago", 0.4},
                      {"holders",
                       {{{"device", 0},
@@ -540,6 +555,8 @@ TEST_F(Client, TablesShowTheServersData) {
                      {"gpu_type", "k80"},
                      {"devices", {0, 1}},
                      {"state", "drained"},
+                     {"reason", "fan failure"},
+                     {"devices_busy", 0},
                      {"last_heartbeat_s_ago", 1.5},
                      {"holders", json::array()}}}}});
   server_.answer("GET /v1/tenants", 200,
@@ -580,7 +597,34 @@ TEST_F(Client, TablesShowTheServersData) {
   r = run({"jobs", "j-000011"});
   EXPECT_TRUE(contains(r.out, "Priority: fair share")) << r.out;
 
+  // Slurm-like filters and columns: --tenant, --format, --noheader, elapsed.
+  r = run({"jobs", "--tenant", "alice", "--format", "id,state,elapsed,reason", "--noheader"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 3u) << r.out;  // every job above is alice's; no header, no summary
+  EXPECT_FALSE(contains(r.out, "elapsed")) << r.out;
+  EXPECT_TRUE(contains(r.out, "j-000009  failed         1:02:05  -\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "j-000011  queued               -  Priority\n")) << r.out;
+  // Still running since 2023: days, squeue-style.
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("j-000003  running  [0-9]+-[0-9]{2}:[0-9]{2}:[0-9]{2}  -\n")))
+      << r.out;
+  r = run({"jobs", "--tenant", "bob", "--noheader"});
+  EXPECT_EQ(r.out, "") << r.out;
+  r = run({"jobs", "--format", "id,bogus"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--format: unknown column 'bogus'")) << r.err;
+
+  // Per node by default (sinfo-like), per device with --devices.
   r = run({"cluster"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 6u) << r.out;  // title, header, 2 nodes, blank, total
+  EXPECT_TRUE(contains(r.out, "n1    v100      ready          4     2     2     1  0.4 s ago  -\n"))
+      << r.out;
+  EXPECT_TRUE(contains(
+      r.out, "n2    k80       drained        2     0     0     0  1.5 s ago  fan failure\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "2 nodes (1 ready, 1 drained), 6 devices, 2 busy")) << r.out;
+  r = run({"cluster", "--devices"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "round 12, policy oef-coop")) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 7)

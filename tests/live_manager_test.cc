@@ -1034,7 +1034,7 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   EXPECT_NE(m.find("fairgpu_gpus{gpu_type=\"fast\"} 2"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
-  EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds gauge"), std::string::npos);
+  EXPECT_NE(m.find("# TYPE fairgpu_last_round_compute_seconds gauge"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"q\\\"}x\\\\\\n\"} 0\n"), std::string::npos)
       << m;
 }
@@ -1098,7 +1098,8 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "serve.json: colour: unknown field (expected one of: listen, data_dir, checkpoint_dir, "
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
-            "restart_overhead_s, admin_token, agent_token, tenants)");
+            "restart_overhead_s, admin_token, admin_token_file, admin_token_env, agent_token, "
+            "tenants, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
   EXPECT_EQ(error("{" + tokens +
                   R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),

@@ -19,6 +19,7 @@
 #include "fairgpu/input_error.h"
 #include "live/agent.h"
 #include "live/node_resources.h"
+#include "live/log.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -31,6 +32,8 @@ extern "C" void on_stop_signal(int) { g_stop.store(true); }
 
 struct AgentArgs {
   live::AgentOptions options;
+  std::string log_level = "info";
+  std::string log_format = "text";
   std::string gpus;
   std::string token_file;
   std::string cpu_list;
@@ -84,6 +87,8 @@ std::string host_name() {
 }
 
 std::string run_agent_command(AgentArgs& a) {
+  if (std::string problem = live::log::configure(a.log_level, a.log_format); !problem.empty())
+    throw InputError("options", "", problem);
   live::AgentOptions& o = a.options;
   if (o.node.empty()) o.node = host_name();
   if (!a.gpus.empty()) {
@@ -138,7 +143,10 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
       "run the node daemon of the live cluster manager: register this node's GPUs with "
       "`fairgpu serve`, run the jobs it leases here, report progress and exits (until "
       "SIGINT/SIGTERM, which stops the jobs as for a revoke)");
-  c->add_option("--server", o.server_url, "the server, http://HOST[:PORT][/PREFIX]")->required();
+  c->add_option("--server", o.server_url, "the server, http[s]://HOST[:PORT][/PREFIX]")->required();
+  c->add_option("--ca", o.ca_file,
+                "PEM file of the CA that signed an https server's certificate (default: the "
+                "system's CAs)");
   c->add_option("--node", o.node, "this node's name (default: the host name)");
   c->add_option("--gpus", args->gpus,
                 "GPU type and devices: TYPE:N (devices 0..N-1) or TYPE:ID,ID,... (one device: "
@@ -172,6 +180,10 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
                 "the tenant's slot (default 200000; the range must be unused)");
   c->add_option("--state-dir", o.state_dir,
                 "pid files, job logs and progress files (default: ./fairgpu-agent-<node>)");
+  c->add_option("--log-level", args->log_level,
+                "trace | debug | info (default) | warn | error | off");
+  c->add_option("--log-format", args->log_format,
+                "text (default: timestamp, level, message) | json (one object per line)");
   commands.emplace_back(c, [args] { return run_agent_command(*args); });
 }
 

@@ -3,27 +3,38 @@
 // talking to `fairgpu serve` through live::LiveClient (docs/live-protocol.md).
 //
 // Every command takes --server (default $FAIRGPU_SERVER, else
-// http://127.0.0.1:8470), --token (default $FAIRGPU_TOKEN) and --json (the
-// server's JSON answer, pretty-printed, instead of a table). Tables follow
+// http://127.0.0.1:8470), --token (default $FAIRGPU_TOKEN) or --token-file,
+// --ca (an https server's CA) and --json (the server's JSON answer,
+// pretty-printed, instead of a table). Tables follow
 // `fairgpu simulate`'s style: lower-case headers, text left- and numbers
 // right-aligned, "-" where a value does not apply. A refusal by the server
-// (4xx) or an unreachable server is one line on stderr and exit status 2.
+// (4xx) is one line on stderr and exit status 2; an unreachable or failing
+// (5xx) server one line and exit status 3.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "cli/commands.h"
 #include "fairgpu/input_error.h"
 #include "live/client.h"
+#include "live/config.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -33,6 +44,8 @@ using nlohmann::json;
 struct ServerArgs {
   std::string url = live::kDefaultServerUrl;
   std::string token;
+  std::string token_file;
+  std::string ca;
   bool json = false;
 };
 
@@ -44,10 +57,22 @@ void add_server_options(CLI::App* c, ServerArgs& a) {
                 "API token of a tenant or the admin (default: $FAIRGPU_TOKEN, which keeps it "
                 "out of the process list)")
       ->envname("FAIRGPU_TOKEN");
+  c->add_option("--token-file", a.token_file,
+                "file holding the API token on its first line, readable by its owner alone "
+                "(wins over --token; default: $FAIRGPU_TOKEN_FILE)")
+      ->envname("FAIRGPU_TOKEN_FILE");
+  c->add_option("--ca", a.ca,
+                "PEM file of the CA that signed an https server's certificate (default: "
+                "$FAIRGPU_CA, else the system's CAs)")
+      ->envname("FAIRGPU_CA");
   c->add_flag("--json", a.json, "print the server's JSON answer instead of a table");
 }
 
-live::LiveClient connect(const ServerArgs& a) { return live::LiveClient(a.url, a.token); }
+live::LiveClient connect(const ServerArgs& a) {
+  std::string token = a.token;
+  if (!a.token_file.empty()) token = live::read_token_file(a.token_file, "--token-file", "");
+  return live::LiveClient(a.url, token, 10.0, a.ca);
+}
 
 std::string pretty(const json& j) { return j.dump(2) + "\n"; }
 
@@ -220,7 +245,7 @@ class Table {
     rows_.push_back(std::move(row));
   }
 
-  std::string render() const {
+  std::string render(bool header = true) const {
     std::vector<std::size_t> width;
     for (const auto& c : columns_) width.push_back(c.title.size());
     for (const auto& row : rows_)
@@ -236,7 +261,7 @@ class Table {
       s.erase(s.find_last_not_of(' ') + 1);
       out += s + "\n";
     };
-    line([&](std::size_t i) { return columns_[i].title; });
+    if (header) line([&](std::size_t i) { return columns_[i].title; });
     for (const auto& row : rows_) line([&](std::size_t i) { return row[i]; });
     return out;
   }
@@ -366,8 +391,29 @@ std::string run_submit(const SubmitArgs& a) {
 struct JobsArgs {
   ServerArgs server;
   std::string state;
+  std::string tenant;
+  std::string format;  // comma-separated column keys; "" = the default columns
+  bool noheader = false;
   std::string id;
 };
+
+// squeue's TIME: [D-]H:MM:SS, or M:SS under an hour.
+std::string clock_time(double s) {
+  auto total = static_cast<long long>(std::max(0.0, s));
+  const long long d = total / 86400, h = total / 3600 % 24, m = total / 60 % 60, sec = total % 60;
+  if (d > 0) return fmt::format("{}-{:02}:{:02}:{:02}", d, h, m, sec);
+  if (h > 0) return fmt::format("{}:{:02}:{:02}", h, m, sec);
+  return fmt::format("{}:{:02}", m, sec);
+}
+
+// Time since the job first started, to its end or now ("-" before its
+// first start).
+std::string elapsed(const json& j, double now) {
+  const json* start = member(j, "started_at");
+  if (!start || !start->is_number()) return "-";
+  const json* end = member(j, "finished_at");
+  return clock_time((end && end->is_number() ? end->get<double>() : now) - start->get<double>());
+}
 
 // Why a job waits (squeue's REASON): "Priority", "Resources", ... or "-".
 std::string reason(const json& j) {
@@ -375,14 +421,71 @@ std::string reason(const json& j) {
   return p ? cell(*p, "reason") : "-";
 }
 
-std::string jobs_table(const json& jobs) {
-  Table t({"id", "tenant", "name", "job type", ">workers", "state", "reason", ">progress",
-           "gpu/node", ">restarts", ">preemptions"});
-  for (const auto& j : jobs)
-    t.add({cell(j, "id"), cell(j, "tenant"), cell(j, "name"), cell(j, "job_type"),
-           cell(j, "workers"), cell(j, "state"), reason(j), progress(j), placement(j),
-           cell(j, "restarts"), cell(j, "preemptions")});
-  return t.render();
+// `jobs`' columns: key for --format, title (">": right-aligned), cell.
+struct JobColumn {
+  const char* key;
+  const char* title;
+  std::string (*cell)(const json& job, double now);
+};
+
+const std::vector<JobColumn>& job_columns() {
+  static const std::vector<JobColumn> columns = {
+      {"id", "id", [](const json& j, double) { return cell(j, "id"); }},
+      {"tenant", "tenant", [](const json& j, double) { return cell(j, "tenant"); }},
+      {"name", "name", [](const json& j, double) { return cell(j, "name"); }},
+      {"type", "job type", [](const json& j, double) { return cell(j, "job_type"); }},
+      {"workers", ">workers", [](const json& j, double) { return cell(j, "workers"); }},
+      {"state", "state", [](const json& j, double) { return cell(j, "state"); }},
+      {"elapsed", ">elapsed", [](const json& j, double now) { return elapsed(j, now); }},
+      {"reason", "reason", [](const json& j, double) { return reason(j); }},
+      {"progress", ">progress", [](const json& j, double) { return progress(j); }},
+      {"placement", "gpu/node", [](const json& j, double) { return placement(j); }},
+      {"restarts", ">restarts", [](const json& j, double) { return cell(j, "restarts"); }},
+      {"preemptions", ">preemptions", [](const json& j, double) { return cell(j, "preemptions"); }},
+      {"submitted", "submitted", [](const json& j, double) { return when(j, "submitted_at"); }},
+  };
+  return columns;
+}
+
+constexpr const char* kDefaultJobColumns =
+    "id,tenant,name,type,workers,state,elapsed,reason,progress,placement,restarts,preemptions";
+
+std::vector<const JobColumn*> parse_job_format(const std::string& format) {
+  std::vector<const JobColumn*> out;
+  std::string valid;
+  for (const auto& c : job_columns()) valid += (valid.empty() ? "" : ",") + std::string(c.key);
+  std::string rest = format.empty() ? kDefaultJobColumns : format;
+  while (!rest.empty()) {
+    const std::string key = rest.substr(0, rest.find(','));
+    rest = key.size() < rest.size() ? rest.substr(key.size() + 1) : "";
+    auto it = std::find_if(job_columns().begin(), job_columns().end(),
+                           [&key](const JobColumn& c) { return key == c.key; });
+    if (it == job_columns().end())
+      throw InputError("options", "--format",
+                       fmt::format("unknown column '{}' (valid: {})", key, valid));
+    out.push_back(&*it);
+  }
+  if (out.empty())
+    throw InputError("options", "--format", "names no column (valid: " + valid + ")");
+  return out;
+}
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string jobs_table(const json& jobs, const std::vector<const JobColumn*>& columns,
+                       bool header) {
+  std::vector<std::string> titles;
+  for (const JobColumn* c : columns) titles.push_back(c->title);
+  Table t(titles);
+  const double now = wall_now();
+  for (const auto& j : jobs) {
+    std::vector<std::string> row;
+    for (const JobColumn* c : columns) row.push_back(c->cell(j, now));
+    t.add(row);
+  }
+  return t.render(header);
 }
 
 std::string job_detail(const json& j) {
@@ -433,16 +536,26 @@ std::string run_jobs(const JobsArgs& a) {
           "options", "--state",
           fmt::format("unknown state '{}' (valid: {})", a.state, fmt::join(states, ", ")));
   }
+  const std::vector<const JobColumn*> columns = parse_job_format(a.format);
   live::LiveClient client = connect(a.server);
   if (!a.id.empty()) {
     json job = client.job(a.id);
     return a.server.json ? pretty(job) : job_detail(job);
   }
   json answer = client.jobs(a.state);
+  if (!a.tenant.empty()) {  // the server lists what the token may see; keep one tenant's
+    json& all = answer["jobs"];
+    if (all.is_array())
+      all.erase(std::remove_if(all.begin(), all.end(),
+                               [&a](const json& j) { return cell(j, "tenant") != a.tenant; }),
+                all.end());
+  }
   if (a.server.json) return pretty(answer);
   const json& jobs = list(answer, "jobs", "GET /v1/jobs");
+  if (a.noheader) return jobs_table(jobs, columns, false);
   if (jobs.empty()) return a.state.empty() ? "no jobs\n" : "no " + a.state + " jobs\n";
-  return jobs_table(jobs) + "\n" + plural(jobs.size(), "job") + " (" + tally(jobs, "state") + ")\n";
+  return jobs_table(jobs, columns, true) + "\n" + plural(jobs.size(), "job") + " (" +
+         tally(jobs, "state") + ")\n";
 }
 
 // ---- cancel ----------------------------------------------------------------
@@ -475,9 +588,49 @@ std::string run_cancel(const CancelArgs& a) {
 
 // ---- cluster, tenants, profiles, drain -------------------------------------
 
-std::string run_cluster(const ServerArgs& a) {
+struct ClusterArgs {
+  ServerArgs server;
+  bool devices = false;
+};
+
+// One row per node, sinfo-style: its devices, how many runs hold, how many
+// are free (on a ready node), the jobs on it, its last heartbeat and why it
+// is drained.
+std::string node_summary(const json& answer, const json& nodes) {
+  std::string out = fmt::format(
+      "round {}, policy {}, round length {}\n", cell(answer, "round"), cell(answer, "policy"),
+      member(answer, "round_s") ? duration(number_or(answer, "round_s", 0)) : "-");
+  if (nodes.empty()) return out + "no nodes registered\n";
+  Table t(
+      {"node", "gpu type", "state", ">devices", ">busy", ">free", ">jobs", ">heartbeat", "reason"});
+  std::size_t devices = 0, busy_total = 0;
+  for (const auto& n : nodes) {
+    const json* dev = member(n, "devices");
+    const std::size_t count = dev && dev->is_array() ? dev->size() : 0;
+    const auto busy = static_cast<std::size_t>(std::max(0.0, number_or(n, "devices_busy", 0)));
+    std::set<std::string> jobs;
+    if (const json* holders = member(n, "holders"); holders && holders->is_array())
+      for (const auto& h : *holders) jobs.insert(cell(h, "job"));
+    const json* beat = member(n, "last_heartbeat_s_ago");
+    const bool ready = cell(n, "state") == "ready";
+    devices += count;
+    busy_total += busy;
+    t.add({cell(n, "name"), cell(n, "gpu_type"), cell(n, "state"), std::to_string(count),
+           std::to_string(busy), ready ? std::to_string(count > busy ? count - busy : 0) : "0",
+           std::to_string(jobs.size()),
+           beat && beat->is_number() ? duration(beat->get<double>()) + " ago" : "-",
+           cell(n, "reason")});
+  }
+  return out + t.render() +
+         fmt::format("\n{} ({}), {} devices, {} busy\n", plural(nodes.size(), "node"),
+                     tally(nodes, "state"), devices, busy_total);
+}
+
+std::string run_cluster(const ClusterArgs& args) {
+  const ServerArgs& a = args.server;
   json answer = connect(a).cluster();
   if (a.json) return pretty(answer);
+  if (!args.devices) return node_summary(answer, list(answer, "nodes", "GET /v1/cluster"));
   const json& nodes = list(answer, "nodes", "GET /v1/cluster");
   std::string out = fmt::format(
       "round {}, policy {}, round length {}\n", cell(answer, "round"), cell(answer, "policy"),
@@ -548,14 +701,87 @@ std::string run_profiles(const ServerArgs& a) {
 struct NodeArgs {
   ServerArgs server;
   std::string node;
+  std::string reason;
 };
 
 std::string run_drain(const NodeArgs& a, bool drain) {
   live::LiveClient client = connect(a.server);
-  json node = drain ? client.drain(a.node) : client.undrain(a.node);
+  json node = drain ? client.drain(a.node, a.reason) : client.undrain(a.node);
   if (a.server.json) return pretty(node);
-  return fmt::format("node {}: {}\n", member(node, "name") ? cell(node, "name") : printable(a.node),
-                     cell(node, "state"));
+  return fmt::format(
+      "node {}: {}{}\n", member(node, "name") ? cell(node, "name") : printable(a.node),
+      cell(node, "state"), member(node, "reason") ? " (" + cell(node, "reason") + ")" : "");
+}
+
+// ---- logs ------------------------------------------------------------------
+
+struct LogsArgs {
+  std::string job;
+  std::string state_dir;
+  bool follow = false;
+  double poll_s = 0.5;
+};
+
+// The job's runs on this node: <state-dir>/runs/<lease>/ whose job_id names
+// it, by lease (the order they ran in).
+std::vector<std::pair<long long, std::filesystem::path>> job_runs(const LogsArgs& a) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<long long, fs::path>> runs;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(a.state_dir) / "runs", ec)) {
+    std::ifstream in(entry.path() / "job_id");
+    std::string id;
+    if (!std::getline(in, id) || id != a.job) continue;
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    runs.emplace_back(std::stoll(name), entry.path());
+  }
+  if (ec)
+    throw InputError("--state-dir", "",
+                     fmt::format("cannot list {}/runs: {}", a.state_dir, ec.message()));
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
+// Writes what `log` holds from `offset` on; returns the new offset.
+std::uintmax_t copy_from(const std::filesystem::path& log, std::uintmax_t offset) {
+  std::ifstream in(log, std::ios::binary);
+  if (!in) return offset;
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+  std::fflush(stdout);
+  return offset + chunk.size();
+}
+
+std::string run_logs(const LogsArgs& a) {
+  auto runs = job_runs(a);
+  if (runs.empty() && !a.follow)
+    throw InputError("logs", "",
+                     fmt::format("no run of job {} under {}/runs (the agent of the node it ran "
+                                 "on keeps its output there)",
+                                 a.job, a.state_dir));
+  std::string out;
+  if (!a.follow) {
+    for (const auto& [lease, dir] : runs) {
+      if (runs.size() > 1) out += fmt::format("==> lease {} <==\n", lease);
+      std::ifstream in(dir / "log", std::ios::binary);
+      out.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return out;
+  }
+  // -f: every run's output so far, then what the newest run writes, and the
+  // runs that start later (a preempted job resumes under a new lease), until
+  // interrupted. Streamed, not composed.
+  std::map<long long, std::uintmax_t> offsets;
+  for (;;) {
+    for (const auto& [lease, dir] : job_runs(a)) {
+      if (!offsets.count(lease) && !offsets.empty())
+        std::fprintf(stdout, "==> lease %lld <==\n", lease);
+      offsets[lease] = copy_from(dir / "log", offsets[lease]);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_s));
+  }
 }
 
 std::string run_node_token(const NodeArgs& a) {
@@ -623,7 +849,20 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
   auto* state = jobs->add_option(
       "--state", jobs_args->state,
       "only jobs in this state: profiling | queued | running | finished | failed | cancelled");
-  jobs->add_option("id", jobs_args->id, "a job id: show that job in detail")->excludes(state);
+  auto* tenant_filter = jobs->add_option("--tenant", jobs_args->tenant, "only this tenant's jobs");
+  auto* format = jobs->add_option(
+      "--format", jobs_args->format,
+      std::string("columns, comma-separated, of: id, tenant, name, type, workers, state, elapsed "
+                  "(since the first start, squeue's TIME), reason (why it waits), progress, "
+                  "placement, restarts, preemptions, submitted (default: ") +
+          kDefaultJobColumns + ")");
+  auto* noheader = jobs->add_flag("--noheader", jobs_args->noheader,
+                                  "no header line and no summary line (for scripts)");
+  jobs->add_option("id", jobs_args->id, "a job id: show that job in detail")
+      ->excludes(state)
+      ->excludes(tenant_filter)
+      ->excludes(format)
+      ->excludes(noheader);
   commands.push_back({jobs, [jobs_args] { return run_jobs(*jobs_args); }});
 
   auto cancel_args = std::make_shared<CancelArgs>();
@@ -633,12 +872,14 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
   cancel->add_option("ids", cancel_args->ids, "job ids")->required();
   commands.push_back({cancel, [cancel_args] { return run_cancel(*cancel_args); }});
 
-  auto cluster_args = std::make_shared<ServerArgs>();
-  auto* cluster =
-      app.add_subcommand("cluster",
-                         "nodes with their GPU type, devices, state, last heartbeat, and who holds "
-                         "which device until when");
-  add_server_options(cluster, *cluster_args);
+  auto cluster_args = std::make_shared<ClusterArgs>();
+  auto* cluster = app.add_subcommand(
+      "cluster",
+      "one row per node: GPU type, state, devices busy and free, jobs, last heartbeat and "
+      "drain reason (--devices: who holds which device until when)");
+  add_server_options(cluster, cluster_args->server);
+  cluster->add_flag("--devices", cluster_args->devices,
+                    "one row per lease holder: device, job, tenant, lease and time left");
   commands.push_back({cluster, [cluster_args] { return run_cluster(*cluster_args); }});
 
   auto tenants_args = std::make_shared<ServerArgs>();
@@ -671,7 +912,32 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
                                        : "place jobs on a drained node again (admin)");
     add_server_options(c, node_args->server);
     c->add_option("node", node_args->node, "node name")->required();
+    if (drain)
+      c->add_option("--reason", node_args->reason,
+                    "why (kept and shown by `fairgpu cluster` until the node is undrained)");
     commands.push_back({c, [node_args, drain] { return run_drain(*node_args, drain); }});
+  }
+  {
+    auto logs_args = std::make_shared<LogsArgs>();
+    auto* logs = app.add_subcommand(
+        "logs",
+        "print a job's output (stdout and stderr of each of its runs, in lease order), read on "
+        "the node where it ran from the agent's state dir; -f follows it, new runs included, "
+        "until interrupted");
+    logs->add_option("job", logs_args->job, "job id")->required();
+    logs->add_option("--state-dir", logs_args->state_dir,
+                     "the agent's --state-dir (default: ./fairgpu-agent-<host name>)");
+    logs->add_flag("-f,--follow", logs_args->follow, "keep printing what the job writes");
+    commands.push_back({logs, [logs_args] {
+                          if (logs_args->state_dir.empty()) {
+                            char host[256] = {};
+                            gethostname(host, sizeof host - 1);
+                            std::string name(host);
+                            logs_args->state_dir =
+                                "./fairgpu-agent-" + name.substr(0, name.find('.'));
+                          }
+                          return run_logs(*logs_args);
+                        }});
   }
 
   auto token_args = std::make_shared<NodeArgs>();

@@ -24,6 +24,7 @@
 #include "fairgpu/policy.h"
 #include "fairgpu/policy_options.h"
 #include "fairgpu/provenance.h"
+#include "fairgpu/transient_error.h"
 
 namespace fairgpu {
 namespace {
@@ -31,6 +32,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitTransient = 3;
 
 // A bad command line (as opposed to a bad input file).
 class UsageError : public std::runtime_error {
@@ -168,7 +170,8 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "fairgpu " + fairgpu_version());
   app.footer(
-      "Exit status: 0 ok, 2 bad input or command line (one line on stderr), 1 other "
+      "Exit status: 0 ok, 2 bad input or command line or a request the server refused "
+      "(one line on stderr), 3 a failure that may pass (server unreachable or 5xx), 1 other "
       "errors.\nRun 'fairgpu <subcommand> --help' for the options of a subcommand.");
   const std::string policy_help = "share policy: " + policy_names();
 
@@ -250,6 +253,9 @@ int main(int argc, char** argv) {
   } catch (const fairgpu::UsageError& e) {
     std::fprintf(stderr, "fairgpu: %s\n", e.what());
     return fairgpu::kExitBadInput;
+  } catch (const fairgpu::TransientError& e) {
+    std::fprintf(stderr, "fairgpu: %s\n", fairgpu::flatten(e.what()).c_str());
+    return fairgpu::kExitTransient;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fairgpu: error: %s\n", fairgpu::flatten(e.what()).c_str());
     return fairgpu::kExitFailure;

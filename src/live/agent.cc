@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -33,6 +34,7 @@
 #include "fairgpu/input_error.h"
 #include "live/http_util.h"
 #include "live/node_resources.h"
+#include "live/log.h"
 #include "live/process.h"
 
 namespace fairgpu::live {
@@ -92,13 +94,19 @@ std::string join_ints(const std::vector<int>& v) {
   return out;
 }
 
-// The agent speaks plain http only.
-ServerUrl agent_server_url(const std::string& url) {
-  ServerUrl u = parse_server_url(url, "--server '" + url + "'");
-  if (u.https)
-    throw InputError("--server '" + url + "'", "",
-                     "https is not supported; use http://HOST[:PORT]");
+ServerUrl agent_server_url(const AgentOptions& o) {
+  ServerUrl u = parse_server_url(o.server_url, "--server '" + o.server_url + "'");
+  if (!o.ca_file.empty() && !u.https)
+    throw InputError("--ca", "",
+                     "a CA file verifies an https server; the URL " + o.server_url + " is http");
   return u;
+}
+
+// "http[s]://HOST:PORT", the form httplib::Client picks its transport from.
+std::string scheme_host_port(const ServerUrl& u) {
+  const bool v6 = u.host.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", u.https ? "https" : "http", v6 ? "[" : "", u.host,
+                     v6 ? "]" : "", u.port);
 }
 
 std::string valid_token_chars(const std::string& s) {
@@ -112,6 +120,7 @@ std::string valid_token_chars(const std::string& s) {
 struct Run {
   std::int64_t lease = 0;
   std::string job;
+  std::string tenant;  // "" when the launch named none
   std::vector<int> devices;
   std::unique_ptr<Process> process;  // null when the launch never got as far
   std::string failure;               // launch_failed: why
@@ -128,10 +137,7 @@ struct Run {
 class Agent {
  public:
   Agent(const AgentOptions& options, const std::atomic<bool>& stop)
-      : o_(options),
-        stop_(stop),
-        url_(agent_server_url(options.server_url)),
-        http_(url_.host, url_.port) {
+      : o_(options), stop_(stop), url_(agent_server_url(options)), http_(scheme_host_port(url_)) {
     std::string dir = o_.state_dir.empty() ? "./fairgpu-agent-" + o_.node : o_.state_dir;
     std::error_code ec;
     fs::create_directories(fs::path(dir) / "runs", ec);
@@ -164,6 +170,14 @@ class Agent {
     http_.set_read_timeout(whole, usec);
     http_.set_write_timeout(whole, usec);
     if (!o_.token.empty()) http_.set_bearer_token_auth(o_.token);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    if (url_.https) {
+      // The server's certificate is checked (chain and host name) against
+      // --ca, else the system's CAs.
+      http_.enable_server_certificate_verification(true);
+      if (!o_.ca_file.empty()) http_.set_ca_cert_path(o_.ca_file);
+    }
+#endif
   }
 
   void run() {
@@ -179,12 +193,21 @@ class Agent {
  private:
   enum class Beat { kOk, kFailed, kStale };
 
-  void log(const std::string& text) const {
+  // One line "agent NODE: text", with " tenant=T" when it is about a run
+  // whose tenant is known; in JSON, node, lease, job and tenant are fields.
+  void log(const std::string& text, log::Level level = log::Level::kInfo,
+           const Run* run = nullptr) const {
     std::string line = "agent " + o_.node + ": " + text;
-    if (o_.log)
+    if (run && !run->tenant.empty()) line += " tenant=" + run->tenant;
+    if (o_.log) {
       o_.log(line);
-    else
-      std::fprintf(stderr, "%s\n", line.c_str());
+    } else if (run) {
+      log::message(
+          level, line,
+          {{"node", o_.node}, {"lease", run->lease}, {"job", run->job}, {"tenant", run->tenant}});
+    } else {
+      log::message(level, line, {{"node", o_.node}});
+    }
   }
 
   std::string describe(const Run& r) const {
@@ -256,7 +279,8 @@ class Agent {
         problem = fmt::format("server answered {}: {}", res->status, error_line(*res));
       }
       log(fmt::format("cannot register with {}: {}; retrying in {:.1f} s", o_.server_url, problem,
-                      backoff));
+                      backoff),
+          log::Level::kWarn);
       auto until = Clock::now() + seconds(backoff);
       while (!stop_.load() && Clock::now() < until)
         std::this_thread::sleep_for(std::min(seconds(o_.tick_s), until - Clock::now()));
@@ -345,7 +369,9 @@ class Agent {
       const Process& p = *r.process;
       std::string how = p.signal() ? fmt::format("killed by signal {}", p.signal())
                                    : fmt::format("exited with code {}", p.exit_code());
-      log(fmt::format("exit {}: {}{}", describe(r), how, p.stop_requested() ? " (revoked)" : ""));
+      const bool failed = !p.stop_requested() && (p.signal() || p.exit_code() != 0);
+      log(fmt::format("exit {}: {}{}", describe(r), how, p.stop_requested() ? " (revoked)" : ""),
+          failed ? log::Level::kWarn : log::Level::kInfo, &r);
     }
   }
 
@@ -358,7 +384,8 @@ class Agent {
 
   void stop_run(Run& r, const std::string& verb, const std::string& why) {
     if (!r.running() || r.process->stop_requested()) return;
-    log(fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why));
+    log(fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why), log::Level::kInfo,
+        &r);
     r.process->stop(grace_s_, kill_after_s_);
   }
 
@@ -414,7 +441,8 @@ class Agent {
       problem = "cannot reach the server: " + describe_http_error(res.error(), o_.http_timeout_s);
     } else if (res->status == 409) {
       log(fmt::format("stale epoch {} (409: {}): stopping {} run(s), then registering again",
-                      epoch_, error_line(*res), count_running()));
+                      epoch_, error_line(*res), count_running()),
+          log::Level::kWarn);
       return Beat::kStale;
     } else if (res->status != 200) {
       problem = fmt::format("server answered {}: {}", res->status, error_line(*res));
@@ -431,7 +459,8 @@ class Agent {
       problem = "heartbeat answer is not a JSON object";
     }
     if (++failed_beats_ == 1)
-      log(fmt::format("heartbeat failed: {}; retrying every {} s", problem, heartbeat_s_));
+      log(fmt::format("heartbeat failed: {}; retrying every {} s", problem, heartbeat_s_),
+          log::Level::kWarn);
     return Beat::kFailed;
   }
 
@@ -481,9 +510,11 @@ class Agent {
     r.lease = lease;
     r.job =
         action.contains("job") && action["job"].is_string() ? action["job"].get<std::string>() : "";
+    if (action.contains("tenant") && action["tenant"].is_string())
+      r.tenant = action["tenant"].get<std::string>();
     auto fail = [&](const std::string& why) {
       r.failure = why;
-      log(fmt::format("launch {} failed: {}", describe(r), why));
+      log(fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn, &r);
     };
     if (shutting_down_) return fail("agent shutting down");
     try {
@@ -492,11 +523,14 @@ class Agent {
       return fail(std::string("malformed launch action: ") + e.what());
     }
     if (r.launch_failed()) {
-      if (r.process) log(fmt::format("launch {} failed: {}", describe(r), r.process->failure()));
+      if (r.process)
+        log(fmt::format("launch {} failed: {}", describe(r), r.process->failure()),
+            log::Level::kWarn, &r);
       return;
     }
     log(fmt::format("launch {} on devices {} (pid {})", describe(r), join_ints(r.devices),
-                    r.process->pid()));
+                    r.process->pid()),
+        log::Level::kInfo, &r);
   }
 
   // Fills `r` from a launch action and starts it; leaves r.failure set (and
@@ -504,7 +538,7 @@ class Agent {
   void prepare_and_launch(Run& r, const json& action, Clock::time_point arrived) {
     auto fail = [&](const std::string& why) {
       r.failure = why;
-      log(fmt::format("launch {} failed: {}", describe(r), why));
+      log(fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn, &r);
     };
     if (r.job.empty()) return fail("launch action: job: missing or not a string");
     LaunchSpec spec;
@@ -605,6 +639,8 @@ class Agent {
     spec.run_as = run_as;
     spec.working_dir = job_dir.string();
     spec.log_path = (run_dir / "log").string();
+    // Which job the run belongs to, for `fairgpu logs JOB` on this node.
+    std::ofstream(run_dir / "job_id") << r.job << "\n";
     spec.progress_path = (job_dir / "progress").string();
     spec.pid_path = (run_dir / "pid").string();
     spec.checkpoint_dir = checkpoint_dir;
@@ -720,7 +756,7 @@ bool all_digits(const std::string& s) {
 }  // namespace
 
 void check_agent_options(const AgentOptions& o) {
-  agent_server_url(o.server_url);
+  agent_server_url(o);
   if (o.node.empty()) throw InputError("--node", "", "empty node name");
   if (auto c = valid_token_chars(o.node); !c.empty())
     throw InputError(

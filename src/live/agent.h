@@ -68,7 +68,9 @@
 namespace fairgpu::live {
 
 struct AgentOptions {
-  std::string server_url;  // http://HOST[:PORT][/PREFIX]
+  std::string server_url;  // http[s]://HOST[:PORT][/PREFIX]
+  // PEM CA that signed an https server's certificate; "" = the system's CAs.
+  std::string ca_file;
   std::string token;       // this node's token (`fairgpu node-token NODE`)
   std::string node;
   std::string gpu_type;

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "fairgpu/input_error.h"
+#include "fairgpu/transient_error.h"
 #include "live/http_util.h"
 #include "trace/text_input.h"
 
@@ -142,13 +143,19 @@ const std::vector<std::string>& job_states() {
   return states;
 }
 
-LiveClient::LiveClient(std::string url, std::string token, double timeout_s)
-    : url_(std::move(url)), token_(std::move(token)), timeout_s_(timeout_s) {
+LiveClient::LiveClient(std::string url, std::string token, double timeout_s, std::string ca_file)
+    : url_(std::move(url)),
+      token_(std::move(token)),
+      timeout_s_(timeout_s),
+      ca_file_(std::move(ca_file)) {
   ServerUrl parsed = parse_server_url(url_, "server URL '" + url_ + "'");
   https_ = parsed.https;
   host_ = std::move(parsed.host);
   port_ = parsed.port;
   prefix_ = std::move(parsed.prefix);
+  if (!ca_file_.empty() && !https_)
+    throw InputError("--ca", "",
+                     "a CA file verifies an https server; the URL " + url_ + " is http");
   if (!(timeout_s_ > 0) || !std::isfinite(timeout_s_))
     throw std::invalid_argument("LiveClient: timeout must be a positive number of seconds");
 }
@@ -159,6 +166,8 @@ json LiveClient::request(const std::string& method, const std::string& path, con
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     if (https_) {
       httplib::SSLClient c(host_, port_);
+      c.enable_server_certificate_verification(true);
+      if (!ca_file_.empty()) c.set_ca_cert_path(ca_file_);
       return send(c, timeout_s_, token_, method, full, body);
     }
 #endif
@@ -167,14 +176,23 @@ json LiveClient::request(const std::string& method, const std::string& path, con
   }();
   if (!res) {
     httplib::Error e = res.error();
-    // The address is wrong, the server is down or is not who it claims to
-    // be: something the user fixes.
-    if (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout ||
-        e == httplib::Error::BindIPAddress || e == httplib::Error::SSLConnection ||
-        e == httplib::Error::SSLServerVerification)
-      throw InputError("cannot reach server " + url_, "", describe_http_error(e, timeout_s_));
-    throw std::runtime_error(
-        fmt::format("server {}: {} {}: {}", url_, method, full, describe_http_error(e, timeout_s_)));
+    // The server is not who it claims to be, or speaks no TLS: the user's
+    // to fix (--ca, the URL's scheme).
+    if (e == httplib::Error::SSLServerVerification || e == httplib::Error::SSLConnection ||
+        e == httplib::Error::BindIPAddress) {
+      std::string why = describe_http_error(e, timeout_s_);
+      if (e == httplib::Error::SSLServerVerification)
+        why += ca_file_.empty() ? " by the system's CAs (give its CA with --ca)"
+                                : " by the CA in " + ca_file_;
+      if (e == httplib::Error::SSLConnection) why += " (is the server's URL http://?)";
+      throw InputError("cannot reach server " + url_, "", why);
+    }
+    // Down, unreachable or not answering: may pass (exit status 3).
+    std::string why = describe_http_error(e, timeout_s_);
+    if (e == httplib::Error::Read && !https_) why += " (if the server speaks TLS, use https://)";
+    if (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout)
+      throw TransientError(fmt::format("cannot reach server {}: {}", url_, why));
+    throw TransientError(fmt::format("server {}: {} {}: {}", url_, method, full, why));
   }
   const int status = res->status;
   if (status >= 400 && status < 500) {
@@ -182,6 +200,9 @@ json LiveClient::request(const std::string& method, const std::string& path, con
     if (status == 401 && token_.empty()) why += " (no token was sent)";
     throw InputError("server " + url_, std::to_string(status), why);
   }
+  if (status >= 500)
+    throw TransientError(
+        fmt::format("server {}: {} {}: {}: {}", url_, method, full, status, error_line(*res)));
   if (status < 200 || status >= 300)
     throw std::runtime_error(
         fmt::format("server {}: {} {}: {}: {}", url_, method, full, status, error_line(*res)));
@@ -210,8 +231,9 @@ json LiveClient::cluster() { return request("GET", "/v1/cluster", nullptr); }
 json LiveClient::tenants() { return request("GET", "/v1/tenants", nullptr); }
 json LiveClient::profiles() { return request("GET", "/v1/profiles", nullptr); }
 
-json LiveClient::drain(const std::string& node) {
-  return request("POST", "/v1/nodes/" + encode(node) + "/drain", nullptr);
+json LiveClient::drain(const std::string& node, const std::string& reason) {
+  const json body = reason.empty() ? json::object() : json{{"reason", reason}};
+  return request("POST", "/v1/nodes/" + encode(node) + "/drain", &body);
 }
 
 json LiveClient::undrain(const std::string& node) {

@@ -6,10 +6,14 @@
 // Errors a caller can rely on:
 // - the server refused the request (HTTP 4xx): InputError whose what() is
 //   "server <url>: <status>: <the server's {"error"} line>";
-// - the server cannot be reached (refused, unknown host, connect timeout) or
-//   the URL is malformed: InputError ("cannot reach server <url>: ...");
-// - the server failed (5xx), answered something that is not the protocol's
-//   JSON, or stopped answering after the connection was made:
+// - the URL is malformed, the CA file cannot be used, or the server's TLS
+//   certificate does not verify (or it speaks no TLS at an https URL):
+//   InputError;
+// - the server cannot be reached (refused, unknown host, connect timeout),
+//   stopped answering after the connection was made, or failed (5xx):
+//   TransientError ("cannot reach server <url>: ..." or
+//   "server <url>: ...: 503: ...");
+// - the server answered something that is not the protocol's JSON:
 //   std::runtime_error.
 #pragma once
 
@@ -31,9 +35,10 @@ class LiveClient {
   // absent; the server's certificate is verified against the system's CAs;
   // a prefix is prepended to every request path, for a server behind a
   // reverse proxy). IPv6 hosts are written in brackets.
-  // An empty token sends no Authorization header. Throws InputError for a
-  // malformed URL.
-  LiveClient(std::string url, std::string token, double timeout_s = 10.0);
+  // An empty token sends no Authorization header. `ca_file` (PEM), when not
+  // empty, replaces the system's CAs for verifying an https server. Throws
+  // InputError for a malformed URL or a CA file given with an http URL.
+  LiveClient(std::string url, std::string token, double timeout_s = 10.0, std::string ca_file = "");
 
   const std::string& url() const { return url_; }
 
@@ -50,7 +55,7 @@ class LiveClient {
   nlohmann::json tenants();
   nlohmann::json profiles();
   // POST /v1/nodes/{name}/drain and /undrain (admin): the node object.
-  nlohmann::json drain(const std::string& node);
+  nlohmann::json drain(const std::string& node, const std::string& reason = "");
   nlohmann::json undrain(const std::string& node);
   // POST /v1/nodes/{name}/token (admin): {"node", "token"}, a new token for
   // that node's agent (the previous one stops working).
@@ -69,6 +74,7 @@ class LiveClient {
   std::string prefix_;  // "" or "/prefix"
   std::string token_;
   double timeout_s_;
+  std::string ca_file_;
 };
 
 // Checks one job specification as `POST /v1/jobs` takes it: name, job_type

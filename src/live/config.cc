@@ -2,9 +2,12 @@
 #include "live/config.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <filesystem>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "trace/text_input.h"
@@ -31,21 +34,95 @@ std::string config_relative_path(const std::string& base_dir, const std::string&
   return (std::filesystem::path(base_dir) / path).lexically_normal().string();
 }
 
+std::string read_token_file(const std::string& path, const std::string& source,
+                            const std::string& field) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) throw InputError(source, field, "cannot read " + path);
+  if ((st.st_mode & 077) != 0)
+    throw InputError(
+        source, field,
+        fmt::format("{} is readable by others (mode {:o}): chmod 600 it", path, st.st_mode & 0777));
+  std::ifstream in(path);
+  std::string token;
+  if (!in || !std::getline(in, token)) throw InputError(source, field, "cannot read " + path);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ' || token.back() == '\t'))
+    token.pop_back();
+  if (token.empty())
+    throw InputError(source, field, path + ": empty: expected the token on line 1");
+  for (char ch : token)
+    if (static_cast<unsigned char>(ch) <= ' ' || static_cast<unsigned char>(ch) >= 0x7f)
+      throw InputError(source, field, path + ": the token holds a space or control character");
+  return token;
+}
+
 ServeConfig parse_serve_config(std::string_view json_text, const std::string& source,
                                const std::string& base_dir) {
   const auto doc = text_input::parse_json(json_text, source);
   text_input::JsonReader r(source);
   r.expect_object(doc, "");
   r.only_keys(doc, "",
-              {"listen", "data_dir", "checkpoint_dir", "policy", "policy_options", "round_s",
-               "heartbeat_s", "heartbeat_timeout_s", "grace_s", "kill_after_s", "max_retries",
-               "profile_iterations", "profile_timeout_s", "profiles", "restart_overhead_s",
-               "admin_token", "agent_token", "tenants"});
+              {"listen",
+               "data_dir",
+               "checkpoint_dir",
+               "policy",
+               "policy_options",
+               "round_s",
+               "heartbeat_s",
+               "heartbeat_timeout_s",
+               "grace_s",
+               "kill_after_s",
+               "max_retries",
+               "profile_iterations",
+               "profile_timeout_s",
+               "profiles",
+               "restart_overhead_s",
+               "admin_token",
+               "admin_token_file",
+               "admin_token_env",
+               "agent_token",
+               "tenants",
+               "tls",
+               "metrics_open",
+               "metrics_token",
+               "metrics_token_file",
+               "metrics_token_env"});
   ServeConfig c;
   c.source = source;
   auto token = [&](const char* key) {
     std::string t = r.name(r.required(doc, "", key), key);
     if (t.size() < 8) r.fail(key, "must be at least 8 characters");
+    return t;
+  };
+  // A token given inline (KEY), in a file (KEY_file) or in an environment
+  // variable (KEY_env): exactly one of them, or none when !required.
+  auto secret = [&](const nlohmann::ordered_json& obj, const std::string& path,
+                    const std::string& key, bool required) {
+    const std::string file_key = key + "_file", env_key = key + "_env";
+    const auto* inline_value = r.optional(obj, key.c_str());
+    const auto* file = r.optional(obj, file_key.c_str());
+    const auto* env = r.optional(obj, env_key.c_str());
+    const int given = (inline_value != nullptr) + (file != nullptr) + (env != nullptr);
+    if (given > 1)
+      r.fail(child(path, key), fmt::format("give one of {}, {} and {}", key, file_key, env_key));
+    std::string t;
+    std::string field = child(path, key);
+    if (inline_value) {
+      t = r.name(*inline_value, field);
+    } else if (file) {
+      field = child(path, file_key);
+      t = read_token_file(config_relative_path(base_dir, r.name(*file, field)), source, field);
+    } else if (env) {
+      field = child(path, env_key);
+      const std::string var = r.name(*env, field);
+      const char* value = std::getenv(var.c_str());
+      if (!value || !*value) r.fail(field, "the environment variable " + var + " is not set");
+      t = value;
+    } else if (required) {
+      r.fail(field, fmt::format("missing required field (or {} or {})", file_key, env_key));
+    } else {
+      return t;
+    }
+    if (t.size() < 8) r.fail(field, "must be at least 8 characters");
     return t;
   };
   if (auto* v = r.optional(doc, "listen")) {
@@ -128,10 +205,23 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
       r.fail("max_retries", "expected an integer in 0..1000");
     c.max_retries = v->get<int>();
   }
-  if (auto* v = r.optional(doc, "profiles"))
+  if (auto* v = r.optional(doc, "profiles")) 
     c.profiles_file = config_relative_path(base_dir, r.name(*v, "profiles"));
-  c.admin_token = token("admin_token");
+  c.admin_token = secret(doc, "", "admin_token", true);
+  if (auto* v = r.optional(doc, "tls")) {
+    r.expect_object(*v, "tls");
+    r.only_keys(*v, "tls", {"cert", "key"});
+    c.tls_cert = config_relative_path(base_dir, r.name(r.required(*v, "tls", "cert"), "tls.cert"));
+    c.tls_key = config_relative_path(base_dir, r.name(r.required(*v, "tls", "key"), "tls.key"));
+  }
+  if (auto* v = r.optional(doc, "metrics_open")) {
+    if (!v->is_boolean()) r.fail("metrics_open", "expected true or false");
+    c.metrics_open = v->get<bool>();
+  }
+  c.metrics_token = secret(doc, "", "metrics_token", false);
   std::set<std::string> names, tokens = {c.admin_token};
+  if (!c.metrics_token.empty() && !tokens.insert(c.metrics_token).second)
+    r.fail("metrics_token", "repeats another token");
   // Deprecated: agents authenticate with per-node tokens that the admin
   // issues (POST /v1/nodes/NAME/token). Still a valid key, so that old
   // configs load, but read for its form only: it authenticates nobody.
@@ -142,7 +232,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
   for (std::size_t i = 0; i < tenants.size(); ++i) {
     const std::string p = element("tenants", i);
     r.expect_object(tenants[i], p);
-    r.only_keys(tenants[i], p, {"name", "weight", "token", "unix_user"});
+    r.only_keys(tenants[i], p, {"name", "weight", "token", "token_file", "token_env", "unix_user"});
     TenantConfig t;
     t.name = r.name(r.required(tenants[i], p, "name"), child(p, "name"));
     if (auto problem = name_problem(t.name); !problem.empty())
@@ -153,8 +243,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
         r.fail(child(p, "unix_user"), "'" + t.unix_user + "': " + problem);
     }
     if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.weight(*w, child(p, "weight"));
-    t.token = r.name(r.required(tenants[i], p, "token"), child(p, "token"));
-    if (t.token.size() < 8) r.fail(child(p, "token"), "must be at least 8 characters");
+    t.token = secret(tenants[i], p, "token", true);
     if (!names.insert(t.name).second) r.fail(child(p, "name"), "repeats tenant '" + t.name + "'");
     if (!tokens.insert(t.token).second) r.fail(child(p, "token"), "repeats another token");
     c.tenants.push_back(std::move(t));

@@ -16,7 +16,7 @@ namespace fairgpu::live {
 struct TenantConfig {
   std::string name;
   double weight = 1.0;
-  std::string token;
+  std::string token;  // inline, or read from "token_file" / "token_env"
   // The Unix user a root agent runs this tenant's jobs as; "" = a uid the
   // agent derives from the tenant's slot (agent.h, --uid-base).
   std::string unix_user;
@@ -50,10 +50,24 @@ struct ServeConfig {
   // ignored: agents use per-node tokens, `fairgpu node-token`.)
   std::string admin_token;
   std::vector<TenantConfig> tenants;
+  // TLS for the API and the agent protocol: PEM certificate (chain) and
+  // private key; both empty = plain http.
+  std::string tls_cert, tls_key;
+  // GET /metrics names tenants and nodes: it needs the admin token or
+  // metrics_token unless metrics_open.
+  bool metrics_open = false;
+  std::string metrics_token;
 };
 
+// A secret (API token) from a file: its first line, trailing blanks cut.
+// As ssh does with a private key, a file that others may read is refused
+// (group/other permission bits). Throws InputError(source, field, ...).
+std::string read_token_file(const std::string& path, const std::string& source,
+                            const std::string& field);
+
 // `base_dir`: the folder relative paths in the config (data_dir,
-// checkpoint_dir, profiles) are taken from; "" leaves them as written.
+// checkpoint_dir, profiles, tls cert and key, token files) are taken from;
+// "" leaves them as written.
 ServeConfig parse_serve_config(std::string_view json_text, const std::string& source,
                                const std::string& base_dir = "");
 // Relative paths are resolved against the config file's folder (made

@@ -12,6 +12,7 @@
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
+#include "live/log.h"
 #include "live/request.h"
 
 namespace fairgpu::live {
@@ -29,7 +30,8 @@ double wall_clock() {
 Manager::Manager(ServeConfig config, std::function<double()> clock)
     : config_(std::move(config)), clock_(clock ? std::move(clock) : wall_clock) {
   // Check the policy and its options now, so a bad config fails at start.
-  policy_ = make_round_policy(config_.policy, live_policy_options());
+  policy_ = make_round_policy(config_.policy, live_policy_options(config_.policy_options));
+  interval_ = policy_->interval();
   if (!config_.profiles_file.empty()) file_profiles_ = read_profiles_file(config_.profiles_file);
   for (std::size_t t = 0; t < config_.tenants.size(); ++t)
     tenant_index_[config_.tenants[t].name] = t;
@@ -42,6 +44,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   // Tenants added or changed through the API override the config's.
   for (const auto& [key, value] : snap.meta) {
     if (key.rfind("node_token:", 0) == 0) node_tokens_[key.substr(11)] = value;
+    if (key.rfind("drain_reason:", 0) == 0 && !value.empty()) drain_reason_[key.substr(13)] = value;
     if (key.rfind("tenant_slot:", 0) == 0) tenant_slot_[key.substr(12)] = std::stoi(value);
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
@@ -192,7 +195,7 @@ std::uint64_t Manager::persist(const JobEntry& e) { return store_->put(e.s); }
 std::uint64_t Manager::persist(const StoredLease& l) { return store_->put(l); }
 std::uint64_t Manager::persist(const NodeEntry& n) { return store_->put(n.s); }
 
-double Manager::interval() const { return policy_->interval(); }
+double Manager::interval() const { return interval_.load(); }
 
 // ---------------------------------------------------------------- profiles
 
@@ -414,7 +417,7 @@ void Manager::rebuild() {
     members.push_back(i);
   }
   if (cluster.nodes.empty() || workload.jobs.empty()) {
-    policy_ = make_round_policy(config_.policy, live_policy_options());
+    policy_ = make_round_policy(config_.policy, live_policy_options(config_.policy_options));
     return;
   }
   model_ = std::make_unique<ClusterModel>(
@@ -430,7 +433,7 @@ void Manager::rebuild() {
   }
   state_ = make_scheduler_state(*model_, workload);
   state_.now = t;
-  policy_ = make_round_policy(config_.policy, live_policy_options());
+  policy_ = make_round_policy(config_.policy, live_policy_options(config_.policy_options));
   sched_to_job_ = members;
   for (std::size_t k = 0; k < members.size(); ++k) {
     JobEntry& e = jobs_[members[k]];
@@ -567,6 +570,10 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
     if (part.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
     part.status = "revoking";
     tickets.push_back(persist(part));
+    log::info("revoke", {{"lease", part.id},
+                         {"job", part.job},
+                         {"node", part.node},
+                         {"tenant", it != job_index_.end() ? jobs_[it->second].s.tenant : ""}});
     revoked.push_back(id);
   }
   if (!revoked.empty()) executor_->apply({}, revoked, now());
@@ -676,6 +683,11 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
       activated[part] = tickets.back();
     }
     starts.push_back(run_start(l.gang, activated));
+    log::info("launch", {{"lease", l.gang},
+                         {"job", l.job},
+                         {"tenant", starts.back().spec.tenant},
+                         {"node", l.node},
+                         {"devices", l.devices}});
   }
   if (!starts.empty()) executor_->apply(starts, {}, now());
 }
@@ -683,6 +695,7 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
 void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets) {
   std::map<std::size_t, const Assignment*> by_job;
   for (const Assignment& a : plan.run) by_job[a.job] = &a;
+  std::size_t renewed = 0, started = 0, stopped = 0;
   auto same = [](std::vector<DeviceRef> a, std::vector<DeviceRef> b) {
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
@@ -697,9 +710,12 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
       continue;
     JobEntry& e = jobs_[sched_to_job_[k]];
     settle(e, state_.now);
+    log::info(a == by_job.end() ? "lease_preempt" : "lease_move",
+              {{"job", e.s.id}, {"tenant", e.s.tenant}, {"lease", e.lease}});
     if (e.lease) revoke(leases_.at(e.lease), tickets);
     state_release(k);
     e.s.state = "queued";
+    ++stopped;
     if (a == by_job.end()) {
       ++e.s.preemptions;
       ++j.record.preemptions;
@@ -711,6 +727,7 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     Job& j = state_.jobs[a.job];
     JobEntry& e = jobs_[sched_to_job_[a.job]];
     if (j.state == JobState::kRunning) {  // renewed: same devices, no cost
+      ++renewed;
       j.lease_end = a.lease_end;
       for (std::int64_t id : part_ids(e.lease)) {
         StoredLease& l = leases_.at(id);
@@ -770,8 +787,21 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     }
     e.s.state = "running";
     tickets.push_back(persist(e));
+    ++started;
+    log::info("lease_start", {{"job", e.s.id},
+                              {"tenant", e.s.tenant},
+                              {"lease", gang},
+                              {"node", by_node.front().first},
+                              {"nodes", by_node.size()},
+                              {"workers", a.devices.size()}});
   }
   activate_pending(tickets);
+  log::write(started + stopped ? log::Level::kInfo : log::Level::kDebug, "round",
+             {{"round", rounds_ + 1},
+              {"started", started},
+              {"renewed", renewed},
+              {"stopped", stopped},
+              {"running", state_.running.size()}});
 }
 
 // Profiling leases (manager.h): for each (job type, GPU type) without a
@@ -974,7 +1004,6 @@ void Manager::tick() {
 }
 
 void Manager::run() {
-  const double step = interval();
   double next_point = first_point();
   double next_tick = now();
   std::unique_lock lock(run_mu_);
@@ -988,11 +1017,11 @@ void Manager::run() {
         // A failed round (a policy bug, a store error) is reported and the
         // next one tried; the leases in force stay as they are.
         ++failed_rounds_;
-        std::fprintf(stderr, "fairgpu serve: round at %.3f failed: %s\n", next_point, e.what());
+        log::write(log::Level::kError, "round_failed", {{"at", next_point}, {"error", e.what()}});
       }
       lock.lock();
       // Keep the grid; skip points missed while the decision ran long.
-      while (next_point <= now()) next_point += step;
+      while (next_point <= now()) next_point += interval();  // a reload may change it
     }
     if (t >= next_tick) {
       lock.unlock();

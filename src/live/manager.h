@@ -114,7 +114,10 @@ class Manager : private LeaseHost {
   // it from the next scheduling point.
   nlohmann::json set_tenant(const Caller& c, const nlohmann::json& body);
   nlohmann::json cluster(const Caller& c) const;
-  nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained);
+  // `reason` (drain only; may be empty) is kept, persisted and shown by
+  // cluster() until the node is undrained.
+  nlohmann::json set_drained(const Caller& c, const std::string& node, bool drained,
+                             const std::string& reason = "");
   // Admin: a fresh token for the agent of `node` (replacing, and so revoking,
   // the one issued before). It authorises register and heartbeat for that
   // node only. Persisted. Answer {"node", "token"}.
@@ -126,6 +129,9 @@ class Manager : private LeaseHost {
                                 const std::string& peer = "");
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
   std::string metrics() const;
+  // Whether GET /metrics may be answered: "metrics_open", or the admin
+  // token or metrics_token as bearer token.
+  bool metrics_allowed(std::string_view authorization_header) const;
 
   // One scheduling point: profiling leases, the policy's plan, its leases
   // committed. `at` is the point on the round grid (<= the clock's now; the
@@ -150,6 +156,17 @@ class Manager : private LeaseHost {
 
   double interval() const;
   const ServeConfig& config() const { return config_; }
+
+  // SIGHUP (manager_reload.cc): takes the tenants (weights, tokens, Unix
+  // users; a tenant left out of `next` keeps its jobs but its token stops
+  // working), the admin and metrics tokens, metrics_open, the policy and its
+  // options (round_s included) and max_retries from `next`. Leases in force
+  // are kept; the policy sees the change at the next scheduling point.
+  // Settings that need a restart (listen, data_dir, checkpoint_dir, tls,
+  // heartbeat and profiling timings, profiles) are left as they are and named
+  // in the answer's "restart_needed". Throws InputError, changing nothing,
+  // when `next` is not a valid config (a bad policy).
+  nlohmann::json reload(const ServeConfig& next);
 
  private:
   // LeaseHost: what the executor reports (manager_runs.cc).
@@ -266,7 +283,7 @@ class Manager : private LeaseHost {
   // The config's policy options, with solve=async for the policies that
   // declare it (shockwave: its MILPs run on their own thread, so that no
   // scheduling point waits for them; the config may still say otherwise).
-  RoundPolicyOptions live_policy_options() const;
+  static RoundPolicyOptions live_policy_options(RoundPolicyOptions options);
   void add_regimes_json(const JobEntry& e, nlohmann::json& j) const;
 
   void start_profiling(std::vector<std::uint64_t>& tickets);
@@ -313,6 +330,8 @@ class Manager : private LeaseHost {
   std::unique_ptr<ClusterModel> model_;
   SchedulerState state_;
   std::unique_ptr<RoundPolicy> policy_;
+  std::map<std::string, std::string> drain_reason_;  // node -> why (meta "drain_reason:")
+  std::atomic<double> interval_{0.0};  // policy_->interval(), read without mu_
   std::vector<std::size_t> sched_to_job_;
   std::vector<std::pair<std::string, int>> flat_device_;  // model flat index -> (node, device id)
   std::map<std::pair<std::string, int>, DeviceRef> device_ref_;

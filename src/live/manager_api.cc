@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "fairgpu/provenance.h"
+#include "live/log.h"
 #include "live/manager.h"
 #include "live/request.h"
 
@@ -105,6 +107,12 @@ json Manager::submit(const Caller& c, const json& body) {
     ++submissions_;
     ticket = persist(added);
     answer = job_json(added);
+    log::info("submit", {{"job", added.s.id},
+                         {"tenant", added.s.tenant},
+                         {"name", added.s.name},
+                         {"job_type", added.s.job_type},
+                         {"workers", added.s.workers},
+                         {"state", added.s.state}});
   }
   store_->wait(ticket);  // durable before acknowledged
   return answer;
@@ -148,6 +156,7 @@ json Manager::cancel(const Caller& c, const std::string& id) {
     e.s.state = "cancelled";
     e.s.finished_at = now();
     tickets.push_back(persist(e));
+    log::info("cancel", {{"job", e.s.id}, {"tenant", e.s.tenant}});
     answer = job_json(e);
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
@@ -263,6 +272,8 @@ json Manager::cluster(const Caller& c) const {
         {"state", n.s.state},     {"last_heartbeat_s_ago", std::max(0.0, t - n.last_heard)},
         {"holders", holders}};
     if (!tenant) node["epoch"] = n.s.epoch;
+    if (auto why = drain_reason_.find(name); why != drain_reason_.end())
+      node["reason"] = why->second;
     nodes.push_back(std::move(node));
   }
   return {{"round", rounds_},
@@ -271,7 +282,8 @@ json Manager::cluster(const Caller& c) const {
           {"nodes", nodes}};
 }
 
-json Manager::set_drained(const Caller& c, const std::string& node, bool drained) {
+json Manager::set_drained(const Caller& c, const std::string& node, bool drained,
+                          const std::string& reason) {
   require(c, {Caller::Role::kAdmin});
   std::vector<std::uint64_t> tickets;
   json answer;
@@ -301,10 +313,19 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     } else if (!drained && n.s.state == "drained") {
       n.s.state = "ready";
     }
+    // The reason stays while the node is drained ("" after an undrain).
+    const std::string why = drained ? reason : "";
+    if (why.empty())
+      drain_reason_.erase(node);
+    else
+      drain_reason_[node] = why;
+    tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
+    log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
     refresh_ready_types();  // undrained
     tickets.push_back(persist(n));
     rebuild_needed_ = true;
     answer = {{"name", node}, {"state", n.s.state}};
+    if (!why.empty()) answer["reason"] = why;
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   return answer;
@@ -369,17 +390,65 @@ std::string label(const std::string& v) {
 }
 }  // namespace
 
+bool Manager::metrics_allowed(std::string_view header) const {
+  constexpr std::string_view kBearer = "Bearer ";
+  std::lock_guard lock(mu_);  // a reload may change the tokens
+  if (config_.metrics_open) return true;
+  if (header.substr(0, kBearer.size()) != kBearer) return false;
+  const std::string_view token = header.substr(kBearer.size());
+  return !token.empty() && (token == config_.admin_token || token == config_.metrics_token);
+}
+
 std::string Manager::metrics() const {
   std::lock_guard lock(mu_);
+  const double t = now();
   std::string out;
-  auto line = [&](const std::string& name, const std::string& labels, double v) {
-    out += labels.empty() ? fmt::format("{} {}\n", name, v) : fmt::format("{}{{{}}} {}\n", name, labels, v);
+  // Every family opens with its HELP and TYPE lines, then its samples.
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
-  out += "# HELP fairgpu_jobs Jobs by state.\n# TYPE fairgpu_jobs gauge\n";
+  auto line = [&](const std::string& name, const std::string& labels, double v) {
+    out += labels.empty() ? fmt::format("{} {}\n", name, v)
+                          : fmt::format("{}{{{}}} {}\n", name, labels, v);
+  };
+  // Cumulative buckets, +Inf, _sum and _count of `values`.
+  auto histogram = [&](const char* name, const char* help, const std::vector<double>& values) {
+    static constexpr double kBuckets[] = {1, 5, 15, 60, 300, 900, 3600, 14400, 86400};
+    family(name, "histogram", help);
+    double sum = 0.0;
+    for (double v : values) sum += v;
+    for (double le : kBuckets)
+      line(fmt::format("{}_bucket", name), fmt::format("le=\"{}\"", le),
+           static_cast<double>(
+               std::count_if(values.begin(), values.end(), [le](double v) { return v <= le; })));
+    line(fmt::format("{}_bucket", name), "le=\"+Inf\"", static_cast<double>(values.size()));
+    line(fmt::format("{}_sum", name), "", sum);
+    line(fmt::format("{}_count", name), "", static_cast<double>(values.size()));
+  };
+
+  family("fairgpu_build_info", "gauge", "Always 1; the version of this fairgpu serve.");
+  line("fairgpu_build_info", fmt::format("version=\"{}\"", label(fairgpu_version())), 1);
+
+  family("fairgpu_jobs", "gauge", "Jobs by state.");
   std::map<std::string, int> by_state;
-  for (const char* s : {"profiling", "queued", "running", "finished", "failed", "cancelled"}) by_state[s] = 0;
+  for (const char* st : {"profiling", "queued", "running", "finished", "failed", "cancelled"})
+    by_state[st] = 0;
   for (const JobEntry& e : jobs_) ++by_state[e.s.state];
-  for (const auto& [s, n] : by_state) line("fairgpu_jobs", fmt::format("state=\"{}\"", s), n);
+  for (const auto& [st, n] : by_state) line("fairgpu_jobs", fmt::format("state=\"{}\"", st), n);
+
+  // Queue wait: submission to first start; duration: submission to the end
+  // (finished, failed or cancelled).
+  std::vector<double> waits, durations;
+  for (const JobEntry& e : jobs_) {
+    if (e.s.started_at >= 0) waits.push_back(std::max(0.0, e.s.started_at - e.s.submitted_at));
+    if (terminal(e.s.state) && e.s.finished_at >= 0)
+      durations.push_back(std::max(0.0, e.s.finished_at - e.s.submitted_at));
+  }
+  histogram("fairgpu_job_queue_wait_seconds",
+            "Seconds from a job's submission to its first start, over started jobs.", waits);
+  histogram("fairgpu_job_duration_seconds",
+            "Seconds from a job's submission to its end, over finished, failed and cancelled jobs.",
+            durations);
 
   std::map<std::string, int> gpus, busy;
   for (const auto& [name, n] : nodes_)
@@ -388,57 +457,84 @@ std::string Manager::metrics() const {
     if (l.status == "active" || l.status == "revoking")
       if (auto n = nodes_.find(l.node); n != nodes_.end())
         busy[n->second.s.gpu_type] += static_cast<int>(l.devices.size());
-  out += "# HELP fairgpu_gpus GPUs of ready nodes by type.\n# TYPE fairgpu_gpus gauge\n";
+  family("fairgpu_gpus", "gauge", "GPUs of ready nodes by type.");
   for (const auto& [type, n] : gpus)
     line("fairgpu_gpus", fmt::format("gpu_type=\"{}\"", label(type)), n);
-  out += "# HELP fairgpu_gpus_busy GPUs held by a run by type.\n# TYPE fairgpu_gpus_busy gauge\n";
+  family("fairgpu_gpus_busy", "gauge", "GPUs held by a run by type.");
   for (const auto& [type, n] : gpus)
     line("fairgpu_gpus_busy", fmt::format("gpu_type=\"{}\"", label(type)),
          busy.count(type) ? busy.at(type) : 0);
 
+  // Per node: 1 for its current state, its devices and how long ago it was
+  // last heard from.
+  family("fairgpu_node_state", "gauge", "1 for each node's current state (ready, drained, lost).");
+  for (const auto& [name, n] : nodes_)
+    for (const char* st : {"ready", "drained", "lost"})
+      line("fairgpu_node_state",
+           fmt::format("node=\"{}\",gpu_type=\"{}\",state=\"{}\"", label(name), label(n.s.gpu_type),
+                       st),
+           n.s.state == st ? 1 : 0);
+  family("fairgpu_node_devices", "gauge", "GPUs a node registered.");
+  for (const auto& [name, n] : nodes_)
+    line("fairgpu_node_devices", fmt::format("node=\"{}\"", label(name)),
+         static_cast<double>(n.s.devices.size()));
+  family("fairgpu_node_heartbeat_age_seconds", "gauge",
+         "Seconds since a node's agent was last heard from (registration or heartbeat).");
+  for (const auto& [name, n] : nodes_)
+    line("fairgpu_node_heartbeat_age_seconds", fmt::format("node=\"{}\"", label(name)),
+         std::max(0.0, t - n.last_heard));
+
   int total = 0;
   for (const auto& [type, n] : gpus) total += n;
-  out += "# HELP fairgpu_tenant_normalised_throughput Expected progress of a tenant's running jobs in "
-         "GPU-equivalents of the slowest type (OEF §6.1.4).\n"
-         "# TYPE fairgpu_tenant_normalised_throughput gauge\n";
+  family("fairgpu_tenant_normalised_throughput", "gauge",
+         "Expected progress of a tenant's running jobs in GPU-equivalents of the slowest type "
+         "(OEF §6.1.4).");
   std::string share;
-  for (const TenantConfig& t : config_.tenants) {
+  for (const TenantConfig& tc : config_.tenants) {
     double throughput = 0.0;
     int held = 0;
     for (const JobEntry& e : jobs_) {
-      if (e.s.tenant != t.name || !e.lease) continue;
+      if (e.s.tenant != tc.name || !e.lease) continue;
       held += e.s.workers;
       if (e.sched != kNone && model_) {
         const Job& j = state_.jobs[e.sched];
         if (j.state == JobState::kRunning && j.ref_rate > 0) throughput += j.normalised_rate();
       }
     }
-    line("fairgpu_tenant_normalised_throughput", fmt::format("tenant=\"{}\"", label(t.name)),
+    line("fairgpu_tenant_normalised_throughput", fmt::format("tenant=\"{}\"", label(tc.name)),
          throughput);
-    share += fmt::format("fairgpu_tenant_gpu_share{{tenant=\"{}\"}} {}\n", label(t.name),
+    share += fmt::format("fairgpu_tenant_gpu_share{{tenant=\"{}\"}} {}\n", label(tc.name),
                          total ? double(held) / total : 0.0);
   }
-  out += "# HELP fairgpu_tenant_gpu_share Share of ready GPUs a tenant's leases hold.\n"
-         "# TYPE fairgpu_tenant_gpu_share gauge\n" + share;
-  out += "# HELP fairgpu_round_compute_seconds Time of the last scheduling decision.\n"
-         "# TYPE fairgpu_round_compute_seconds gauge\n";
-  line("fairgpu_round_compute_seconds", "", last_round_compute_);
-  out += "# TYPE fairgpu_round_compute_seconds_total counter\n";
-  line("fairgpu_round_compute_seconds_total", "", round_compute_sum_);
-  out += "# TYPE fairgpu_rounds_total counter\n";
-  line("fairgpu_rounds_total", "", static_cast<double>(rounds_));
-  out += "# TYPE fairgpu_submissions_total counter\n";
-  line("fairgpu_submissions_total", "", static_cast<double>(submissions_));
-  out += "# TYPE fairgpu_preemptions_total counter\n";
-  line("fairgpu_preemptions_total", "", static_cast<double>(preemptions_));
-  out += "# TYPE fairgpu_failed_rounds_total counter\n";
-  line("fairgpu_failed_rounds_total", "", static_cast<double>(failed_rounds_.load()));
-  out += "# TYPE fairgpu_spread_launched_total counter\n";
-  line("fairgpu_spread_launched_total", "", static_cast<double>(spread_launched_));
-  out += "# TYPE fairgpu_regime_changes_total counter\n";
-  line("fairgpu_regime_changes_total", "", static_cast<double>(regime_changes_));
-  out += "# TYPE fairgpu_store_transactions_total counter\n";
-  line("fairgpu_store_transactions_total", "", static_cast<double>(store_->transactions()));
+  family("fairgpu_tenant_gpu_share", "gauge", "Share of ready GPUs a tenant's leases hold.");
+  out += share;
+  // The last decision's time is a gauge of its own name: a gauge
+  // fairgpu_round_compute_seconds beside the counter
+  // fairgpu_round_compute_seconds_total would be one family to a parser.
+  family("fairgpu_last_round_compute_seconds", "gauge",
+         "Seconds the last scheduling decision took.");
+  line("fairgpu_last_round_compute_seconds", "", last_round_compute_);
+  const std::pair<const char*, const char*> counters_help[] = {
+      {"fairgpu_round_compute_seconds_total", "Seconds spent in scheduling decisions."},
+      {"fairgpu_rounds_total", "Scheduling points run."},
+      {"fairgpu_submissions_total", "Jobs submitted."},
+      {"fairgpu_preemptions_total", "Leases the policy left out (jobs stopped to wait)."},
+      {"fairgpu_failed_rounds_total", "Scheduling points that failed (and were retried)."},
+      {"fairgpu_spread_launched_total", "Gangs launched over more than one node."},
+      {"fairgpu_regime_changes_total", "Batch-size regime changes jobs reported."},
+      {"fairgpu_store_transactions_total", "Transactions committed to the store."}};
+  const double counter_values[] = {round_compute_sum_,
+                                   static_cast<double>(rounds_),
+                                   static_cast<double>(submissions_),
+                                   static_cast<double>(preemptions_),
+                                   static_cast<double>(failed_rounds_.load()),
+                                   static_cast<double>(spread_launched_),
+                                   static_cast<double>(regime_changes_),
+                                   static_cast<double>(store_->transactions())};
+  for (std::size_t i = 0; i < std::size(counters_help); ++i) {
+    family(counters_help[i].first, "counter", counters_help[i].second);
+    line(counters_help[i].first, "", counter_values[i]);
+  }
   return out;
 }
 

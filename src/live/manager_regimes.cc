@@ -39,8 +39,7 @@ void Manager::add_regimes_json(const JobEntry& e, nlohmann::json& j) const {
       e.regime_type.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.regime_type);
 }
 
-RoundPolicyOptions Manager::live_policy_options() const {
-  RoundPolicyOptions o = config_.policy_options;
+RoundPolicyOptions Manager::live_policy_options(RoundPolicyOptions o) {
   o.settings.insert(o.settings.begin(), {"", "solve", "async"});
   return o;
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "live/log.h"
 #include "live/manager.h"
 #include "live/request.h"
 
@@ -47,6 +48,11 @@ std::int64_t Manager::node_up(const NodeUp& up, Tickets& tickets) {
   refresh_ready_types();
   n.last_heard = now();
   tickets.push_back(persist(n));
+  log::info("register", {{"node", up.name},
+                         {"gpu_type", up.gpu_type},
+                         {"devices", up.devices},
+                         {"epoch", n.s.epoch},
+                         {"state", n.s.state}});
   // New job types to profile on a new GPU type: back to profiling.
   for (JobEntry& e : jobs_)
     if (e.s.state == "queued" && !fully_profiled(e.s.job_type)) {
@@ -71,6 +77,7 @@ void Manager::node_lost(const std::string& node, double relaunch_at, Tickets& ti
   if (nit == nodes_.end() || nit->second.s.state == "lost") return;
   NodeEntry& n = nit->second;
   n.s.state = "lost";
+  log::warn("node_lost", {{"node", node}, {"relaunch_at", relaunch_at}});
   refresh_ready_types();
   tickets.push_back(persist(n));
   for (JobEntry* e : lose_node_parts(node, tickets)) {
@@ -132,8 +139,20 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
   const bool revoked = r.revoked;
   const double iterations = r.iterations;
   if (l.rank == 0 && iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
+  // A run shorter than a heartbeat is never reported running: it started
+  // when its lease became active (the queue-wait metric needs it).
+  if (e.s.started_at < 0 && !r.launch_failed && !r.never_started) e.s.started_at = l.start;
   settle(e, t);
   const bool clean = exited && code == 0 && sig == 0;
+  log::write(clean || revoked ? log::Level::kInfo : log::Level::kWarn, "exit",
+             {{"lease", l.id},
+              {"job", e.s.id},
+              {"tenant", e.s.tenant},
+              {"node", l.node},
+              {"exit_code", code},
+              {"signal", sig},
+              {"revoked", revoked},
+              {"launch_failed", r.launch_failed}});
   const bool part_finished = clean && (!revoked || e.s.done >= e.s.iterations);
   if (part_finished && current && l.parts > 1 && !terminal(e.s.state)) {
     l.status = "exited";
@@ -156,6 +175,7 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
     if (e.sched != kNone) state_finish(e);
   };
   if (part_finished) {
+    log::info("job_finished", {{"job", e.s.id}, {"tenant", e.s.tenant}});
     e.s.state = "finished";
     e.s.done = e.s.iterations;
     e.s.exit_code = 0;
@@ -175,6 +195,9 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
     ++e.s.failures;
     e.s.exit_code = code;
     e.s.log_tail = r.detail;
+    log::warn(
+        e.s.failures > config_.max_retries ? "job_failed" : "job_retry",
+        {{"job", e.s.id}, {"tenant", e.s.tenant}, {"failures", e.s.failures}, {"exit_code", code}});
     if (e.s.failures > config_.max_retries) {
       e.s.state = "failed";
       e.s.finished_at = t;

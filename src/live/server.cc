@@ -45,9 +45,22 @@ json parse_body(const httplib::Request& req) {
   }
 }
 
+// httplib's TLS server when the config names a certificate, else plain http.
+std::unique_ptr<httplib::Server> make_http_server(const ServeConfig& config) {
+  if (config.tls_cert.empty()) return std::make_unique<httplib::Server>();
+  auto tls = std::make_unique<httplib::SSLServer>(config.tls_cert.c_str(), config.tls_key.c_str());
+  if (!tls->is_valid())
+    throw InputError(config.source, "tls",
+                     fmt::format("cannot load the certificate {} with the key {} (PEM files, "
+                                 "the key matching the certificate)",
+                                 config.tls_cert, config.tls_key));
+  return tls;
+}
+
 }  // namespace
 
-HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(Manager& manager)
+    : manager_(manager), http_(make_http_server(manager.config())) {
   httplib::Server& s = *http_;
   // A keep-alive connection holds a worker: enough for many clients, whose
   // submissions the store then commits in groups.
@@ -98,8 +111,27 @@ HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_un
   s.Get("/v1/profiles", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.profiles(who(req)); });
   });
-  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain"); });
+  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    handle(res, [&] {
+      // An optional {"reason": "..."} (a drain's, kept and shown).
+      std::string reason;
+      if (!req.body.empty()) {
+        json body = parse_body(req);
+        if (!body.is_object()) throw ApiError(400, "(body): expected a JSON object");
+        for (const auto& [key, value] : body.items())
+          if (key != "reason") throw ApiError(400, key + ": unknown field");
+        if (body.contains("reason")) {
+          if (!body["reason"].is_string()) throw ApiError(400, "reason: expected a string");
+          reason = body["reason"].get<std::string>();
+          if (reason.size() > 200) throw ApiError(400, "reason: longer than 200 characters");
+          for (char ch : reason)
+            if (static_cast<unsigned char>(ch) < 0x20)
+              throw ApiError(400, "reason: must not contain control characters");
+        }
+      }
+      return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain", reason);
+    });
   });
   s.Post(R"(/v1/nodes/([^/]+)/token)",
          [this, who](const httplib::Request& req, httplib::Response& res) {
@@ -112,7 +144,14 @@ HttpServer::HttpServer(Manager& manager) : manager_(manager), http_(std::make_un
   s.Post("/v1/agents/heartbeat", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.heartbeat(who(req), parse_body(req)); });
   });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!manager_.metrics_allowed(req.get_header_value("Authorization"))) {
+      answer(res, 401,
+             {{"error",
+               "/metrics needs the admin token or metrics_token (or \"metrics_open\": "
+               "true in the config)"}});
+      return;
+    }
     res.set_content(manager_.metrics(), "text/plain; version=0.0.4");
   });
 }
@@ -131,6 +170,8 @@ int HttpServer::bind(const std::string& host, int port) {
                                  host, port));
   return bound;
 }
+
+bool HttpServer::tls() const { return !manager_.config().tls_cert.empty(); }
 
 void HttpServer::serve() {
   rounds_ = std::thread([this] { manager_.run(); });

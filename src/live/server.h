@@ -17,12 +17,16 @@ namespace fairgpu::live {
 
 class HttpServer {
  public:
+  // Throws InputError when the config's TLS certificate or key cannot be
+  // loaded.
   explicit HttpServer(Manager& manager);
   ~HttpServer();
 
   // Binds host:port (port 0: any free port); returns the port, or throws
   // std::runtime_error naming the address.
   int bind(const std::string& host, int port);
+  // Whether it speaks https (the config's "tls").
+  bool tls() const;
   // Serves and schedules until stop(); blocking.
   void serve();
   void stop();

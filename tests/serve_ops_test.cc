@@ -1,0 +1,757 @@
+// Operating `fairgpu serve` and `fairgpu agent` (issue 18): TLS end to end
+// with a certificate the test makes (openssl), tokens from files and the
+// environment, /metrics behind a token, exit statuses (2 for a refusal, 3
+// for a server that cannot be reached), and a second server on the same port
+// or store refused with one line.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "polling.h"
+#include "run_binary.h"
+
+namespace fairgpu {
+namespace {
+
+using nlohmann::json;
+using testing_support::quote;
+using testing_support::run_binary;
+using testing_support::RunResult;
+using testing_support::slurp;
+using testing_support::wait_for;
+namespace fs = std::filesystem;
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::size_t lines(const std::string& s) {
+  return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// A background `fairgpu` process with its output in a log file; SIGKILLed
+// when destroyed unless stopped before.
+class Daemon {
+ public:
+  Daemon(std::vector<std::string> argv, fs::path log) : log_(std::move(log)) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Daemon() { stop(SIGKILL); }
+  // Sends `sig` and waits; the exit status (-1 when killed by a signal).
+  int stop(int sig) {
+    if (pid_ <= 0) return status_;
+    ::kill(pid_, sig);
+    int raw = 0;
+    ::waitpid(pid_, &raw, 0);
+    pid_ = -1;
+    status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return status_;
+  }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+  std::string log() const { return slurp(log_); }
+
+ private:
+  fs::path log_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+class ServeOps : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "fairgpu-ops-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    // A root agent runs jobs as other users, who must pass through it.
+    fs::permissions(dir_, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
+    fs::create_directories(dir_ / "scratch");
+    std::ofstream(dir_ / "profiles.json") << R"json({"slow": {"('mlp', 1)": {"null": 1000}}})json";
+    write_secret("alice.token", "alice-token\n");
+    config_ = {
+        {"listen", "127.0.0.1:0"},
+        {"data_dir", (dir_ / "data").string()},
+        {"checkpoint_dir", (dir_ / "ckpt").string()},
+        {"policy", "fifo"},
+        {"round_s", 0.5},
+        {"heartbeat_s", 0.2},
+        {"heartbeat_timeout_s", 3},
+        {"grace_s", 2},
+        {"kill_after_s", 1},
+        {"profiles", (dir_ / "profiles.json").string()},
+        {"admin_token", "admin-token"},
+        {"tenants",
+         {{{"name", "alice"}, {"weight", 2}, {"token_file", (dir_ / "alice.token").string()}},
+          {{"name", "bob"}, {"token", "bob-token"}}}}};
+  }
+  void TearDown() override {
+    agent_.reset();
+    server_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  void write_secret(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    fs::permissions(dir_ / name, fs::perms::owner_read | fs::perms::owner_write);
+  }
+
+  // A self-signed certificate for 127.0.0.1 (its own CA): <name>.pem and
+  // <name>.key.
+  void make_certificate(const std::string& name) {
+    const std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+        "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+        quote((dir_ / (name + ".key")).string()) + " -out " +
+        quote((dir_ / (name + ".pem")).string()) + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
+  fs::path write_config(const std::string& name = "serve.json") {
+    std::ofstream(dir_ / name) << config_.dump(2);
+    return dir_ / name;
+  }
+
+  std::vector<std::string> serve_argv(const fs::path& config, const fs::path& port_file) const {
+    return {FAIRGPU_BINARY,  "serve",       "--config",
+            config.string(), "--port-file", port_file.string()};
+  }
+
+  // Starts the server and waits for its port.
+  void start_server() {
+    const fs::path config = write_config();
+    fs::remove(dir_ / "port");
+    server_ = std::make_unique<Daemon>(serve_argv(config, dir_ / "port"), dir_ / "server.log");
+    ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->log();
+    port_ = std::stoi(slurp(dir_ / "port"));
+  }
+
+  std::string url(const std::string& scheme) const {
+    return scheme + "://127.0.0.1:" + std::to_string(port_);
+  }
+
+  // Starts an agent of `gpus` on `node` with a token the admin issues (http).
+  void start_agent(const std::string& node, const std::string& gpus,
+                   const std::vector<std::string>& extra = {}) {
+    RunResult r = fairgpu({"node-token", node, "--server", url("http"), "--token", "admin-token"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    write_secret(node + ".token", r.out);
+    std::vector<std::string> argv = {FAIRGPU_BINARY, "agent",
+                                     "--server",     url("http"),
+                                     "--node",       node,
+                                     "--gpus",       gpus,
+                                     "--token-file", (dir_ / (node + ".token")).string(),
+                                     "--state-dir",  (dir_ / ("agent-" + node)).string()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    agent_ = std::make_unique<Daemon>(argv, dir_ / ("agent-" + node + ".log"));
+  }
+
+  RunResult fairgpu(const std::vector<std::string>& args) {
+    return run_binary(args, dir_ / "scratch", {}, 30);
+  }
+
+  fs::path dir_;
+  json config_;
+  int port_ = 0;
+  std::unique_ptr<Daemon> server_, agent_;
+};
+
+// ---- TLS -------------------------------------------------------------------
+
+TEST_F(ServeOps, TlsEndToEnd) {
+  make_certificate("server");
+  make_certificate("other");  // a CA that did not sign the server's
+  config_["tls"] = {{"cert", (dir_ / "server.pem").string()},
+                    {"key", (dir_ / "server.key").string()}};
+  ::setenv("FAIRGPU_TEST_BOB_TOKEN", "bob-env-token", 1);
+  config_["tenants"][1].erase("token");
+  config_["tenants"][1]["token_env"] = "FAIRGPU_TEST_BOB_TOKEN";
+  start_server();
+  ASSERT_TRUE(contains(server_->log(), "listening url=https://127.0.0.1:")) << server_->log();
+  const std::string https = url("https"), ca = (dir_ / "server.pem").string();
+
+  // The admin issues the node's token over https; the agent registers with it.
+  RunResult r =
+      fairgpu({"node-token", "n1", "--server", https, "--ca", ca, "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  write_secret("n1.token", r.out);
+  agent_ = std::make_unique<Daemon>(
+      std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", https, "--ca", ca, "--node",
+                               "n1", "--gpus", "slow:1", "--token-file",
+                               (dir_ / "n1.token").string(), "--state-dir",
+                               (dir_ / "agent").string()},
+      dir_ / "agent.log");
+
+  // A tenant whose token is in a file submits; the job runs on the agent,
+  // which speaks to the server over TLS too.
+  r = fairgpu({"submit",
+               "--server",
+               https,
+               "--ca",
+               ca,
+               "--token-file",
+               (dir_ / "alice.token").string(),
+               "--name",
+               "t",
+               "--job-type",
+               "mlp",
+               "--workers",
+               "1",
+               "--iterations",
+               "40",
+               "--",
+               FAIRGPU_TRAIN_BINARY,
+               "--iterations",
+               "40",
+               "--base-rate",
+               "1000",
+               "--checkpoint-every",
+               "10"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  json job;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        RunResult q = fairgpu(
+            {"jobs", id, "--json", "--server", https, "--ca", ca, "--token", "admin-token"});
+        if (q.status != 0) return false;
+        job = json::parse(q.out);
+        return job["state"] == "finished";
+      },
+      30))
+      << job.dump() << "\n"
+      << server_->log() << agent_->log();
+  // The token from the environment authenticates bob (who sees no alice job).
+  r = fairgpu({"jobs", "--json", "--server", https, "--ca", ca, "--token", "bob-env-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["jobs"].size(), 0u);
+
+  // A CA that did not sign the server's certificate: refused, one line,
+  // nothing sent (status 2: the user's to fix).
+  r = fairgpu(
+      {"jobs", "--server", https, "--ca", (dir_ / "other.pem").string(), "--token", "admin-token"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "certificate could not be verified")) << r.err;
+  EXPECT_EQ(r.out, "");
+  // No --ca: the system's CAs do not know a self-signed certificate either.
+  r = fairgpu({"jobs", "--server", https, "--token", "admin-token"});
+  EXPECT_EQ(r.status, 2) << r.err;
+
+  // Plain http to the TLS server gets no answer: the client says so in one
+  // line, and nothing of the API answers in clear.
+  r = fairgpu({"jobs", "--server", url("http"), "--token", "admin-token"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "use https://")) << r.err;
+  httplib::Client plain("127.0.0.1", port_);
+  plain.set_read_timeout(3, 0);
+  auto res = plain.Get("/v1/jobs", {{"Authorization", "Bearer admin-token"}});
+  EXPECT_TRUE(!res || res->status >= 400);
+
+  // An agent with the wrong CA does not register: it keeps retrying and
+  // says why.
+  Daemon wrong_ca(
+      {FAIRGPU_BINARY, "agent", "--server", https, "--ca", (dir_ / "other.pem").string(), "--node",
+       "n1", "--gpus", "slow:1", "--token-file", (dir_ / "n1.token").string(), "--state-dir",
+       (dir_ / "agent2").string()},
+      dir_ / "agent2.log");
+  EXPECT_TRUE(
+      wait_for([&] { return contains(slurp(dir_ / "agent2.log"), "cannot register"); }, 10));
+  EXPECT_TRUE(contains(slurp(dir_ / "agent2.log"), "certificate could not be verified"))
+      << slurp(dir_ / "agent2.log");
+  wrong_ca.stop(SIGTERM);
+
+  // /metrics: refused without a token, answered with the admin's.
+  httplib::SSLClient tls("127.0.0.1", port_);
+  tls.enable_server_certificate_verification(true);
+  tls.set_ca_cert_path(ca);
+  res = tls.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 401);
+  EXPECT_FALSE(contains(res->body, "alice"));
+  res = tls.Get("/metrics", {{"Authorization", "Bearer alice-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = tls.Get("/metrics", {{"Authorization", "Bearer admin-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(contains(res->body, "fairgpu_jobs{state=\"finished\"} 1")) << res->body;
+}
+
+TEST_F(ServeOps, MetricsOpenWhenConfigured) {
+  config_["metrics_open"] = true;
+  config_["metrics_token"] = "scrape-token";
+  start_server();
+  httplib::Client c("127.0.0.1", port_);
+  auto res = c.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+TEST_F(ServeOps, MetricsTokenOpensMetricsAlone) {
+  config_["metrics_token_file"] = (dir_ / "scrape.token").string();
+  write_secret("scrape.token", "scrape-token\n");
+  start_server();
+  httplib::Client c("127.0.0.1", port_);
+  auto res = c.Get("/metrics", {{"Authorization", "Bearer scrape-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = c.Get("/v1/jobs", {{"Authorization", "Bearer scrape-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);  // it opens /metrics, nothing else
+}
+
+TEST_F(ServeOps, BadTlsAndTokenConfigsAreOneLineErrors) {
+  struct Case {
+    std::function<void(json&)> edit;
+    std::string expect;
+  };
+  write_secret("open.token", "open-token-1\n");
+  fs::permissions(dir_ / "open.token", fs::perms::others_read, fs::perm_options::add);
+  std::ofstream(dir_ / "junk.pem") << "not a certificate\n";
+  const std::vector<Case> cases = {
+      {[&](json& c) {
+         c["tls"] = {{"cert", (dir_ / "junk.pem").string()}};
+       },
+       "tls.key: missing required field"},
+      {[&](json& c) {
+         c["tls"] = {{"cert", (dir_ / "junk.pem").string()}, {"key", (dir_ / "junk.pem").string()}};
+       },
+       ": tls: cannot load the certificate"},
+      {[&](json& c) { c["tenants"][0]["token_file"] = (dir_ / "open.token").string(); },
+       "tenants[0].token_file: " + (dir_ / "open.token").string() + " is readable by others"},
+      {[&](json& c) { c["tenants"][1]["token_file"] = (dir_ / "alice.token").string(); },
+       "tenants[1].token: give one of token, token_file and token_env"},
+      {[&](json& c) {
+         c["admin_token_env"] = "FAIRGPU_TEST_NOT_SET";
+         c.erase("admin_token");
+       },
+       "admin_token_env: the environment variable FAIRGPU_TEST_NOT_SET is not set"},
+      {[&](json& c) { c["metrics_open"] = "yes"; }, "metrics_open: expected true or false"},
+  };
+  for (const Case& k : cases) {
+    json saved = config_;
+    k.edit(config_);
+    const fs::path config = write_config("bad.json");
+    config_ = saved;
+    RunResult r = fairgpu({"serve", "--config", config.string()});
+    EXPECT_EQ(r.status, 2) << k.expect;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(contains(r.err, k.expect)) << r.err;
+  }
+}
+
+// ---- logs, reload -----------------------------------------------------------
+
+json job_of(const fs::path& dir, const std::string& url, const std::string& id) {
+  RunResult q = run_binary({"jobs", id, "--json", "--server", url, "--token", "admin-token"},
+                           dir / "scratch", {}, 30);
+  return q.status == 0 ? json::parse(q.out) : json(nullptr);
+}
+
+TEST_F(ServeOps, ReloadChangesAWeightWithNoLeaseDropped) {
+  start_server();
+  const std::string http = url("http");
+  start_agent("n1", "slow:1");
+  // A long job: it holds its lease across the reload.
+  RunResult r = fairgpu({"submit",
+                         "--server",
+                         http,
+                         "--token",
+                         "alice-token",
+                         "--name",
+                         "long",
+                         "--job-type",
+                         "mlp",
+                         "--workers",
+                         "1",
+                         "--iterations",
+                         "1000000",
+                         "--",
+                         FAIRGPU_TRAIN_BINARY,
+                         "--iterations",
+                         "1000000",
+                         "--base-rate",
+                         "200",
+                         "--checkpoint-every",
+                         "1000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  json job;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        job = job_of(dir_, http, id);
+        return job.is_object() && job["state"] == "running" && job["iterations_done"] > 0;
+      },
+      20))
+      << job.dump() << server_->log();
+  const json lease = job["lease"];
+
+  // The submission and the lease decision, one line each, with the job's
+  // and the tenant's ids (text format: timestamp, level, event, key=value).
+  const std::string log = server_->log();
+  EXPECT_TRUE(contains(log, " info  submit job=" + id + " tenant=alice name=long")) << log;
+  EXPECT_TRUE(contains(log, " info  lease_start job=" + id + " tenant=alice lease=" + lease.dump()))
+      << log;
+  EXPECT_TRUE(
+      contains(log, " info  launch lease=" + lease.dump() + " job=" + id + " tenant=alice node=n1"))
+      << log;
+  EXPECT_TRUE(contains(slurp(dir_ / "agent-n1.log"),
+                       "launch lease " + lease.dump() + " job " + id + " on devices 0"))
+      << slurp(dir_ / "agent-n1.log");
+
+  // Bob's weight 1 -> 3, and a new tenant, by SIGHUP.
+  config_["tenants"][1]["weight"] = 3;
+  config_["tenants"].push_back({{"name", "carol"}, {"token", "carol-token"}});
+  write_config();
+  server_->signal(SIGHUP);
+  ASSERT_TRUE(wait_for([&] { return contains(server_->log(), "info  reload "); }, 10))
+      << server_->log();
+  EXPECT_TRUE(contains(server_->log(), "tenant bob weight 1 -> 3")) << server_->log();
+  ASSERT_TRUE(server_->running());
+  r = fairgpu({"tenants", "--json", "--server", http, "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::map<std::string, double> weights;
+  const json tenants = json::parse(r.out);
+  for (const json& t : tenants["tenants"])
+    weights[t["name"].get<std::string>()] = t["weight"].get<double>();
+  EXPECT_EQ(weights["bob"], 3) << r.out;
+  EXPECT_EQ(weights["alice"], 2);
+  r = fairgpu({"jobs", "--server", http, "--token", "carol-token"});
+  EXPECT_EQ(r.status, 0) << r.err;  // the new tenant's token works at once
+
+  // Three more rounds: the job keeps its lease, never stopped or moved.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  job = job_of(dir_, http, id);
+  EXPECT_EQ(job["state"], "running");
+  EXPECT_EQ(job["lease"], lease);
+  EXPECT_EQ(job["preemptions"], 0);
+  EXPECT_EQ(job["restarts"], 0);
+  EXPECT_FALSE(contains(server_->log(), "revoke")) << server_->log();
+
+  // A broken config on SIGHUP: one warning, the server goes on unchanged.
+  std::ofstream(dir_ / "serve.json") << "{ not json";
+  server_->signal(SIGHUP);
+  ASSERT_TRUE(wait_for([&] { return contains(server_->log(), "reload_failed"); }, 10));
+  EXPECT_TRUE(server_->running());
+  EXPECT_EQ(job_of(dir_, http, id)["lease"], lease);
+  // SIGTERM stops it cleanly (status 0, "stopped").
+  EXPECT_EQ(server_->stop(SIGTERM), 0);
+  EXPECT_TRUE(contains(slurp(dir_ / "server.log"), "info  stopped"));
+}
+
+TEST_F(ServeOps, JsonLogLines) {
+  fs::remove(dir_ / "port");
+  server_ = std::make_unique<Daemon>(
+      std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config", write_config().string(),
+                               "--port-file", (dir_ / "port").string(), "--log-format", "json"},
+      dir_ / "server.log");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->log();
+  port_ = std::stoi(slurp(dir_ / "port"));
+  const std::string http = url("http");
+  start_agent("n1", "slow:1", {"--log-format", "json"});
+  RunResult r = fairgpu({"submit", "--server", http, "--token", "bob-token", "--name", "short",
+                         "--job-type", "mlp", "--workers", "1", "--iterations", "20", "--",
+                         FAIRGPU_TRAIN_BINARY, "--iterations", "20", "--base-rate", "1000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(wait_for([&] { return contains(server_->log(), "\"job_finished\""); }, 20))
+      << server_->log();
+  // Every line is one JSON object with a time, a level and an event.
+  std::map<std::string, json> first;  // event -> its first line
+  std::istringstream lines_in(server_->log());
+  for (std::string line; std::getline(lines_in, line);) {
+    json j = json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    ASSERT_TRUE(j.contains("time") && j.contains("level") && j.contains("event")) << line;
+    first.emplace(j["event"], j);
+  }
+  for (const char* event : {"submit", "lease_start", "launch", "exit", "job_finished"}) {
+    ASSERT_TRUE(first.count(event)) << event << "\n" << server_->log();
+    EXPECT_EQ(first[event]["job"], id) << first[event];
+    EXPECT_EQ(first[event]["tenant"], "bob") << first[event];
+    EXPECT_EQ(first[event]["level"], "info");
+  }
+  // The agent's lines too, with the lease, job and tenant as fields.
+  bool launch_seen = false;
+  std::istringstream agent_in(slurp(dir_ / "agent-n1.log"));
+  for (std::string line; std::getline(agent_in, line);) {
+    json j = json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    if (contains(j.value("msg", ""), "launch lease")) {
+      launch_seen = true;
+      EXPECT_EQ(j["job"], id);
+      EXPECT_EQ(j["tenant"], "bob");
+    }
+  }
+  EXPECT_TRUE(launch_seen) << slurp(dir_ / "agent-n1.log");
+}
+
+// ---- metrics ---------------------------------------------------------------
+
+// What is wrong with a Prometheus text exposition (format 0.0.4), or "":
+// every sample belongs to a family with exactly one TYPE (and a HELP) given
+// before its samples, samples of a family are together, names and label
+// names are valid, label values quoted, values numbers, no sample repeats;
+// a counter's name ends in _total and its name without _total is no other
+// family; a histogram has cumulative buckets ending at le="+Inf", whose count
+// equals _count, and a _sum.
+std::string exposition_problem(const std::string& text) {
+  static const std::regex kName("[a-zA-Z_:][a-zA-Z0-9_:]*");
+  static const std::regex kSample(
+      R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ([-+]?[0-9.eE+-]+|NaN|\+Inf|-Inf))");
+  static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)")re");
+  std::map<std::string, std::string> type;  // family -> type
+  std::set<std::string> help, done, samples;
+  std::string current;
+  struct Hist {
+    std::vector<std::pair<double, double>> buckets;  // (le, count), in order
+    bool sum = false;
+    double count = -1;
+  };
+  std::map<std::string, Hist> hists;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0) {
+      std::string name = line.substr(7, line.find(' ', 7) - 7);
+      if (!help.insert(name).second) return "two HELP lines for " + name;
+      continue;
+    }
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream words(line.substr(7));
+      std::string name, t;
+      words >> name >> t;
+      if (!std::regex_match(name, kName)) return "bad family name " + name;
+      if (t != "counter" && t != "gauge" && t != "histogram" && t != "summary" && t != "untyped")
+        return "bad type " + t;
+      if (!type.emplace(name, t).second) return "two TYPE lines for " + name;
+      if (!help.count(name)) return "no HELP before TYPE for " + name;
+      if (t == "counter" && (name.size() < 6 || name.substr(name.size() - 6) != "_total"))
+        return "counter " + name + " does not end in _total";
+      continue;
+    }
+    if (line[0] == '#') continue;
+    if (!std::regex_match(line, m, kSample)) return "malformed sample: " + line;
+    const std::string name = m[1], labels = m[3];
+    std::string fam = name;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      const std::string sfx = suffix;
+      if (name.size() > sfx.size() && name.substr(name.size() - sfx.size()) == sfx &&
+          type.count(name.substr(0, name.size() - sfx.size())) &&
+          type[name.substr(0, name.size() - sfx.size())] == "histogram")
+        fam = name.substr(0, name.size() - sfx.size());
+    }
+    if (!type.count(fam)) return "sample of a family without TYPE: " + line;
+    if (fam != current) {
+      if (done.count(fam)) return "samples of " + fam + " are not together";
+      if (!current.empty()) done.insert(current);
+      current = fam;
+    }
+    if (!samples.insert(name + "{" + labels + "}").second) return "repeated sample: " + line;
+    std::string rest = labels, le;
+    while (!rest.empty()) {
+      std::smatch lm;
+      if (!std::regex_search(rest, lm, kLabel) || lm.position(0) != 0)
+        return "malformed labels: " + line;
+      if (lm[1] == "le") le = lm[2];
+      rest = lm.suffix();
+      if (!rest.empty() && rest[0] == ',') rest = rest.substr(1);
+    }
+    const double v = std::stod(m[4]);
+    if (type[fam] == "histogram") {
+      Hist& h = hists[fam];
+      if (name == fam + "_bucket") {
+        if (le.empty()) return "bucket without le: " + line;
+        h.buckets.push_back({le == "+Inf" ? INFINITY : std::stod(le), v});
+      } else if (name == fam + "_sum") {
+        h.sum = true;
+      } else if (name == fam + "_count") {
+        h.count = v;
+      } else {
+        return "histogram sample " + name;
+      }
+    }
+  }
+  for (const auto& [name, t] : type) {
+    if (t == "counter" && type.count(name.substr(0, name.size() - 6)))
+      return "counter " + name + " clashes with the family " + name.substr(0, name.size() - 6);
+  }
+  for (const auto& [name, h] : hists) {
+    if (h.buckets.empty() || !std::isinf(h.buckets.back().first))
+      return name + ": the last bucket is not le=\"+Inf\"";
+    for (std::size_t i = 1; i < h.buckets.size(); ++i)
+      if (!(h.buckets[i].first > h.buckets[i - 1].first) ||
+          h.buckets[i].second < h.buckets[i - 1].second)
+        return name + ": buckets not ascending and cumulative";
+    if (!h.sum) return name + ": no _sum";
+    if (h.count != h.buckets.back().second) return name + ": _count is not the +Inf bucket";
+  }
+  return "";
+}
+
+TEST(ExpositionCheck, CatchesWhatItShould) {
+  const std::string good =
+      "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n"
+      "# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
+      "h_sum 3\nh_count 2\n";
+  EXPECT_EQ(exposition_problem(good), "");
+  // The clash fairgpu had: a gauge X beside a counter X_total.
+  EXPECT_NE(exposition_problem(good + "# HELP a A.\n# TYPE a gauge\na 1\n"), "");
+  EXPECT_NE(exposition_problem("# TYPE b gauge\nb 1\n"), "");  // no HELP
+  EXPECT_NE(exposition_problem("b 1\n"), "");                  // no TYPE
+  EXPECT_NE(exposition_problem("# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\n"
+                               "h_bucket{le=\"+Inf\"} 1\nh_sum 3\nh_count 1\n"),
+            "");  // not cumulative
+  EXPECT_NE(exposition_problem("# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\n"
+                               "h_sum 3\nh_count 1\n"),
+            "");  // no +Inf
+  EXPECT_NE(exposition_problem("# HELP g G.\n# TYPE g gauge\ng{x=\"1} 1\n"), "");
+}
+
+TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
+  start_server();
+  const std::string http = url("http");
+  start_agent("n1", "slow:1");
+  // Shorter than a heartbeat: it ends before any heartbeat reports it
+  // running, and still has a start (its lease's) and a queue wait.
+  RunResult r =
+      fairgpu({"submit", "--server", http, "--token", "bob-token", "--name", "short", "--job-type",
+               "mlp", "--workers", "1", "--iterations", "1", "--command", "true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(wait_for([&] { return job_of(dir_, http, id)["state"] == "finished"; }, 20))
+      << server_->log();
+  httplib::Client c("127.0.0.1", port_);
+  auto res = c.Get("/metrics", {{"Authorization", "Bearer admin-token"}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const std::string& m = res->body;
+  EXPECT_EQ(exposition_problem(m), "") << m;
+  EXPECT_TRUE(contains(m, "fairgpu_job_queue_wait_seconds_count 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_job_duration_seconds_count 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_job_duration_seconds_bucket{le=\"+Inf\"} 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_state{node=\"n1\",gpu_type=\"slow\",state=\"ready\"} 1\n"))
+      << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_devices{node=\"n1\"} 1\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_heartbeat_age_seconds{node=\"n1\"} ")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_build_info{version=\"")) << m;
+}
+
+// ---- drain reasons, job logs -------------------------------------------------
+
+TEST_F(ServeOps, DrainReasonIsKeptAndLogsAreRead) {
+  start_server();
+  const std::string http = url("http");
+  start_agent("n1", "slow:1");
+  RunResult r = fairgpu({"submit", "--server", http, "--token", "alice-token", "--name", "echo",
+                         "--job-type", "mlp", "--workers", "1", "--iterations", "1", "--command",
+                         "echo hello from $FAIRGPU_JOB_ID; echo to stderr >&2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        json j = job_of(dir_, http, id);
+        return j.is_object() && j["state"] != "queued" && j["state"] != "running";
+      },
+      20))
+      << server_->log();
+  // The job's output, read where it ran (the agent's state dir).
+  const std::string state_dir = (dir_ / "agent-n1").string();
+  r = fairgpu({"logs", id, "--state-dir", state_dir});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "to stderr\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "hello from")) << r.out;
+  // -f prints the same, then keeps following until stopped.
+  RunResult follow =
+      run_binary({"logs", id, "-f", "--state-dir", state_dir}, dir_ / "scratch", {}, 2);
+  EXPECT_EQ(follow.status, 137);  // killed by the timeout: it was following
+  EXPECT_EQ(follow.out, r.out);
+  r = fairgpu({"logs", "j-999999", "--state-dir", state_dir});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "no run of job j-999999")) << r.err;
+
+  // drain --reason: kept, shown by cluster, gone with undrain.
+  r = fairgpu(
+      {"drain", "n1", "--reason", "fan failure", "--server", http, "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "node n1: drained (fan failure)\n");
+  r = fairgpu({"cluster", "--server", http, "--token", "admin-token"});
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("n1 +slow +drained +1 +0 +0 +0 .* fan failure\n")))
+      << r.out;
+  // Kept across a restart of the server.
+  server_->stop(SIGTERM);
+  start_server();
+  r = fairgpu({"cluster", "--json", "--server", url("http"), "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["nodes"][0]["reason"], "fan failure") << r.out;
+  r = fairgpu({"undrain", "n1", "--server", url("http"), "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = fairgpu({"cluster", "--json", "--server", url("http"), "--token", "admin-token"});
+  EXPECT_FALSE(json::parse(r.out)["nodes"][0].contains("reason")) << r.out;
+}
+
+// ---- exit statuses ----------------------------------------------------------
+
+TEST_F(ServeOps, SecondServerOnTheSamePortOrStoreIsRefused) {
+  start_server();
+  // The same store (data_dir), another port.
+  RunResult r = fairgpu({"serve", "--config", write_config().string(), "--port", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "in use by another fairgpu serve")) << r.err;
+  // Another store, the same port.
+  config_["data_dir"] = (dir_ / "data2").string();
+  r = fairgpu(
+      {"serve", "--config", write_config("second.json").string(), "--port", std::to_string(port_)});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot listen on 127.0.0.1:" + std::to_string(port_))) << r.err;
+  EXPECT_TRUE(server_->running());
+}
+
+TEST_F(ServeOps, UnreachableServerExitsThreeRefusalTwo) {
+  start_server();
+  RunResult r = fairgpu({"jobs", "--server", url("http"), "--token", "wrong-token"});
+  EXPECT_EQ(r.status, 2) << r.err;  // 401: the user's to fix
+  EXPECT_EQ(server_->stop(SIGTERM), 0);
+  r = fairgpu({"jobs", "--server", url("http"), "--token", "admin-token"});
+  EXPECT_EQ(r.status, 3) << r.err;  // nothing listens: may pass
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot reach server")) << r.err;
+}
+
+}  // namespace
+}  // namespace fairgpu
