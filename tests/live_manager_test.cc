@@ -1065,7 +1065,7 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "serve.json: colour: unknown field (expected one of: listen, data_dir, checkpoint_dir, "
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
-            "restart_overhead_s, admin_token, agent_token, tenants)");
+            "restart_overhead_s, admin_token, agent_token, tenants, backend, slurm)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
   EXPECT_EQ(error("{" + tokens +
                   R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),

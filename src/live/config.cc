@@ -33,7 +33,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
               {"listen", "data_dir", "checkpoint_dir", "policy", "policy_options", "round_s",
                "heartbeat_s", "heartbeat_timeout_s", "grace_s", "kill_after_s", "max_retries",
                "profile_iterations", "profile_timeout_s", "profiles", "restart_overhead_s",
-               "admin_token", "agent_token", "tenants"});
+               "admin_token", "agent_token", "tenants", "backend", "slurm"});
   ServeConfig c;
   c.source = source;
   auto token = [&](const char* key) {
@@ -120,6 +120,28 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     c.max_retries = v->get<int>();
   }
   if (auto* v = r.optional(doc, "profiles")) c.profiles_file = r.name(*v, "profiles");
+  if (auto* v = r.optional(doc, "backend")) {
+    c.backend = r.name(*v, "backend");
+    if (c.backend != "agents" && c.backend != "slurm")
+      r.fail("backend", "expected agents or slurm, got '" + c.backend + "'");
+  }
+  if (auto* v = r.optional(doc, "slurm")) {
+    if (c.backend != "slurm") r.fail("slurm", "only with \"backend\": \"slurm\"");
+    r.expect_object(*v, "slurm");
+    r.only_keys(*v, "slurm",
+                {"partition", "conf", "poll_s", "timeout_s", "sbatch", "scontrol", "squeue",
+                 "scancel"});
+    SlurmBackendConfig& b = c.slurm;
+    b.partition = r.name(r.required(*v, "slurm", "partition"), "slurm.partition");
+    if (auto* x = r.optional(*v, "conf")) b.conf = r.name(*x, "slurm.conf");
+    if (auto* x = r.optional(*v, "poll_s")) b.poll_s = r.positive(*x, "slurm.poll_s");
+    if (auto* x = r.optional(*v, "timeout_s")) b.timeout_s = r.positive(*x, "slurm.timeout_s");
+    for (auto [key, out] : {std::pair{"sbatch", &b.sbatch}, std::pair{"scontrol", &b.scontrol},
+                            std::pair{"squeue", &b.squeue}, std::pair{"scancel", &b.scancel}})
+      if (auto* x = r.optional(*v, key)) *out = r.name(*x, std::string("slurm.") + key);
+  } else if (c.backend == "slurm") {
+    r.fail("slurm", "missing required field (backend slurm needs {\"partition\": ...})");
+  }
   c.admin_token = token("admin_token");
   std::set<std::string> names, tokens = {c.admin_token};
   // Deprecated: agents authenticate with per-node tokens that the admin

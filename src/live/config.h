@@ -27,6 +27,16 @@ struct TenantConfig {
 // not "." or "..". "" when `s` is one, else what is wrong with it.
 std::string name_problem(const std::string& s);
 
+// `"backend": "slurm"`: fairgpu schedules an existing Slurm cluster's
+// partition (docs/executors.md, src/live/slurm/).
+struct SlurmBackendConfig {
+  std::string partition;
+  std::string conf;  // slurm.conf for Slurm's tools; "" = Slurm's default
+  double poll_s = 1.0;  // how often Slurm's queue and nodes are read
+  double timeout_s = 30;  // per Slurm command
+  std::string sbatch = "sbatch", scontrol = "scontrol", squeue = "squeue", scancel = "scancel";
+};
+
 struct ServeConfig {
   std::string source = "built-in";
   std::string host = "127.0.0.1";
@@ -50,6 +60,8 @@ struct ServeConfig {
   // ignored: agents use per-node tokens, `fairgpu node-token`.)
   std::string admin_token;
   std::vector<TenantConfig> tenants;
+  std::string backend = "agents";  // agents | slurm
+  SlurmBackendConfig slurm;        // backend slurm
 };
 
 ServeConfig parse_serve_config(std::string_view json_text, const std::string& source);

@@ -92,6 +92,16 @@ json Manager::submit(const Caller& c, const json& body) {
       bad("workers", fmt::format("{} exceeds the largest gang this cluster can run, {} (the most "
                                  "GPUs of one type)",
                                  s.workers, largest));
+    if (slurm_) {
+      // A Slurm job keeps its shape (--nodes, --gres) for life: one node.
+      int largest_node = 0;
+      for (const auto& [name, n] : nodes_)
+        largest_node = std::max(largest_node, static_cast<int>(n.s.devices.size()));
+      if (largest_node > 0 && s.workers > largest_node)
+        bad("workers", fmt::format("{} exceeds the most GPUs of one Slurm node, {} (the Slurm "
+                                   "backend runs a job on one node)",
+                                   s.workers, largest_node));
+    }
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
     if (s.name.empty()) s.name = s.id;
@@ -101,6 +111,7 @@ json Manager::submit(const Caller& c, const json& body) {
     job_index_[s.id] = jobs_.size();
     jobs_.push_back(std::move(e));
     JobEntry& added = jobs_.back();
+    if (slurm_) to_admit_.push_back(added.s.id);  // sbatch --hold at the next tick
     if (added.s.state == "queued") admit(added);
     ++submissions_;
     ticket = persist(added);
@@ -144,7 +155,10 @@ json Manager::cancel(const Caller& c, const std::string& id) {
       throw ApiError(409, fmt::format("job {} is already {}", id, e.s.state));
     state_finish(e);
     if (e.lease) revoke(leases_.at(e.lease), tickets);
-    executor_->cancel(e.s.id);
+    if (slurm_)
+      out_cancels_.push_back(e.s.id);  // sent at the next tick
+    else
+      executor_->cancel(e.s.id);
     e.s.state = "cancelled";
     e.s.finished_at = now();
     tickets.push_back(persist(e));
@@ -271,6 +285,23 @@ json Manager::cluster(const Caller& c) const {
           {"nodes", nodes}};
 }
 
+void Manager::evict_node(const std::string& node, Tickets& tickets) {
+  std::vector<std::int64_t> on_node;
+  for (const auto& [id, l] : leases_)
+    if (l.node == node) on_node.push_back(id);
+  for (std::int64_t id : on_node) {
+    auto l = leases_.find(id);
+    if (l == leases_.end()) continue;  // ended with an earlier part of its gang
+    StoredLease& lease = l->second;
+    JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
+    revoke(lease, tickets);  // the whole gang
+    if (e && e->s.state == "running") {
+      e->s.state = waiting_state(e->s.job_type);
+      tickets.push_back(persist(*e));
+    }
+  }
+}
+
 json Manager::set_drained(const Caller& c, const std::string& node, bool drained) {
   require(c, {Caller::Role::kAdmin});
   std::vector<std::uint64_t> tickets;
@@ -283,21 +314,7 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     if (drained && n.s.state == "ready") {
       n.s.state = "drained";
       refresh_ready_types();
-      // Drain evicts: every run on the node checkpoints and stops now.
-      std::vector<std::int64_t> on_node;
-      for (const auto& [id, l] : leases_)
-        if (l.node == node) on_node.push_back(id);
-      for (std::int64_t id : on_node) {
-        auto l = leases_.find(id);
-        if (l == leases_.end()) continue;  // ended with an earlier part of its gang
-        StoredLease& lease = l->second;
-        JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
-        revoke(lease, tickets);  // the whole gang
-        if (e && e->s.state == "running") {
-          e->s.state = waiting_state(e->s.job_type);
-          tickets.push_back(persist(*e));
-        }
-      }
+      evict_node(node, tickets);  // drain evicts: every run on the node checkpoints and stops now
     } else if (!drained && n.s.state == "drained") {
       n.s.state = "ready";
     }
@@ -425,6 +442,16 @@ std::string Manager::metrics() const {
   line("fairgpu_round_compute_seconds", "", last_round_compute_);
   out += "# TYPE fairgpu_round_compute_seconds_total counter\n";
   line("fairgpu_round_compute_seconds_total", "", round_compute_sum_);
+  if (slurm_) {
+    out += "# TYPE fairgpu_slurm_exchanges_total counter\n";
+    line("fairgpu_slurm_exchanges_total", "", static_cast<double>(slurm_polls_));
+    out += "# TYPE fairgpu_slurm_errors_total counter\n";
+    line("fairgpu_slurm_errors_total", "", static_cast<double>(slurm_errors_));
+    out += "# TYPE fairgpu_slurm_last_exchange_seconds gauge\n";
+    line("fairgpu_slurm_last_exchange_seconds", "", slurm_last_exchange_s_);
+    out += "# TYPE fairgpu_slurm_jobs gauge\n";
+    line("fairgpu_slurm_jobs", "", static_cast<double>(slurm_ids_.size()));
+  }
   out += "# TYPE fairgpu_rounds_total counter\n";
   line("fairgpu_rounds_total", "", static_cast<double>(rounds_));
   out += "# TYPE fairgpu_submissions_total counter\n";

@@ -149,7 +149,10 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
   std::vector<std::int64_t> signal_ids;
   for (std::int64_t lease : revokes) {
     Tracked* t = by_lease(lease);  // none: the run ended meanwhile (kEnded on its way)
-    if (!t || (t->phase != Phase::kStarting && t->phase != Phase::kRunning)) continue;
+    // (kAdopted: a revoke the lease manager decided before a restart.)
+    if (!t || (t->phase != Phase::kStarting && t->phase != Phase::kRunning &&
+               t->phase != Phase::kAdopted))
+      continue;
     signal_ids.push_back(t->slurm_id);
     t->phase = Phase::kRevoking;
     t->requeue_at = now + options_.grace_s;
@@ -270,9 +273,13 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           ended(t, events, false, "ended while fairgpu was down");
           t.phase = Phase::kDone;
         } else if (pending) {
+          // Requeued (by a revoke's requeuehold or a node failure): it did
+          // not fail. Fenced like a node failure's requeue.
           if (!d.held) writes.hold.push_back(t.slurm_id);
-          ended(t, events, false, "requeued while fairgpu was down");
-          t.phase = Phase::kIdle;
+          if (d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
+            ended(t, events, true, "requeued while fairgpu was down");
+            t.phase = Phase::kIdle;
+          }
         }
         break;
       case Phase::kStarting:
@@ -302,7 +309,9 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
       case Phase::kRevoking:
         break;  // requeuehold when the grace period is over
       case Phase::kRequeued:
-        if (pending && d.held) {
+        // Held again, and (a revoke on a node that failed) its node answers:
+        // its processes are gone.
+        if (pending && d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
           const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
           ended(t, events, t.start_refused.empty(), why);
           t.start_refused.clear();
