@@ -281,6 +281,7 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
 
   // Once the long job runs: cancelled (Slurm cancels its job).
   wait_jobs(30, [&](const json& jobs) { return job_of(jobs, cancelled)["state"] == "running"; });
+  ASSERT_FALSE(HasFailure());
   auto r = call("POST", "/v1/jobs/" + cancelled + "/cancel", json::object(), "alice-token");
   ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
 
@@ -296,6 +297,7 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
       if (n["name"] == "n3") return n["state"] != "ready" && n["devices_busy"] == 0;
     return false;
   });
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(scontrol("update NodeName=n3 State=RESUME"));
   wait_jobs(20, [&](const json&) {
     const json c = get("/v1/cluster");
@@ -304,6 +306,7 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
     return false;
   });
 
+  ASSERT_FALSE(HasFailure());
   // fairgpu serve killed with -9 mid-run, restarted on its store.
   server_->kill(SIGKILL);
   start_server();

@@ -123,6 +123,7 @@ ExecutorJob Manager::executor_job(const JobEntry& e) const {
   j.env.assign(e.env.begin(), e.env.end());
   j.nodes = 1;
   j.gpus_per_node = e.s.workers;
+  j.iterations = e.s.iterations;
   // Slurm's nodes reach these paths: the checkpoint directory is shared.
   const std::string root = std::filesystem::absolute(config_.checkpoint_dir).string();
   j.checkpoint_dir = root + "/" + e.s.id;

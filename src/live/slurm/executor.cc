@@ -186,7 +186,14 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
   }
   // A signal that finds no process (the script not started yet) is lost;
   // the requeuehold after the grace period reaches the job in any case.
-  if (!signal_ids.empty()) client_.signal_checkpoint(signal_ids);
+  // scancel --signal fails as a whole (no per-job line) when a job is still
+  // pending; the signal is best effort either way.
+  if (!signal_ids.empty()) {
+    try {
+      client_.signal_checkpoint(signal_ids);
+    } catch (const SlurmError&) {
+    }
+  }
   flush(w, carried_);
 }
 
@@ -201,8 +208,14 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   std::vector<RunEvent> events = std::move(carried_);
   carried_.clear();
   RoundWrites due;
+  // A run whose progress reached the job's total has done its work: it ends
+  // on its own (final in Slurm, below), not through a requeue.
+  auto work_done = [](Tracked& t) {
+    return t.spec.iterations > 0 && t.progress &&
+           static_cast<double>(t.progress->read()) >= t.spec.iterations;
+  };
   for (auto& [name, t] : jobs_) {
-    if (t.phase == Phase::kRevoking && now >= t.requeue_at && !t.cancelled) {
+    if (t.phase == Phase::kRevoking && now >= t.requeue_at && !t.cancelled && !work_done(t)) {
       due.requeue_hold.push_back(t.slurm_id);
       t.phase = Phase::kRequeued;
     }
@@ -307,7 +320,13 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         }
         break;
       case Phase::kRevoking:
-        break;  // requeuehold when the grace period is over
+        // Finished its work during the grace period: it ended as a finished
+        // run. Otherwise requeuehold when the grace period is over.
+        if (is_final(d.state) && work_done(t)) {
+          ended(t, events, false, job_state_name(d.state));
+          t.phase = Phase::kDone;
+        }
+        break;
       case Phase::kRequeued:
         // Held again, and (a revoke on a node that failed) its node answers:
         // its processes are gone.
