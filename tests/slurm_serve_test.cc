@@ -30,9 +30,9 @@
 #include <iostream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,8 +46,8 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 using testing_support::quote;
-using testing_support::slurp;
 using testing_support::SlurmTestCluster;
+using testing_support::slurp;
 
 const std::string kTrain = FAIRGPU_TRAIN_BINARY;
 constexpr int kIterations = 300;
@@ -100,8 +100,8 @@ class SlurmServe : public ::testing::Test {
   void SetUp() override {
     if (!cluster_->skip_reason().empty()) GTEST_SKIP() << cluster_->skip_reason();
     ASSERT_EQ(cluster_->error(), "");
-    dir_ = fs::path(cluster_->dir()) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ =
+        fs::path(cluster_->dir()) / ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "profiles.json") << R"json({"k80": {"('mlp', 1)": {"null": 100}},
@@ -148,20 +148,31 @@ class SlurmServe : public ::testing::Test {
     return json::parse(r->body);
   }
   std::string submit(const std::string& tenant, const json& command, double iterations) {
-    auto r = call("POST", "/v1/jobs",
-                  {{"job_type", "mlp"}, {"workers", 1}, {"iterations", iterations}, {"command", command}},
-                  tenant + "-token");
+    auto r = call(
+        "POST", "/v1/jobs",
+        {{"job_type", "mlp"}, {"workers", 1}, {"iterations", iterations}, {"command", command}},
+        tenant + "-token");
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r && r->status == 201 ? json::parse(r->body)["id"].get<std::string>() : "";
   }
   std::vector<std::string> train_command(int seed) const {
-    return {kTrain, "--iterations", std::to_string(kIterations), "--seed", std::to_string(seed),
-            "--base-rate", "100", "--speed-map", "k80=1,p100=2,v100=4", "--checkpoint-every", "50"};
+    return {kTrain,
+            "--iterations",
+            std::to_string(kIterations),
+            "--seed",
+            std::to_string(seed),
+            "--base-rate",
+            "100",
+            "--speed-map",
+            "k80=1,p100=2,v100=4",
+            "--checkpoint-every",
+            "50"};
   }
   // Polls (every 0.2 s, sampling the store each time) until `done` holds
   // for the job list; returns the last list.
   json wait_jobs(double timeout_s, const std::function<bool(const json&)>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     json jobs;
     while (std::chrono::steady_clock::now() < deadline) {
       expect_no_device_shared();
@@ -227,8 +238,8 @@ class SlurmServe : public ::testing::Test {
   // squeue's jobs by name: name -> (Slurm id, state).
   std::multimap<std::string, std::pair<std::string, std::string>> slurm_jobs() {
     const std::string cmd = "SLURM_CONF=" + quote(cluster_->conf()) +
-                            " squeue -h -t all -o '%j|%i|%T' >" + quote((dir_ / "squeue").string()) +
-                            " 2>&1";
+                            " squeue -h -t all -o '%j|%i|%T' >" +
+                            quote((dir_ / "squeue").string()) + " 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "squeue");
     std::multimap<std::string, std::pair<std::string, std::string>> out;
     std::istringstream in(slurp(dir_ / "squeue"));
@@ -390,8 +401,8 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
 TEST_F(SlurmServe, BadSlurmConfigExitsTwoWithOneLine) {
   auto serve = [&](const json& slurm) {
     std::ofstream(dir_ / "bad.json") << config(slurm).dump();
-    return testing_support::run_binary({"serve", "--config", (dir_ / "bad.json").string()},
-                                       dir_, {}, 60);
+    return testing_support::run_binary({"serve", "--config", (dir_ / "bad.json").string()}, dir_,
+                                       {}, 60);
   };
   // An unknown partition.
   json slurm = good_slurm();
@@ -399,7 +410,8 @@ TEST_F(SlurmServe, BadSlurmConfigExitsTwoWithOneLine) {
   auto r = serve(slurm);
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find("slurm.partition: no partition 'nosuch' in Slurm"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("slurm.partition: no partition 'nosuch' in Slurm"), std::string::npos)
+      << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 
   // No controller answering: slurm.conf naming a port nobody listens on.

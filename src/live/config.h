@@ -31,8 +31,8 @@ std::string name_problem(const std::string& s);
 // partition (docs/executors.md, src/live/slurm/).
 struct SlurmBackendConfig {
   std::string partition;
-  std::string conf;  // slurm.conf for Slurm's tools; "" = Slurm's default
-  double poll_s = 1.0;  // how often Slurm's queue and nodes are read
+  std::string conf;       // slurm.conf for Slurm's tools; "" = Slurm's default
+  double poll_s = 1.0;    // how often Slurm's queue and nodes are read
   double timeout_s = 30;  // per Slurm command
   std::string sbatch = "sbatch", scontrol = "scontrol", squeue = "squeue", scancel = "scancel";
 };

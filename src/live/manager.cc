@@ -963,7 +963,8 @@ void Manager::tick() {
   const double t = now();
   if (agents_)
     for (const RunEvent& event : agents_->poll(t))
-      if (event.kind == RunEvent::Kind::kNodeLost) node_lost(event.node, event.relaunch_at, tickets);
+      if (event.kind == RunEvent::Kind::kNodeLost)
+        node_lost(event.node, event.relaunch_at, tickets);
   // Profiling runs need not wait for the next scheduling point: they start on
   // free devices as soon as a job of an unknown type or a new GPU type shows up.
   if (rebuild_needed_) rebuild();

@@ -254,7 +254,7 @@ class Manager : private LeaseHost {
   // Backend slurm (manager_slurm.cc).
   void connect_slurm();     // the client, checked (before the store is opened)
   void adopt_slurm_jobs();  // the stored jobs handed to the Slurm executor
-  void tick_slurm();     // one exchange with Slurm (outside mu_ but for its ends)
+  void tick_slurm();        // one exchange with Slurm (outside mu_ but for its ends)
   ExecutorJob executor_job(const JobEntry& e) const;
   void sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& tickets);
   void slurm_event(RunEvent event, Tickets& tickets);

@@ -70,10 +70,11 @@ void Manager::connect_slurm() {
   } catch (const InputError& e) {
     throw InputError(config_.source, "slurm." + e.field(), e.problem());
   } catch (const slurm::SlurmError& e) {
-    throw InputError(config_.source, "slurm", std::string("no Slurm controller answers: ") + e.what());
+    throw InputError(config_.source, "slurm",
+                     std::string("no Slurm controller answers: ") + e.what());
   }
-  slurm_ = std::make_unique<slurm::SlurmExecutor>(*slurm_client_,
-                                                  slurm::SlurmExecutorOptions{settings.partition, config_.grace_s});
+  slurm_ = std::make_unique<slurm::SlurmExecutor>(
+      *slurm_client_, slurm::SlurmExecutorOptions{settings.partition, config_.grace_s});
   executor_ = slurm_.get();
 }
 
@@ -177,7 +178,8 @@ void Manager::tick_slurm() {
       for (std::int64_t id : part_ids(s.lease)) tickets.push_back(end_lease(leases_.at(id)));
     }
     for (const std::string& id : to_admit_)
-      if (const JobEntry* e = find_job(id); e && !terminal(e->s.state)) admits.push_back(executor_job(*e));
+      if (const JobEntry* e = find_job(id); e && !terminal(e->s.state))
+        admits.push_back(executor_job(*e));
     to_admit_.clear();
     std::erase_if(out_revokes_, [&](std::int64_t id) { return !leases_.count(id); });
     if (!tickets.empty()) rebuild_needed_ = true;
@@ -261,7 +263,8 @@ void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
       const JobEntry* e = find_job(l.job);
       if (e) {  // the run's last progress, from its file
         const ExecutorJob j = executor_job(*e);
-        ev.iterations = static_cast<double>(std::max<std::int64_t>(0, ProgressFile(j.progress_file).read()));
+        ev.iterations =
+            static_cast<double>(std::max<std::int64_t>(0, ProgressFile(j.progress_file).read()));
         ev.detail = log_tail(j.log_path);
       }
       const std::int64_t gang = l.gang;
@@ -297,7 +300,8 @@ void Manager::sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& t
       for (const auto& [id, l] : leases_)
         if (l.node == x.name)
           for (int d : l.devices)
-            if (std::find(x.devices.begin(), x.devices.end(), d) == x.devices.end()) off.push_back(id);
+            if (std::find(x.devices.begin(), x.devices.end(), d) == x.devices.end())
+              off.push_back(id);
       for (std::int64_t id : off)
         if (leases_.count(id)) revoke(leases_.at(id), tickets);
     }
