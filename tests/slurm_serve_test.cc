@@ -37,6 +37,8 @@
 #include <thread>
 #include <vector>
 
+#include "fairgpu/input_error.h"
+#include "live/config.h"
 #include "run_binary.h"
 #include "slurm_cluster.h"
 
@@ -436,6 +438,47 @@ TEST_F(SlurmServe, BadSlurmConfigExitsTwoWithOneLine) {
   EXPECT_NE(r.err.find("slurm.conf: cannot read"), std::string::npos) << r.err;
   // Nothing was started: no store written.
   EXPECT_FALSE(fs::exists(dir_ / "data" / "fairgpu.db"));
+}
+
+// The config's backend keys, read strictly (no cluster needed).
+TEST(SlurmServeConfig, BackendKeysAreReadAndBadOnesNamed) {
+  const std::string base =
+      R"("admin_token": "admin-0000", "tenants": [{"name": "a", "token": "token-a-00"}])";
+  auto parse = [&](const std::string& extra) {
+    return live::parse_serve_config("{" + base + extra + "}", "serve.json");
+  };
+  auto error = [&](const std::string& extra) {
+    try {
+      parse(extra);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(parse("").backend, "agents");
+  const live::ServeConfig c = parse(
+      R"(, "backend": "slurm", "slurm": {"partition": "gpu", "conf": "/etc/slurm/slurm.conf",
+      "poll_s": 0.5, "timeout_s": 5, "sbatch": "/opt/slurm/bin/sbatch"})");
+  EXPECT_EQ(c.backend, "slurm");
+  EXPECT_EQ(c.slurm.partition, "gpu");
+  EXPECT_EQ(c.slurm.conf, "/etc/slurm/slurm.conf");
+  EXPECT_EQ(c.slurm.poll_s, 0.5);
+  EXPECT_EQ(c.slurm.timeout_s, 5);
+  EXPECT_EQ(c.slurm.sbatch, "/opt/slurm/bin/sbatch");
+  EXPECT_EQ(c.slurm.scontrol, "scontrol");
+  EXPECT_EQ(error(R"(, "backend": "lsf")"),
+            "serve.json: backend: expected agents or slurm, got 'lsf'");
+  EXPECT_EQ(error(R"(, "backend": "slurm")"),
+            "serve.json: slurm: missing required field (backend slurm needs {\"partition\": ...})");
+  EXPECT_EQ(error(R"(, "slurm": {"partition": "gpu"})"),
+            "serve.json: slurm: only with \"backend\": \"slurm\"");
+  EXPECT_EQ(error(R"(, "backend": "slurm", "slurm": {"conf": "x"})"),
+            "serve.json: slurm.partition: missing required field");
+  EXPECT_EQ(error(R"(, "backend": "slurm", "slurm": {"partition": "gpu", "poll_s": 0})"),
+            "serve.json: slurm.poll_s: must be > 0, got 0");
+  EXPECT_NE(error(R"(, "backend": "slurm", "slurm": {"partition": "gpu", "queue": "x"})")
+                .find("serve.json: slurm.queue: unknown field"),
+            std::string::npos);
 }
 
 }  // namespace

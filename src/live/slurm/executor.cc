@@ -337,6 +337,10 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           t.phase = Phase::kIdle;
         } else if (is_final(d.state)) {
           writes.requeue_hold.push_back(t.slurm_id);  // refused or raced: again
+        } else if (pending && !d.held) {
+          // Released but never started (its node drained meanwhile): Slurm
+          // refuses to requeue a pending job; a hold stops it.
+          writes.hold.push_back(t.slurm_id);
         }
         break;
       case Phase::kFenced:
