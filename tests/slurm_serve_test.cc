@@ -287,8 +287,13 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
   const std::string failing = submit("bob", "echo 'no such dataset' >&2; exit 3", 10);
   const std::string cancelled = submit("alice", "exec sleep 600", 1e6);
 
-  // The cluster as Slurm has it: three nodes, two GPUs each.
-  const json cluster = get("/v1/cluster");
+  // The cluster as Slurm has it (from the first tick on): three nodes, two
+  // GPUs each.
+  json cluster;
+  wait_jobs(20, [&](const json&) {
+    cluster = get("/v1/cluster");
+    return cluster["nodes"].size() == 3;
+  });
   ASSERT_EQ(cluster["nodes"].size(), 3u) << cluster.dump();
   for (const json& n : cluster["nodes"]) EXPECT_EQ(n["devices"].size(), 2u) << n.dump();
 
