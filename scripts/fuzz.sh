@@ -41,6 +41,7 @@ seeds_for() {
     live_api) echo tests/fuzz/seeds/live_api ;;
     synergy) echo tests/fuzz/seeds/synergy ;;
     slurm_output) echo tests/data/slurm ;;
+    agent_files) echo tests/fuzz/seeds/agent_files ;;
   esac
 }
 
@@ -49,7 +50,8 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(allocation audit_allocation cluster cluster_spec profiles native_trace gavel_trace shockwave_trace
-           shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy slurm_output)
+           shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy slurm_output
+           agent_files)
 fi
 failed=()
 for t in "${targets[@]}"; do

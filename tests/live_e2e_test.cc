@@ -28,6 +28,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "live_daemon.h"
 #include "polling.h"
 #include "run_binary.h"
 
@@ -48,39 +50,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 using testing_support::slurp;
-
-// A background process (server or agent) with its output in a log file.
-class Daemon {
- public:
-  Daemon(std::vector<std::string> argv, fs::path log) : argv_(std::move(argv)), log_(std::move(log)) { start(); }
-  ~Daemon() { stop(SIGKILL); }
-  void start() {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> args;
-      for (auto& a : argv_) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  void stop(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  const fs::path& log() const { return log_; }
-
- private:
-  std::vector<std::string> argv_;
-  fs::path log_;
-  pid_t pid_ = -1;
-};
 
 const std::string kTrain = FAIRGPU_TRAIN_BINARY;
 const std::string kSpeedMap = "slow=1,mid=2,fast=4";
@@ -667,6 +636,203 @@ TEST_F(LiveEndToEnd, OnePartOfAGangFailingStopsTheOtherAndFailsTheJob) {
   EXPECT_EQ(revoked, 3);
 }
 
+// Issue 18: a real framework. examples/pytorch/train.py (PyTorch, CPU,
+// deterministic) runs under serve + agents; draining the node it runs on
+// revokes it (SIGUSR1: it checkpoints and exits), it moves to the other GPU
+// type, resumes from its checkpoint and ends with the weights, bit for bit,
+// of an uninterrupted run. Debian's python3-torch is /usr/bin/python3's.
+const std::string kPython = "/usr/bin/python3";
+const std::string kTorchScript = std::string(FAIRGPU_SOURCE_DIR) + "/examples/pytorch/train.py";
+
+bool have_torch() {
+  static const bool have =
+      std::system(
+          (testing_support::quote(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+  return have;
+}
+
+TEST_F(LiveEndToEnd, PyTorchJobMovedByADrainResumesWithTheWeightsOfAnUninterruptedRun) {
+  if (!have_torch())
+    GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
+  constexpr int kSeed = 5, kSteps = 600;
+  const std::vector<std::string> args = {
+      kTorchScript, "--iterations",        std::to_string(kSteps),
+      "--seed",     std::to_string(kSeed), "--checkpoint-every",
+      "50"};
+  // The uninterrupted run, unpaced, while the cluster starts.
+  const fs::path ref_dir = dir_ / "ref-torch";
+  std::string ref_cmd = testing_support::quote(kPython);
+  for (const auto& a : args) ref_cmd += " " + testing_support::quote(a);
+  ref_cmd += " --checkpoint-dir " + testing_support::quote(ref_dir.string()) + " >" +
+             testing_support::quote((dir_ / "ref-torch.log").string()) + " 2>&1";
+  auto reference_run = std::async(std::launch::async, [&] { return std::system(ref_cmd.c_str()); });
+
+  start_server(0);
+  start_agent("a-slow", "slow:1");
+  start_agent("a-fast", "fast:1");
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json c = get("/v1/cluster");
+        return !c.is_null() && c["nodes"].size() == 2;
+      },
+      20));
+  // 100 steps/s: 6 s of training, time to drain it midway.
+  json command = {kPython};
+  for (const auto& a : args) command.push_back(a);
+  command.push_back("--steps-per-s");
+  command.push_back("100");
+  httplib::Client cli("127.0.0.1", port_);
+  auto r = cli.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}},
+                    json{{"name", "torch"},
+                         {"job_type", "mlp"},
+                         {"workers", 1},
+                         {"iterations", kSteps},
+                         {"command", command}}
+                        .dump(),
+                    "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  std::string first_node;
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json j = get("/v1/jobs/" + id);
+        if (j.is_null() || j["state"] != "running" || j["iterations_done"].get<double>() < 100)
+          return false;
+        first_node = j["node"].get<std::string>();
+        return true;
+      },
+      40))
+      << get("/v1/jobs/" + id).dump() << slurp(dir_ / "server.log");
+  r = cli.Post(("/v1/nodes/" + first_node + "/drain").c_str(),
+               {{"Authorization", "Bearer admin-token"}}, "", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+
+  json jobs = wait_all(1, 60);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(jobs[0]["state"], "finished") << jobs.dump();
+  EXPECT_EQ(jobs[0]["failures"], 0);
+  EXPECT_GE(jobs[0]["restarts"], 1);
+  EXPECT_EQ(gpu_types_used()[id], (std::set<std::string>{"slow", "fast"}));
+  ASSERT_EQ(reference_run.get(), 0) << slurp(dir_ / "ref-torch.log");
+  const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+  const json want = json::parse(slurp(ref_dir / "result.json"));
+  // It resumed (from a step the drain caught it at), not started over.
+  ASSERT_GE(got["resumed_at"].size(), 1u) << got.dump();
+  EXPECT_GE(got["resumed_at"][0].get<int>(), 100) << got.dump();
+  EXPECT_LT(got["resumed_at"][0].get<int>(), kSteps) << got.dump();
+  EXPECT_TRUE(want["resumed_at"].empty());
+  EXPECT_EQ(got["iterations"], kSteps);
+  EXPECT_EQ(got["device"], "cpu");
+  EXPECT_EQ(got["weights_sha256"], want["weights_sha256"]);
+  EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>());
+}
+
+// The same script as a 2-worker gang over two 1-GPU nodes: one process per
+// node, joined by torch.distributed (gloo) through the rendezvous fairgpu
+// sets. A drain of rank 1's node revokes both parts; every rank stops at the
+// same step (the stop flag is reduced over the ranks) and rank 0
+// checkpoints; undrained, the gang resumes and ends with the weights of an
+// uninterrupted 2-rank run (train.py starting both ranks itself).
+TEST_F(LiveEndToEnd, PyTorchGangOverTwoNodesStopsTogetherAndResumesExactly) {
+  if (!have_torch())
+    GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
+  constexpr int kSeed = 9, kSteps = 500;
+  const std::vector<std::string> args = {
+      kTorchScript,         "--iterations", std::to_string(kSteps), "--seed", std::to_string(kSeed),
+      "--checkpoint-every", "100"};
+  const fs::path ref_dir = dir_ / "ref-gang";
+  std::string ref_cmd =
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(31000 + ::getpid() % 2000) +
+      " WORLD_SIZE=2 RANK=0 LOCAL_WORLD_SIZE=2 " + testing_support::quote(kPython);
+  for (const auto& a : args) ref_cmd += " " + testing_support::quote(a);
+  ref_cmd += " --checkpoint-dir " + testing_support::quote(ref_dir.string()) + " >" +
+             testing_support::quote((dir_ / "ref-gang.log").string()) + " 2>&1";
+  auto reference_run = std::async(std::launch::async, [&] { return std::system(ref_cmd.c_str()); });
+
+  start_server(0);
+  start_agent("g1", "fast:1");
+  start_agent("g2", "fast:1");
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json c = get("/v1/cluster");
+        return !c.is_null() && c["nodes"].size() == 2;
+      },
+      20));
+  json command = {kPython};
+  for (const auto& a : args) command.push_back(a);
+  command.push_back("--steps-per-s");
+  command.push_back("100");
+  httplib::Client cli("127.0.0.1", port_);
+  const httplib::Headers admin = {{"Authorization", "Bearer admin-token"}};
+  auto r = cli.Post("/v1/jobs", {{"Authorization", "Bearer bob-token"}},
+                    json{{"name", "torch-gang"},
+                         {"job_type", "mlp"},
+                         {"workers", 2},
+                         {"iterations", kSteps},
+                         {"command", command}}
+                        .dump(),
+                    "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  json running;
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        running = get("/v1/jobs/" + id);
+        return !running.is_null() && running["state"] == "running" &&
+               running["iterations_done"].get<double>() >= 100;
+      },
+      40))
+      << running.dump() << slurp(dir_ / "server.log");
+  ASSERT_EQ(running["nodes"].size(), 2u) << running.dump();
+  const std::string rank1_node = running["nodes"][1];
+  r = cli.Post(("/v1/nodes/" + rank1_node + "/drain").c_str(), admin, "", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] {
+        json j = get("/v1/jobs/" + id);
+        return !j.is_null() && j["state"] == "queued" && j["pending"]["reason"] == "NodeDrained";
+      },
+      30))
+      << get("/v1/jobs/" + id).dump();
+  const json stopped = get("/v1/jobs/" + id);
+  EXPECT_EQ(stopped["failures"], 0) << stopped.dump();
+  r = cli.Post(("/v1/nodes/" + rank1_node + "/undrain").c_str(), admin, "", "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+
+  json jobs = wait_all(1, 60);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(jobs[0]["state"], "finished") << jobs.dump();
+  EXPECT_EQ(jobs[0]["failures"], 0);
+  ASSERT_EQ(reference_run.get(), 0) << slurp(dir_ / "ref-gang.log");
+  const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+  const json want = json::parse(slurp(ref_dir / "result.json"));
+  EXPECT_EQ(got["world_size"], 2);
+  ASSERT_EQ(got["resumed_at"].size(), 1u) << got.dump();
+  const int resumed = got["resumed_at"][0].get<int>();
+  EXPECT_GE(resumed, 100);
+  EXPECT_LT(resumed, kSteps);
+  EXPECT_EQ(got["weights_sha256"], want["weights_sha256"]);
+  EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>());
+  // Both ranks of the revoked run stopped at that step; both of the resumed
+  // run ended with the same weights (the runs' logs, on the agents).
+  std::string logs;
+  for (const std::string node : {"g1", "g2"})
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / ("agent-" + node) / "runs"))
+      if (e.path().filename() == "log") logs += slurp(e.path());
+  for (const int rank : {0, 1}) {
+    EXPECT_NE(logs.find("rank " + std::to_string(rank) + " stopped by signal at step " +
+                        std::to_string(resumed)),
+              std::string::npos)
+        << logs;
+    EXPECT_NE(logs.find("rank " + std::to_string(rank) +
+                        " weights sha256: " + want["weights_sha256"].get<std::string>()),
+              std::string::npos)
+        << logs;
+  }
+}
+
 TEST_F(LiveEndToEnd, SurvivesKillNineOfServerAndAgent) {
   start_cluster();
   constexpr int kIterations = 900;
@@ -847,7 +1013,8 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
                          name == "PATH" || name == "HOME" || name == "LANG" || name == "PWD" ||
                          name == "SHLVL" || name == "_" || name == "OLDPWD" ||
                          name == "MASTER_ADDR" || name == "MASTER_PORT" || name == "WORLD_SIZE" ||
-                         name == "RANK" || name == "NODE_RANK" || name == "LOCAL_WORLD_SIZE";
+                         name == "RANK" || name == "NODE_RANK" || name == "LOCAL_WORLD_SIZE" ||
+                         name == "OMP_NUM_THREADS";  // its CPU grant (issue 15)
     EXPECT_TRUE(allowed) << "the job saw " << line;
   }
   if (::geteuid() == 0) {
@@ -1042,6 +1209,31 @@ TEST_F(LiveEndToEnd, BadBytesAreAnsweredAndASecondServerIsRefused) {
   EXPECT_EQ(std::count(second.err.begin(), second.err.end(), '\n'), 1) << second.err;
   // The first one still serves.
   EXPECT_FALSE(get("/v1/jobs").is_null());
+}
+
+// Issue 18: `serve --config` keeps its store where the config's relative
+// data_dir says from the config's folder, wherever it was started from.
+TEST_F(LiveEndToEnd, DataDirIsTheConfigFoldersNotTheCurrentDirectorys) {
+  fs::create_directories(dir_ / "etc");
+  json config = json::parse(slurp(dir_ / "serve.json"));
+  config["data_dir"] = "state";
+  config["checkpoint_dir"] = "../ckpt";
+  config["profiles"] = "../profiles.json";
+  std::ofstream(dir_ / "etc" / "serve.json") << config.dump();
+  Daemon server({FAIRGPU_BINARY, "serve", "--config", "../etc/serve.json", "--port", "0",
+                 "--port-file", "port"},
+                dir_ / "server.log", scratch());
+  for (int i = 0; i < 200 && !fs::exists(scratch() / "port"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_TRUE(fs::exists(scratch() / "port")) << slurp(dir_ / "server.log");
+  port_ = std::stoi(slurp(scratch() / "port"));
+  EXPECT_FALSE(get("/v1/jobs").is_null());
+  EXPECT_TRUE(fs::exists(dir_ / "etc" / "state" / "fairgpu.db")) << slurp(dir_ / "server.log");
+  EXPECT_FALSE(fs::exists(scratch() / "state"));
+  // The profiles file was found (its job type needs no profiling).
+  const json profiles = get("/v1/profiles");
+  ASSERT_FALSE(profiles.is_null());
+  EXPECT_EQ(profiles["profiles"].size(), 3u) << profiles.dump();
 }
 
 }  // namespace

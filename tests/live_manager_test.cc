@@ -5,6 +5,7 @@
 // time, profiling of unknown job types, retries, tokens and bad requests.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -1043,6 +1044,38 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
 
 namespace fairgpu::live {
 namespace {
+
+// Relative paths in a config file are the config folder's, not the current
+// directory's (issue 18): data_dir, checkpoint_dir (and its default under
+// data_dir) and profiles; absolute ones are kept.
+TEST(LiveConfig, RelativePathsAreTakenFromTheConfigFolder) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fairgpu-config-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "etc");
+  const std::string head = R"({"admin_token": "admin-0000",
+    "tenants": [{"name": "a", "token": "token-a-00"}], )";
+  std::ofstream(dir / "etc" / "serve.json")
+      << head << R"("data_dir": "state", "checkpoint_dir": "../shared/ckpt",
+                     "profiles": "profiles.json"})";
+  const fs::path cwd = fs::current_path();
+  fs::current_path(fs::temp_directory_path());  // anywhere but the config's folder
+  ServeConfig c =
+      read_serve_config("fairgpu-config-" + std::to_string(::getpid()) + "/etc/serve.json");
+  fs::current_path(cwd);
+  EXPECT_EQ(c.data_dir, (dir / "etc" / "state").string());
+  EXPECT_EQ(c.checkpoint_dir, (dir / "shared" / "ckpt").string());
+  EXPECT_EQ(c.profiles_file, (dir / "etc" / "profiles.json").string());
+  std::ofstream(dir / "etc" / "serve.json") << head << R"("data_dir": "state"})";
+  c = read_serve_config((dir / "etc" / "serve.json").string());
+  EXPECT_EQ(c.checkpoint_dir, (dir / "etc" / "state" / "checkpoints").string());
+  std::ofstream(dir / "etc" / "serve.json")
+      << head << R"("data_dir": "/var/lib/fairgpu", "profiles": "/srv/p.json"})";
+  c = read_serve_config((dir / "etc" / "serve.json").string());
+  EXPECT_EQ(c.data_dir, "/var/lib/fairgpu");
+  EXPECT_EQ(c.checkpoint_dir, "/var/lib/fairgpu/checkpoints");
+  EXPECT_EQ(c.profiles_file, "/srv/p.json");
+  fs::remove_all(dir);
+}
 
 TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
   ServeConfig c = read_serve_config(std::string(FAIRGPU_SOURCE_DIR) + "/examples/serve.json");

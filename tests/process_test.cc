@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "live/node_resources.h"
 #include "polling.h"
 #include "run_binary.h"
 
@@ -283,6 +284,81 @@ TEST(Process, ProgressFileKeepsTheLastGoodValue) {
   EXPECT_EQ(file.read(), 1300);
   fs::remove(dir / "progress");
   EXPECT_EQ(file.read(), 1300);
+}
+
+// The cgroup plumbing on a stand-in hierarchy (plain files where the kernel
+// would make them): the decisions of make_memory_cgroup and the child's
+// write to cgroup.procs. The kernel's side is LiveResources'
+// MemoryGrantIsTheJobsCgroupMemoryMax, where the machine allows it.
+TEST(Process, MemoryCgroupAndCpuAffinityReachTheJob) {
+  TempDir dir;
+  fs::create_directories(dir / "cg");
+  const std::string parent = dir / "cg";
+  write_file(parent + "/cgroup.controllers", "cpu io pids\n");
+  MemoryCgroup none = make_memory_cgroup(parent, "run1", 1 << 20);
+  EXPECT_EQ(none.dir, "");
+  EXPECT_NE(none.problem.find("the memory controller is not available"), std::string::npos)
+      << none.problem;
+  EXPECT_FALSE(fs::exists(parent + "/run1")) << "a cgroup it cannot use is removed";
+
+  write_file(parent + "/cgroup.controllers", "cpu io memory pids\n");
+  write_file(parent + "/cgroup.subtree_control", "");
+  MemoryCgroup missing = make_memory_cgroup(parent, "run2", 1 << 20);
+  EXPECT_EQ(missing.dir, "");
+  EXPECT_NE(missing.problem.find("cannot enable the memory controller"), std::string::npos)
+      << missing.problem;
+  EXPECT_EQ(slurp(parent + "/cgroup.subtree_control"), "+memory") << "it asked for it";
+
+  fs::create_directories(parent + "/run3");  // as the kernel makes it: with memory.max
+  for (const char* f : {"/memory.max", "/memory.swap.max", "/cgroup.procs"})
+    write_file(parent + "/run3" + f, "");
+  MemoryCgroup made = make_memory_cgroup(parent, "run3", std::uint64_t{3} << 30);
+  ASSERT_EQ(made.dir, parent + "/run3") << made.problem;
+  EXPECT_EQ(slurp(made.dir + "/memory.max"), std::to_string(std::uint64_t{3} << 30));
+  EXPECT_EQ(slurp(made.dir + "/memory.swap.max"), "0");
+
+  const std::vector<int> mine = affinity_cpus();
+  ASSERT_FALSE(mine.empty());
+  auto spec = shell(dir, "grep Cpus_allowed_list /proc/self/status | cut -f2 > \"$OUT\"");
+  spec.env = {{"OUT", dir / "seen"}};
+  spec.cpu_affinity = {mine.back()};
+  spec.cgroup_dir = made.dir;
+  auto p = Process::launch(spec);
+  ASSERT_EQ(p->state(), ProcessState::kRunning) << p->failure();
+  poll_until_ended(*p, 10);
+  EXPECT_EQ(p->exit_code(), 0);
+  EXPECT_EQ(slurp(dir / "seen"), std::to_string(mine.back()) + "\n");
+  EXPECT_EQ(slurp(made.dir + "/cgroup.procs"), "0") << "the job moved itself in before exec";
+  spec.cgroup_dir = dir / "nowhere";
+  EXPECT_EQ(Process::launch(spec)->state(), ProcessState::kLaunchFailed);
+}
+
+TEST(Process, ProgressFileCarriesTheBatchSize) {
+  EXPECT_EQ(parse_progress_report("1234 64\n")->batch_size, 64);
+  EXPECT_EQ(parse_progress_report("1234 64\n")->iterations, 1234);
+  EXPECT_EQ(parse_progress_report("1234\n")->batch_size, 0);
+  EXPECT_EQ(parse_progress_report("1234 6"), std::nullopt);  // torn: no newline yet
+  EXPECT_EQ(parse_progress_report("1234 0\n"), std::nullopt);
+  EXPECT_EQ(parse_progress_report("1234 64 1\n"), std::nullopt);
+  EXPECT_EQ(parse_progress_report("1234 2000000000\n"), std::nullopt);
+
+  TempDir dir;
+  ProgressFile file(dir / "progress");
+  write_file(dir / "progress", "100 32\n");
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 32);
+  write_file(dir / "progress", "100 64\n");  // the change, reported at the same count
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 64);
+  write_file(dir / "progress", "90 128\n");  // a smaller count: not taken
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 64);
+  write_file(dir / "progress", "150 12");  // torn
+  EXPECT_EQ(file.read(), 100);
+  EXPECT_EQ(file.batch_size(), 64);
+  write_file(dir / "progress", "160\n");  // a count alone keeps the batch size
+  EXPECT_EQ(file.read(), 160);
+  EXPECT_EQ(file.batch_size(), 64);
 }
 
 TEST(Process, ReadsTheJobsProgressAndRemovesAStaleFile) {

@@ -3,11 +3,13 @@
 // the policy in simulation (determinism, every job finishes, re-planning).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "fairgpu/lp.h"
 #include "fairgpu/scenario.h"
@@ -385,6 +387,28 @@ TEST(ShockwavePolicy, ReactiveReplansOnARegimeChangeAndLazyDoesNot) {
   // a point that re-plans anyway).
   EXPECT_GT(reactive, lazy);
   EXPECT_LE(reactive, lazy + 3);
+}
+
+TEST(ShockwavePolicy, AsyncSolveNeverHoldsUpARoundAndIsAdoptedLater) {
+  // solve=async (the live manager's): the scheduling point that starts a
+  // solve does not wait for it (its round is the work-conserving fill), and
+  // a later point adopts the finished plan.
+  Scenario sc = canonical_scenario(12);
+  SchedulerState s = make_scheduler_state(sc.model, sc.workload);
+  for (std::size_t k = 0; k < s.jobs.size(); ++k) admit_job(s, k);
+  auto policy = make_round_policy("shockwave:solve=async:wall=5", {});
+  const RoundPlan first = policy->plan(s);
+  EXPECT_FALSE(first.recomputed);
+  EXPECT_FALSE(first.run.empty()) << "the fill runs jobs while the plan is solved";
+  bool adopted = false;
+  for (int i = 0; i < 2000 && !adopted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    adopted = policy->plan(s).recomputed;
+  }
+  EXPECT_TRUE(adopted) << "no plan adopted within 20 s";
+  // The synchronous policy plans at its first point.
+  auto sync = make_round_policy("shockwave", {});
+  EXPECT_TRUE(sync->plan(s).recomputed);
 }
 
 }  // namespace

@@ -462,6 +462,36 @@ TEST_F(TrainTest, RanksOtherThanZeroFollowRankZero) {
   EXPECT_NE(stopped.out().find("rank 2 stopped by signal"), std::string::npos) << stopped.out();
 }
 
+TEST_F(TrainTest, BatchScheduleChangesTheBatchAtItsEpochAndResumesBitExact) {
+  // 4096 samples: epoch 0 is 128 steps at batch 32, then batch 64.
+  const std::vector<std::string> schedule{"--seed", "3", "--batch-schedule", "0:32,1:64"};
+  auto run = [&](const std::string& name, const std::string& iterations) {
+    std::vector<std::string> args{"--iterations", iterations, "--checkpoint-dir",
+                                  (dir_ / name).string(), "--progress-file",
+                                  (dir_ / (name + ".progress")).string()};
+    args.insert(args.end(), schedule.begin(), schedule.end());
+    Child c(args, dir_ / (name + "-out"));
+    EXPECT_EQ(c.wait(), 0) << c.err();
+    return c.out();
+  };
+  const std::string whole = run("whole", "400");
+  EXPECT_NE(whole.find("batch size 64 from iteration 128"), std::string::npos) << whole;
+  EXPECT_EQ(slurp(dir_ / "whole.progress"), "400 64\n");
+  run("split", "100");  // stops in epoch 0, then resumes past the change
+  EXPECT_EQ(slurp(dir_ / "split.progress"), "100 32\n");
+  run("split", "400");
+  const json a = json::parse(slurp(dir_ / "whole" / "result.json"));
+  const json b = json::parse(slurp(dir_ / "split" / "result.json"));
+  EXPECT_EQ(a["weights_checksum"], b["weights_checksum"]);
+  EXPECT_EQ(a["final_loss"].get<double>(), b["final_loss"].get<double>());
+  // And the schedule matters: batch 32 throughout trains otherwise.
+  Child plain({"--iterations", "400", "--seed", "3", "--checkpoint-dir", (dir_ / "plain").string()},
+              dir_ / "plain-out");
+  ASSERT_EQ(plain.wait(), 0);
+  EXPECT_NE(json::parse(slurp(dir_ / "plain" / "result.json"))["weights_checksum"],
+            a["weights_checksum"]);
+}
+
 TEST_F(TrainTest, BadInputExitsTwoWithOneLine) {
   const fs::path ckpt = dir_ / "ckpt";
   const std::string file = (ckpt / "checkpoint.bin").string();
@@ -515,6 +545,9 @@ TEST_F(TrainTest, BadInputExitsTwoWithOneLine) {
   expect_rejected(with({"--base-rate", "10", "--scaling", "1=1,2=1.8"}), {"--scaling", "4"},
                   {{"FAIRGPU_NUM_WORKERS", "4"}});
   expect_rejected(with({"--lr", "-1"}), {"--lr"});
+  expect_rejected(with({"--batch-schedule", "1:32"}), {"--batch-schedule", "epoch 0"});
+  expect_rejected(with({"--batch-schedule", "0:32,0:64"}), {"--batch-schedule", "increase"});
+  expect_rejected(with({"--batch-schedule", "0:32,4:0"}), {"--batch-schedule", "'4:0'"});
   expect_rejected(resume, {"WORLD_SIZE", "'0'"}, {{"WORLD_SIZE", "0"}});
   expect_rejected(resume, {"RANK 3 + LOCAL_WORLD_SIZE 2 exceeds WORLD_SIZE 4"},
                   {{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_WORLD_SIZE", "2"}});

@@ -7,7 +7,9 @@
 
 namespace fairgpu {
 
-// The version of this build (the CMake project version), e.g. "0.1".
+// The version of this build: the CMake project version, and the git commit
+// when built from a checkout ("0.1+g732a2142ab3c", ".dirty" appended when
+// tracked files had changes), e.g. "0.1" from a source tarball.
 std::string fairgpu_version();
 
 // The SHA-256 of a file's bytes as 64 lowercase hex digits. Throws

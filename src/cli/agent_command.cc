@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +18,7 @@
 #include "cli/commands.h"
 #include "fairgpu/input_error.h"
 #include "live/agent.h"
+#include "live/node_resources.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -33,6 +33,8 @@ struct AgentArgs {
   live::AgentOptions options;
   std::string gpus;
   std::string token_file;
+  std::string cpu_list;
+  CLI::Option* cpus_flag = nullptr;
 };
 
 // The node token: --token-file, else FAIRGPU_AGENT_TOKEN (then wiped from
@@ -96,6 +98,11 @@ std::string run_agent_command(AgentArgs& a) {
                      "missing, and no nvidia-smi on PATH to discover the GPUs: pass --gpus "
                      "TYPE:N or TYPE:ID,ID,...");
   }
+  if (!a.cpu_list.empty()) {
+    o.cpu_ids = live::parse_cpu_list(a.cpu_list);
+    if (o.cpu_ids.empty()) throw InputError("--cpu-list", "", "no CPUs");
+    if (a.cpus_flag->count() == 0) o.cpus = static_cast<int>(o.cpu_ids.size());
+  }
   o.token = read_token(a);
   live::check_agent_options(o);
 
@@ -123,10 +130,9 @@ std::string run_agent_command(AgentArgs& a) {
 void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
   auto args = std::make_shared<AgentArgs>();
   live::AgentOptions& o = args->options;
-  o.cpus = static_cast<int>(std::thread::hardware_concurrency());
-  struct sysinfo info {};
-  if (sysinfo(&info) == 0)
-    o.memory_gb = static_cast<double>(info.totalram) * info.mem_unit / (1024.0 * 1024 * 1024);
+  // What this machine offers the agent: its affinity mask and MemTotal.
+  o.cpus = static_cast<int>(live::affinity_cpus().size());
+  o.memory_gb = live::total_memory_gb();
   auto* c = app.add_subcommand(
       "agent",
       "run the node daemon of the live cluster manager: register this node's GPUs with "
@@ -138,8 +144,20 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
                 "GPU type and devices: TYPE:N (devices 0..N-1) or TYPE:ID,ID,... (one device: "
                 "TYPE:ID,); default: nvidia-smi's GPUs, named by their model (\"Tesla "
                 "V100-SXM2-16GB\" -> v100)");
-  c->add_option("--cpus", o.cpus, "CPUs to declare (default: this machine's)");
-  c->add_option("--memory-gb", o.memory_gb, "memory to declare in GB (default: this machine's)");
+  args->cpus_flag = c->add_option(
+      "--cpus", o.cpus,
+      "CPUs to declare (default: the cores this agent may run on, its affinity mask, or "
+      "--cpu-list's)");
+  c->add_option("--cpu-list", args->cpu_list,
+                "the cores jobs are pinned to, as 0-3,6 (default: the agent's affinity mask); a "
+                "launch granting c CPUs pins its job to round(c) of them, distinct from other "
+                "jobs' while there are enough, and sets OMP_NUM_THREADS");
+  c->add_option("--cgroup", o.cgroup_dir,
+                "cgroup v2 directory under which each job gets a child cgroup holding its "
+                "memory grant as memory.max (default: the agent's own cgroup; `none`: no memory "
+                "limits). Where none can be made the job runs unlimited and its status says so");
+  c->add_option("--memory-gb", o.memory_gb,
+                "memory to declare in GB (default: this machine's, MemTotal of /proc/meminfo)");
   c->add_option("--token-file", args->token_file,
                 "file holding this node's token (`fairgpu node-token NODE`); default: the "
                 "FAIRGPU_AGENT_TOKEN variable");

@@ -166,7 +166,7 @@ int run(int argc, char** argv) {
       "strategy-proofness (allocate, audit).",
       "fairgpu"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", fairgpu_version());
+  app.set_version_flag("--version", "fairgpu " + fairgpu_version());
   app.footer(
       "Exit status: 0 ok, 2 bad input or command line (one line on stderr), 1 other "
       "errors.\nRun 'fairgpu <subcommand> --help' for the options of a subcommand.");

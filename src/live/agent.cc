@@ -32,6 +32,7 @@
 
 #include "fairgpu/input_error.h"
 #include "live/http_util.h"
+#include "live/node_resources.h"
 #include "live/process.h"
 
 namespace fairgpu::live {
@@ -116,6 +117,9 @@ struct Run {
   std::string failure;               // launch_failed: why
   Clock::time_point lease_end{};
   bool end_logged = false;
+  std::vector<int> cores;  // pinned to (empty: not pinned)
+  std::string cgroup;      // its memory cgroup, until removed
+  std::string limits;      // what it is held to, reported with it
 
   bool launch_failed() const { return !process || process->state() == ProcessState::kLaunchFailed; }
   bool running() const { return process && process->state() == ProcessState::kRunning; }
@@ -133,6 +137,11 @@ class Agent {
     fs::create_directories(fs::path(dir) / "runs", ec);
     if (ec) throw InputError("--state-dir", "", "cannot create '" + dir + "': " + ec.message());
     state_dir_ = fs::absolute(dir).lexically_normal();
+    cores_ = o_.cpu_ids.empty() ? affinity_cpus() : o_.cpu_ids;
+    cgroup_parent_ = o_.cgroup_dir == "none" ? ""
+                     : o_.cgroup_dir.empty() ? own_cgroup_dir()
+                                             : o_.cgroup_dir;
+    cgroup_prefix_ = fmt::format("fairgpu-{}-{}-lease-", o_.node, getpid());
     switch_users_ = geteuid() == 0;
     if (switch_users_) {
       // Jobs run as other users and must reach runs/<lease>/job: every
@@ -159,6 +168,7 @@ class Agent {
 
   void run() {
     kill_leftovers();
+    remove_leftover_cgroups();
     while (!stop_.load()) {
       if (!register_node()) break;  // stopped while retrying
       session();
@@ -207,6 +217,18 @@ class Agent {
       }
       fs::remove(pid_file, ec);
     }
+  }
+
+  // Memory cgroups of an earlier agent process of this node, whose jobs
+  // kill_leftovers has just killed (an empty cgroup is removed; one still
+  // holding a process is not).
+  void remove_leftover_cgroups() {
+    if (cgroup_parent_.empty()) return;
+    std::error_code ec;
+    const std::string prefix = fmt::format("fairgpu-{}-", o_.node);
+    for (const auto& entry : fs::directory_iterator(cgroup_parent_, ec))
+      if (entry.path().filename().string().rfind(prefix, 0) == 0)
+        remove_cgroup(entry.path().string());
   }
 
   // Registers, retrying with a backoff; false when `stop` came first.
@@ -313,7 +335,9 @@ class Agent {
   }
 
   void poll_runs() {
+    std::erase_if(stale_cgroups_, [](const std::string& dir) { return remove_cgroup(dir); });
     for (auto& [lease, r] : runs_) {
+      if (!r.running() && !r.cgroup.empty() && remove_cgroup(r.cgroup)) r.cgroup.clear();
       if (!r.running()) continue;
       r.process->poll();
       if (r.process->state() != ProcessState::kExited || r.end_logged) continue;
@@ -355,6 +379,7 @@ class Agent {
 
   json report(Run& r) {
     json j = {{"lease", r.lease}, {"job", r.job}};
+    if (!r.limits.empty()) j["limits"] = r.limits;
     if (r.launch_failed()) {
       j["state"] = "launch_failed";
       j["iterations"] = 0;
@@ -363,6 +388,7 @@ class Agent {
     }
     Process& p = *r.process;
     j["iterations"] = p.read_progress();
+    if (p.batch_size() > 0) j["batch_size"] = p.batch_size();
     if (p.state() == ProcessState::kRunning) {
       j["state"] = "running";
       return j;
@@ -417,7 +443,10 @@ class Agent {
       for (const auto& lease : answer["ack"]) {
         if (!lease.is_number_integer()) continue;
         auto it = runs_.find(lease.get<std::int64_t>());
-        if (it != runs_.end() && !it->second.running()) runs_.erase(it);
+        if (it == runs_.end() || it->second.running()) continue;
+        if (!it->second.cgroup.empty() && !remove_cgroup(it->second.cgroup))
+          stale_cgroups_.push_back(it->second.cgroup);
+        runs_.erase(it);
       }
     }
     if (!answer.contains("actions") || !answer["actions"].is_array()) return;
@@ -599,8 +628,50 @@ class Agent {
     spec.env.emplace_back("CUDA_VISIBLE_DEVICES", join_ints(r.devices));
     spec.env.emplace_back("FAIRGPU_CHECKPOINT_DIR", checkpoint_dir);
     spec.env.emplace_back("FAIRGPU_PROGRESS_FILE", spec.progress_path);
+    if (std::string why = hold_to_grant(r, action, spec); !why.empty()) return fail(why);
     r.lease_end = arrived + seconds(lease_s_left);
     r.process = Process::launch(spec);
+    if (r.launch_failed() && !r.cgroup.empty() && remove_cgroup(r.cgroup)) r.cgroup.clear();
+  }
+
+  // The launch's CPUs and memory (node_resources.h): cores and
+  // OMP_NUM_THREADS, a memory cgroup where one can be made. "" or why the
+  // action is malformed.
+  std::string hold_to_grant(Run& r, const json& action, LaunchSpec& spec) {
+    double cpus = 0.0, memory_gb = 0.0;
+    for (auto [key, value] : {std::pair{"cpus", &cpus}, std::pair{"memory_gb", &memory_gb}}) {
+      if (!action.contains(key) || action[key].is_null()) continue;
+      if (!action[key].is_number() || !(action[key].get<double>() >= 0) ||
+          action[key].get<double>() > 1e9)
+        return fmt::format("launch action: {}: not a number in 0..1e9", key);
+      *value = action[key].get<double>();
+    }
+    std::vector<std::string> held;
+    if (cpus > 0 && !cores_.empty()) {
+      std::map<int, int> pinned;
+      for (const auto& [lease, other] : runs_)
+        if (other.running())
+          for (int c : other.cores) ++pinned[c];
+      r.cores = pick_cores(cores_, pinned, cpus);
+      spec.cpu_affinity = r.cores;
+      spec.env.emplace_back("OMP_NUM_THREADS", std::to_string(r.cores.size()));
+      held.push_back(
+          fmt::format("cpus {} (OMP_NUM_THREADS={})", cpu_list_text(r.cores), r.cores.size()));
+    }
+    if (memory_gb > 0) {
+      const auto bytes = static_cast<std::uint64_t>(memory_gb * 1024.0 * 1024.0 * 1024.0);
+      MemoryCgroup cg =
+          make_memory_cgroup(cgroup_parent_, cgroup_prefix_ + std::to_string(r.lease), bytes);
+      if (cg.dir.empty()) {
+        held.push_back("memory limit not enforced: " + cg.problem);
+      } else {
+        r.cgroup = spec.cgroup_dir = cg.dir;
+        held.push_back(fmt::format("memory.max {} bytes", bytes));
+      }
+    }
+    for (const auto& h : held) r.limits += (r.limits.empty() ? "" : "; ") + h;
+    if (!r.limits.empty()) log(fmt::format("{}: {}", describe(r), r.limits));
+    return "";
   }
 
   const AgentOptions& o_;
@@ -620,6 +691,10 @@ class Agent {
   bool new_runs_ = false;  // the last answer held a new launch
   std::map<std::int64_t, Run> runs_;
   std::set<std::int64_t> seen_leases_;  // lease ids are never reused by the server
+  std::vector<int> cores_;              // jobs are pinned within these
+  std::string cgroup_parent_;           // "" = no memory limits
+  std::string cgroup_prefix_;           // of this agent's runs' cgroups
+  std::vector<std::string> stale_cgroups_;  // forgotten runs' cgroups not yet removable
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {

@@ -48,6 +48,12 @@
 // - Files: <state_dir>/runs/<lease>/{pid,log,job/progress}; the pid file
 //   goes when the run is reaped, the log and progress files stay for
 //   debugging.
+// - CPUs and memory (issue 15; node_resources.h): a launch's `cpus` pins
+//   the job to that many of the agent's cores (distinct from other runs'
+//   while there are enough) and sets OMP_NUM_THREADS; its `memory_gb` is
+//   the job's cgroup v2 memory.max where the agent can make a child cgroup,
+//   else the run's `limits` says "memory limit not enforced: <why>" and the
+//   job runs anyway.
 // - Shutdown (stop set): every run gets the stop sequence, the agent keeps
 //   heart-beating until all have exited, sends one last heartbeat reporting
 //   them, and returns.
@@ -70,8 +76,16 @@ struct AgentOptions {
   // Where other nodes reach this one's jobs (a gang's MASTER_ADDR when rank
   // 0 runs here); "" = the address the server sees the registration from.
   std::string address;
+  // What the node declares (`fairgpu agent` reads them from the machine:
+  // the affinity mask's size and MemTotal).
   int cpus = 0;
   double memory_gb = 0.0;
+  // The cores jobs are pinned to (node_resources.h); empty = the agent's
+  // affinity mask.
+  std::vector<int> cpu_ids;
+  // The cgroup v2 directory under which each run gets a child holding its
+  // memory limit; "" = the agent's own cgroup, "none" = no memory limits.
+  std::string cgroup_dir;
   // pid files, logs, progress files; "" means ./fairgpu-agent-<node>.
   std::string state_dir;
   // A root agent runs a tenant's job as the tenant's unix_user when the

@@ -131,7 +131,8 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
     if (!r.is_object()) bad(at, "expected an object");
     for (const auto& [key, value] : r.items())
       if (key != "lease" && key != "job" && key != "state" && key != "iterations" &&
-          key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail")
+          key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail" &&
+          key != "limits" && key != "batch_size")
         bad(at + "." + key, "unknown field");
     if (!r.contains("lease")) bad(at + ".lease", "missing required field");
     Run run;
@@ -166,6 +167,13 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
       if (!r["revoked"].is_boolean()) bad(at + ".revoked", "expected true or false");
       ev.revoked = r["revoked"].get<bool>();
     }
+    if (r.contains("limits")) {
+      if (!r["limits"].is_string() || r["limits"].get<std::string>().size() > 1024)
+        bad(at + ".limits", "expected a string of at most 1 KiB");
+      ev.limits = r["limits"].get<std::string>();
+    }
+    if (r.contains("batch_size"))
+      ev.batch_size = need_integer(r["batch_size"], at + ".batch_size", 1, 1 << 30);
     if (r.contains("log_tail")) {
       if (!r["log_tail"].is_string()) bad(at + ".log_tail", "expected a string");
       if (r["log_tail"].get<std::string>().size() > 65536)
@@ -288,6 +296,9 @@ void AgentExecutor::apply(const std::vector<RunStart>& starts, const std::vector
            {"rendezvous", rendezvous},
            {"checkpoint_dir", s.spec.checkpoint_dir}},
           p.ticket};
+      // The part's CPUs and memory (Synergy; the agent pins and limits).
+      if (p.cpus > 0) launches_[lease].action["cpus"] = p.cpus;
+      if (p.memory_gb > 0) launches_[lease].action["memory_gb"] = p.memory_gb;
     }
   }
 }

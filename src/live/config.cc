@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <filesystem>
 #include <set>
 
 #include "trace/text_input.h"
@@ -25,7 +26,13 @@ std::string name_problem(const std::string& s) {
   return "";
 }
 
-ServeConfig parse_serve_config(std::string_view json_text, const std::string& source) {
+std::string config_relative_path(const std::string& base_dir, const std::string& path) {
+  if (base_dir.empty() || path.empty() || path.front() == '/') return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
+ServeConfig parse_serve_config(std::string_view json_text, const std::string& source,
+                               const std::string& base_dir) {
   const auto doc = text_input::parse_json(json_text, source);
   text_input::JsonReader r(source);
   r.expect_object(doc, "");
@@ -56,8 +63,10 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     if (c.port < 0 || c.port > 65535) r.fail("listen", "port must be 0..65535");
   }
   if (auto* v = r.optional(doc, "data_dir")) c.data_dir = r.name(*v, "data_dir");
+  c.data_dir = config_relative_path(base_dir, c.data_dir);
   c.checkpoint_dir = c.data_dir + "/checkpoints";
-  if (auto* v = r.optional(doc, "checkpoint_dir")) c.checkpoint_dir = r.name(*v, "checkpoint_dir");
+  if (auto* v = r.optional(doc, "checkpoint_dir"))
+    c.checkpoint_dir = config_relative_path(base_dir, r.name(*v, "checkpoint_dir"));
   // "NAME" or "NAME:key=value[:key=value...]" (policy_options.h).
   if (auto* v = r.optional(doc, "policy")) c.policy = r.name(*v, "policy");
   if (auto* v = r.optional(doc, "round_s")) c.policy_options.round_s = r.positive(*v, "round_s");
@@ -119,7 +128,8 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
       r.fail("max_retries", "expected an integer in 0..1000");
     c.max_retries = v->get<int>();
   }
-  if (auto* v = r.optional(doc, "profiles")) c.profiles_file = r.name(*v, "profiles");
+  if (auto* v = r.optional(doc, "profiles"))
+    c.profiles_file = config_relative_path(base_dir, r.name(*v, "profiles"));
   if (auto* v = r.optional(doc, "backend")) {
     c.backend = r.name(*v, "backend");
     if (c.backend != "agents" && c.backend != "slurm")
@@ -133,7 +143,8 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
                  "scancel"});
     SlurmBackendConfig& b = c.slurm;
     b.partition = r.name(r.required(*v, "slurm", "partition"), "slurm.partition");
-    if (auto* x = r.optional(*v, "conf")) b.conf = r.name(*x, "slurm.conf");
+    if (auto* x = r.optional(*v, "conf"))
+      b.conf = config_relative_path(base_dir, r.name(*x, "slurm.conf"));
     if (auto* x = r.optional(*v, "poll_s")) b.poll_s = r.positive(*x, "slurm.poll_s");
     if (auto* x = r.optional(*v, "timeout_s")) b.timeout_s = r.positive(*x, "slurm.timeout_s");
     for (auto [key, out] : {std::pair{"sbatch", &b.sbatch}, std::pair{"scontrol", &b.scontrol},
@@ -175,7 +186,9 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
 }
 
 ServeConfig read_serve_config(const std::string& path) {
-  return parse_serve_config(text_input::read_text_file(path), path);
+  std::error_code ec;
+  const auto folder = std::filesystem::absolute(path, ec).parent_path();
+  return parse_serve_config(text_input::read_text_file(path), path, ec ? "" : folder.string());
 }
 
 }  // namespace fairgpu::live

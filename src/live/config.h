@@ -64,7 +64,16 @@ struct ServeConfig {
   SlurmBackendConfig slurm;        // backend slurm
 };
 
-ServeConfig parse_serve_config(std::string_view json_text, const std::string& source);
+// `base_dir`: the folder relative paths in the config (data_dir,
+// checkpoint_dir, profiles) are taken from; "" leaves them as written.
+ServeConfig parse_serve_config(std::string_view json_text, const std::string& source,
+                               const std::string& base_dir = "");
+// Relative paths are resolved against the config file's folder (made
+// absolute), not the current directory: `fairgpu serve --config
+// /etc/fairgpu/serve.json` finds the same files from wherever it starts.
 ServeConfig read_serve_config(const std::string& path);
+
+// `path` as the config names it, taken relative to `base_dir` ("": as is).
+std::string config_relative_path(const std::string& base_dir, const std::string& path);
 
 }  // namespace fairgpu::live

@@ -59,6 +59,10 @@ struct Placement {
   std::int64_t lease = 0;    // the part's own lease (0: the run's lease)
   std::string address{};     // where the node's processes are reached ("" = its name)
   std::uint64_t ticket = 0;  // store ticket the part's start waits for (0 = durable)
+  // The CPUs and memory (GB) the plan grants this part on its node (0: none
+  // declared); agents pin the job and limit its memory (docs/live-protocol.md).
+  double cpus = 0.0;
+  double memory_gb = 0.0;
 };
 
 // One run to start: a lease of a job on devices of one or more nodes.
@@ -88,6 +92,8 @@ struct RunEvent {
   bool launch_failed = false;      // kEnded: it never ran (exec error)
   bool never_started = false;      // kEnded: revoked before it was started
   std::string detail;              // kEnded: why, in a few words (the log tail)
+  std::int64_t batch_size = 0;     // kProgress: the batch size the job reports (0: none)
+  std::string limits;              // kProgress: what the node holds the run to ("": unsaid)
   std::string node;                // kNodeLost
   double relaunch_at = 0;          // kNodeLost
 };

@@ -30,7 +30,7 @@ double wall_clock() {
 Manager::Manager(ServeConfig config, std::function<double()> clock)
     : config_(std::move(config)), clock_(clock ? std::move(clock) : wall_clock) {
   // Check the policy and its options now, so a bad config fails at start.
-  policy_ = make_round_policy(config_.policy, config_.policy_options);
+  policy_ = make_round_policy(config_.policy, live_policy_options());
   if (!config_.profiles_file.empty()) file_profiles_ = read_profiles_file(config_.profiles_file);
   for (std::size_t t = 0; t < config_.tenants.size(); ++t)
     tenant_index_[config_.tenants[t].name] = t;
@@ -196,6 +196,8 @@ json Manager::job_json(const JobEntry& e, const PendingContext& ctx) const {
     for (std::int64_t id : part_ids(l.gang)) j["nodes"].push_back(leases_.at(id).node);
     if (auto n = nodes_.find(l.node); n != nodes_.end()) j["gpu_type"] = n->second.s.gpu_type;
   }
+  add_grant_json(e, j);
+  add_regimes_json(e, j);
   return j;
 }
 
@@ -256,7 +258,7 @@ JobSpec Manager::spec_of(const JobEntry& e) {
   JobSpec spec;
   spec.id = e.s.id;
   spec.tenant = e.s.tenant;
-  spec.job_type = e.s.job_type;
+  spec.job_type = e.regime_type.empty() ? e.s.job_type : e.regime_type;
   spec.workers = e.s.workers;
   spec.arrival_s = e.s.submitted_at;
   spec.iterations = e.s.iterations;
@@ -426,7 +428,7 @@ void Manager::rebuild() {
     members.push_back(i);
   }
   if (cluster.nodes.empty() || workload.jobs.empty()) {
-    policy_ = make_round_policy(config_.policy, config_.policy_options);
+    policy_ = make_round_policy(config_.policy, live_policy_options());
     return;
   }
   model_ = std::make_unique<ClusterModel>(
@@ -442,7 +444,7 @@ void Manager::rebuild() {
   }
   state_ = make_scheduler_state(*model_, workload);
   state_.now = t;
-  policy_ = make_round_policy(config_.policy, config_.policy_options);
+  policy_ = make_round_policy(config_.policy, live_policy_options());
   sched_to_job_ = members;
   for (std::size_t k = 0; k < members.size(); ++k) {
     JobEntry& e = jobs_[members[k]];
@@ -477,7 +479,11 @@ void Manager::rebuild() {
     j.devices = devices;
     j.lease_end = l.end;
     j.placement_type = state_.type_of(devices.front());
-    j.rate = parts.size() > 1 ? j.rate_spread[j.placement_type] : j.rate_one_node[j.placement_type];
+    j.resources = held_by_parts(parts);
+    j.resource_multiplier = sensitivity_multiplier(*model_, j.job_type, devices, j.resources);
+    j.rate =
+        (parts.size() > 1 ? j.rate_spread[j.placement_type] : j.rate_one_node[j.placement_type]) *
+        j.resource_multiplier;
     j.settled_at = t;
     j.run_start = l.start;
     for (DeviceRef d : devices) state_.device_owner[state_.flat(d)] = static_cast<std::int64_t>(k);
@@ -602,6 +608,8 @@ RunStart Manager::run_start(std::int64_t gang,
     Placement place{p.node, p.devices, id, "", 0};
     if (auto n = nodes_.find(p.node); n != nodes_.end()) place.address = n->second.s.address;
     if (auto t = tickets.find(id); t != tickets.end()) place.ticket = t->second;
+    place.cpus = p.cpus;
+    place.memory_gb = p.memory_gb;
     s.placement.push_back(std::move(place));
   }
   s.spec.job = e.s.id;
@@ -699,7 +707,8 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     Job& j = state_.jobs[k];
     if (!state_.lease_ended(j)) continue;
     auto a = by_job.find(k);
-    if (a != by_job.end() && same(a->second->devices, j.devices)) continue;
+    if (a != by_job.end() && same(a->second->devices, j.devices) && same_grant(*a->second, j))
+      continue;
     JobEntry& e = jobs_[sched_to_job_[k]];
     settle(e, state_.now);
     if (e.lease) revoke(leases_.at(e.lease), tickets);
@@ -735,6 +744,7 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
       part->second.push_back(where.second);
     }
     const std::int64_t gang = next_lease_;
+    take_grant(a, j);
     for (std::size_t r = 0; r < by_node.size(); ++r) {
       StoredLease l;
       l.id = next_lease_++;
@@ -747,6 +757,7 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
       l.start = state_.now;
       l.end = a.lease_end;
       l.status = "pending";
+      grant_part(j, l);
       leases_[l.id] = l;
       tickets.push_back(persist(l));
     }
@@ -757,7 +768,8 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     j.lease_end = a.lease_end;
     j.placement_type = state_.type_of(a.devices.front());
     j.rate =
-        by_node.size() > 1 ? j.rate_spread[j.placement_type] : j.rate_one_node[j.placement_type];
+        (by_node.size() > 1 ? j.rate_spread[j.placement_type] : j.rate_one_node[j.placement_type]) *
+        j.resource_multiplier;
     j.settled_at = state_.now;
     j.run_start = state_.now;
     j.overhead_left = j.restart_overhead_s;

@@ -183,6 +183,13 @@ class Manager : private LeaseHost {
     std::map<std::string, std::string> env;
     std::int64_t lease = 0;        // current lease (pending or active), 0 = none
     std::size_t sched = kNone;     // index in state_.jobs
+    std::string limits;            // what rank 0's agent holds the run to (its report)
+    // Batch-size regimes as reported (manager_regimes.cc): the current batch
+    // size (0: none reported), the job type the policy sees for it ("": the
+    // submitted one) and {"batch_size", "iteration", "at"} per regime seen.
+    std::int64_t batch_size = 0;
+    std::string regime_type;
+    nlohmann::json regimes = nlohmann::json::array();
     double not_before = 0.0;       // relaunchable from (a lost node's fence time)
   };
   struct NodeEntry {
@@ -246,6 +253,32 @@ class Manager : private LeaseHost {
   void state_release(std::size_t sched_index);
   void state_finish(JobEntry& e);
   void apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets);
+  // CPUs and memory (issue 15, Synergy live; manager_resources.cc). Whether
+  // a plan's assignment keeps what the job holds (else a renewal on the same
+  // devices is a new placement: a restart).
+  bool same_grant(const Assignment& a, const Job& j) const;
+  // The job starts under `a`: what it holds, and the rate multiplier of it.
+  void take_grant(const Assignment& a, Job& j) const;
+  // The part lease's share of what the job holds on the lease's node.
+  void grant_part(const Job& j, StoredLease& l) const;
+  // What a running job holds, read back from its part leases (rebuild).
+  std::vector<NodeResources> held_by_parts(const std::vector<std::int64_t>& parts) const;
+  // The job object's "cpus" and "memory_gb" (its current lease's, over its
+  // parts; null without one) and "limits" (rank 0's agent's report).
+  void add_grant_json(const JobEntry& e, nlohmann::json& j) const;
+  // Batch-size regimes (issue 14, Shockwave live; manager_regimes.cc): rank
+  // 0's report of the batch size the job now trains at. A change is a new
+  // regime: recorded, and when the profiles know "<model> (batch size b)" on
+  // every ready GPU type the policy sees the job as that type from the next
+  // scheduling point (its rates change, as in the simulator when a regime
+  // is revealed).
+  void note_batch_size(JobEntry& e, std::int64_t batch, double iterations, double t);
+  // The config's policy options, with solve=async for the policies that
+  // declare it (shockwave: its MILPs run on their own thread, so that no
+  // scheduling point waits for them; the config may still say otherwise).
+  RoundPolicyOptions live_policy_options() const;
+  void add_regimes_json(const JobEntry& e, nlohmann::json& j) const;
+
   void start_profiling(std::vector<std::uint64_t>& tickets);
   // Ends one part lease (the job loses its lease when it was the job's gang).
   std::uint64_t end_lease(StoredLease& l);
@@ -315,6 +348,7 @@ class Manager : private LeaseHost {
   // Counters for /metrics.
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;
+  std::uint64_t regime_changes_ = 0;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
 
   // What runs the jobs: the agents (the only executor so far).

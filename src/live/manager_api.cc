@@ -462,6 +462,8 @@ std::string Manager::metrics() const {
   line("fairgpu_failed_rounds_total", "", static_cast<double>(failed_rounds_.load()));
   out += "# TYPE fairgpu_spread_launched_total counter\n";
   line("fairgpu_spread_launched_total", "", static_cast<double>(spread_launched_));
+  out += "# TYPE fairgpu_regime_changes_total counter\n";
+  line("fairgpu_regime_changes_total", "", static_cast<double>(regime_changes_));
   out += "# TYPE fairgpu_store_transactions_total counter\n";
   line("fairgpu_store_transactions_total", "", static_cast<double>(store_->transactions()));
   return out;

@@ -201,6 +201,9 @@ LeaseHost::Verdict Manager::run_running(const RunEvent& r, Tickets& tickets) {
   if (!e) return {};
   const double t = now();
   const double iterations = r.iterations;
+  if (l.rank == 0 && !r.limits.empty()) e->limits = r.limits;
+  if (l.rank == 0 && !l.profiling && r.batch_size > 0)
+    note_batch_size(*e, r.batch_size, iterations, t);
   if (e->s.started_at < 0) {
     e->s.started_at = t;
     tickets.push_back(persist(*e));

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -22,13 +23,15 @@
 #include <sstream>
 #include <thread>
 
+#include "live/node_resources.h"
+
 namespace fairgpu::live {
 namespace {
 
 constexpr int kExecFailedStatus = 127;
 // What failed in the child, reported through the close-on-exec pipe.
 constexpr int kStageExec = 1, kStageSetgroups = 2, kStageSetgid = 3, kStageSetuid = 4,
-              kStageChdir = 5;
+              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -74,6 +77,18 @@ std::optional<std::int64_t> parse_progress(const std::string& text) {
   return value;
 }
 
+std::optional<ProgressReport> parse_progress_report(const std::string& text) {
+  if (auto one = parse_progress(text)) return ProgressReport{*one, 0};
+  // Two numbers: only whole (ending in the newline the writer puts last).
+  if (text.empty() || text.back() != '\n') return std::nullopt;
+  const auto space = text.find_first_of(" \t");
+  if (space == std::string::npos) return std::nullopt;
+  const auto iterations = parse_progress(text.substr(0, space));
+  const auto batch = parse_progress(text.substr(space));
+  if (!iterations || !batch || *batch < 1 || *batch > (std::int64_t{1} << 30)) return std::nullopt;
+  return ProgressReport{*iterations, *batch};
+}
+
 std::int64_t ProgressFile::read() {
   // O_NONBLOCK: a FIFO planted by the job must not block the agent.
   const int fd = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -85,7 +100,10 @@ std::int64_t ProgressFile::read() {
   ::close(fd);
   if (n < 0) return last_;
   text.resize(static_cast<std::size_t>(n));
-  if (auto v = parse_progress(text); v && *v > last_) last_ = *v;
+  if (auto v = parse_progress_report(text); v && v->iterations >= last_) {
+    last_ = v->iterations;
+    if (v->batch_size > 0) batch_size_ = v->batch_size;
+  }
   return last_;
 }
 
@@ -249,10 +267,29 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     return fail(fmt::format("cannot prepare launch: {}", errno_text(e)));
   }
 
+  cpu_set_t cpu_mask;
+  CPU_ZERO(&cpu_mask);
+  for (int c : spec.cpu_affinity)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpu_mask);
+  const bool pin = !spec.cpu_affinity.empty();
+  int cgroup_fd = -1;
+  if (!spec.cgroup_dir.empty()) {
+    cgroup_fd = open((spec.cgroup_dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (cgroup_fd < 0) {
+      int e = errno;
+      close(log_fd);
+      close(null_fd);
+      close(err_pipe[0]);
+      close(err_pipe[1]);
+      return fail(fmt::format("cannot open {}/cgroup.procs: {}", spec.cgroup_dir, errno_text(e)));
+    }
+  }
+
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
+    if (cgroup_fd >= 0) close(cgroup_fd);
     close(log_fd);
     close(null_fd);
     close(err_pipe[0]);
@@ -268,6 +305,9 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
       (void)ignored;
       _exit(kExecFailedStatus);
     };
+    // While still the agent's user: the cgroup's files are the agent's.
+    if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1) child_fail(kStageCgroup);
+    if (pin && sched_setaffinity(0, sizeof cpu_mask, &cpu_mask) != 0) child_fail(kStageAffinity);
     if (switch_user) {
       if (setgroups(0, nullptr) != 0) child_fail(kStageSetgroups);
       if (setgid(run_gid) != 0) child_fail(kStageSetgid);
@@ -293,6 +333,7 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   }
 
   setpgid(pid, pid);  // also here, so the group exists as soon as we return
+  if (cgroup_fd >= 0) close(cgroup_fd);
   close(err_pipe[1]);
   close(log_fd);
   close(null_fd);
@@ -310,6 +351,11 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     p->pid_ = -1;
     if (report[0] == kStageChdir)
       return fail(fmt::format("cannot enter {}: {}", working_dir, errno_text(report[1])));
+    if (report[0] == kStageAffinity)
+      return fail(fmt::format("cannot pin to CPUs {}: {}", cpu_list_text(spec.cpu_affinity),
+                              errno_text(report[1])));
+    if (report[0] == kStageCgroup)
+      return fail(fmt::format("cannot join cgroup {}: {}", spec.cgroup_dir, errno_text(report[1])));
     if (report[0] != kStageExec)
       return fail(fmt::format("cannot switch to uid {} gid {}: {}", run_uid, run_gid,
                               errno_text(report[1])));

@@ -65,23 +65,36 @@ struct LaunchSpec {
   // returns and removed when the job is reaped, so that the next agent of the
   // node can kill the group if this one dies (kill_leftover_group).
   std::string pid_path;
+  // When not empty: the job runs on these CPUs only (sched_setaffinity in
+  // the child before exec; its children inherit the mask).
+  std::vector<int> cpu_affinity;
+  // When not empty: a cgroup v2 directory the job is moved into before exec
+  // (the child writes itself to its cgroup.procs), so that everything it
+  // forks is held to that cgroup's limits. The caller makes and removes it.
+  std::string cgroup_dir;
 };
 
 // The progress file a job rewrites with its total iterations done: a decimal
-// integer, surrounding whitespace allowed. A missing, empty or malformed file
-// (e.g. read between the writer's truncate and write) keeps the last good
-// value, and so does a smaller number (a torn write): within one run the
-// count never goes down. Only a regular file is read, never through a
-// symbolic link (the job owns the directory; the agent may be root).
+// integer, surrounding whitespace allowed; or "ITERATIONS BATCH" and a
+// newline, BATCH the batch size the job now trains at (issue 14, Shockwave
+// live: a regime change is reported when it happens). A missing, empty or
+// malformed file (e.g. read between the writer's truncate and write; the
+// two-number form without its newline) keeps the last good value, and so
+// does a smaller number (a torn write): within one run the count never goes
+// down. Only a regular file is read, never through a symbolic link (the job
+// owns the directory; the agent may be root).
 class ProgressFile {
  public:
   explicit ProgressFile(std::string path) : path_(std::move(path)) {}
   std::int64_t read();
   std::int64_t last() const { return last_; }
+  // The last batch size reported with a count not below the last; 0: none.
+  std::int64_t batch_size() const { return batch_size_; }
 
  private:
   std::string path_;
   std::int64_t last_ = 0;
+  std::int64_t batch_size_ = 0;
 };
 
 enum class ProcessState { kRunning, kExited, kLaunchFailed };
@@ -126,6 +139,8 @@ class Process {
 
   // The last good value of the progress file (see ProgressFile).
   std::int64_t read_progress();
+  // The batch size it last gave (0: none).
+  std::int64_t batch_size() const { return progress_.batch_size(); }
   // The last ~2 KB of the log (read_log_tail).
   std::string log_tail() const;
 
@@ -150,6 +165,13 @@ class Process {
 // Parses a progress file's content; nullopt unless it is digits with optional
 // whitespace around.
 std::optional<std::int64_t> parse_progress(const std::string& text);
+// The same or "ITERATIONS BATCH\n" (batch_size 0 for the one-number form;
+// the batch in 1..2^30).
+struct ProgressReport {
+  std::int64_t iterations = 0;
+  std::int64_t batch_size = 0;
+};
+std::optional<ProgressReport> parse_progress_report(const std::string& text);
 
 // The last `max_bytes` of a file (empty when it cannot be read). When cut, it
 // starts after the first newline of that window, so it begins at a line.

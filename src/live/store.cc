@@ -49,6 +49,8 @@ constexpr AddedColumn kAddedColumns[] = {
     {"leases", "gang", "INTEGER NOT NULL DEFAULT 0"},
     {"leases", "rank", "INTEGER NOT NULL DEFAULT 0"},
     {"leases", "parts", "INTEGER NOT NULL DEFAULT 1"},
+    {"leases", "cpus", "REAL NOT NULL DEFAULT 0"},
+    {"leases", "memory_gb", "REAL NOT NULL DEFAULT 0"},
 };
 
 std::string devices_json(const std::vector<int>& d) { return nlohmann::json(d).dump(); }
@@ -129,8 +131,8 @@ Store::Store(const std::string& dir) {
        "address) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"},
       {"lease",
        "INSERT OR REPLACE INTO leases (id, job, node, devices, start, end, status, profiling, "
-       "profile_from, profile_from_t, gang, rank, parts) VALUES "
-       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"},
+       "profile_from, profile_from_t, gang, rank, parts, cpus, memory_gb) VALUES "
+       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"},
       {"profile", "INSERT OR REPLACE INTO profiles VALUES (?1,?2,?3,?4,?5)"},
       {"meta", "INSERT OR REPLACE INTO meta VALUES (?1,?2)"},
       {"begin", "BEGIN IMMEDIATE"},
@@ -207,7 +209,7 @@ StoreSnapshot Store::load() const {
       });
   each(
       "SELECT id, job, node, devices, start, end, status, profiling, profile_from, "
-      "profile_from_t, gang, rank, parts FROM leases ORDER BY id",
+      "profile_from_t, gang, rank, parts, cpus, memory_gb FROM leases ORDER BY id",
       [&](sqlite3_stmt* st) {
         StoredLease l;
         l.id = sqlite3_column_int64(st, 0);
@@ -223,6 +225,8 @@ StoreSnapshot Store::load() const {
         l.gang = sqlite3_column_int64(st, 10);
         l.rank = sqlite3_column_int(st, 11);
         l.parts = sqlite3_column_int(st, 12);
+        l.cpus = sqlite3_column_double(st, 13);
+        l.memory_gb = sqlite3_column_double(st, 14);
         if (l.gang == 0) {  // written before gangs: a lease on its own
           l.gang = l.id;
           l.rank = 0;
@@ -322,6 +326,8 @@ void Store::write(const StoredRow& row) {
           sqlite3_bind_int64(st, 11, r.gang);
           sqlite3_bind_int(st, 12, r.rank);
           sqlite3_bind_int(st, 13, r.parts);
+          sqlite3_bind_double(st, 14, r.cpus);
+          sqlite3_bind_double(st, 15, r.memory_gb);
         } else if constexpr (std::is_same_v<T, StoredProfile>) {
           st = stmts_.at("profile");
           text(1, r.job_type);

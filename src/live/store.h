@@ -71,6 +71,10 @@ struct StoredLease {
   std::int64_t gang = 0;
   int rank = 0;
   int parts = 1;
+  // CPUs and memory (GB) the policy granted this part on its node (issue
+  // 15; 0 = none declared): the agent pins the job and limits its memory.
+  double cpus = 0.0;
+  double memory_gb = 0.0;
 };
 
 struct StoredProfile {

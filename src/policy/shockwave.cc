@@ -42,6 +42,15 @@
 // job enters a new regime, mode=lazy keeps the plan until then (§7).
 // The solve is deterministic: CBC with a node limit and a relative gap, no
 // wall time (a wall-time limit only belongs in the live manager).
+// In the live manager (`solve=async`, which `fairgpu serve` sets) the MILPs
+// run on a thread of their own with a wall-time limit (`wall`, 15 s) as
+// well: a scheduling point never waits for them. It starts a solve when a
+// re-plan is due and none is running (the problem, weights included, is
+// built from the state at that point), and uses the last finished plan,
+// from the round it has reached since that solve began (none yet: the
+// work-conserving fill alone). A plan names jobs by their index in the
+// state; the live manager makes a new policy whenever it re-indexes them,
+// and a solve still running for the old one is then abandoned.
 //
 // variant=artifact reproduces the authors' code (spec §3.2, model B): the
 // count-based predictor; progress at the job's historical mean epoch time
@@ -64,8 +73,10 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "fairgpu/lp.h"
@@ -95,14 +106,19 @@ class Shockwave final : public TimeSharingPolicy {
         max_nodes_(static_cast<int>(o.number("nodes"))),
         gap_(o.number("gap")),
         regimes_from_mode_(o.choice("regimes") == "mode"),
-        rank_binaries_(static_cast<int>(o.number("rank"))) {}
+        rank_binaries_(static_cast<int>(o.number("rank"))),
+        async_(o.choice("solve") == "async"),
+        wall_s_(o.number("wall")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s);
     if (!round.worth_planning()) return {};
     const double lease_end = s.now + interval();
     bool recomputed = false;
-    if (needs_plan(s)) {
+    if (async_) {
+      recomputed = adopt_finished_solve();
+      if (!solving_ && needs_plan(s)) start_solve(s);
+    } else if (needs_plan(s)) {
       make_plan(s);
       recomputed = true;
     }
@@ -161,7 +177,68 @@ class Shockwave final : public TimeSharingPolicy {
     return false;
   }
 
+  using Plan = std::vector<std::vector<std::pair<std::size_t, std::size_t>>>;
+
   void make_plan(const SchedulerState& s) {
+    PlanProblem problem = prepare(s);
+    adopt(solve(problem, rank_binaries_), s);
+  }
+
+  static Plan solve(const PlanProblem& problem, int rank_binaries) {
+    const auto counts = shockwave::solve_counts(problem);
+    return rank_binaries > 0 ? shockwave::rank_pack(problem, counts.rounds, rank_binaries)
+                             : shockwave::pack(problem, counts.rounds);
+  }
+
+  void adopt(Plan plan, const SchedulerState& s) {
+    plan_ = std::move(plan);
+    round_ptr_ = 0;
+    rounds_since_plan_ = 0;
+    planned_regime_.clear();
+    for (std::size_t i : s.active) planned_regime_[i] = s.jobs[i].regime;
+  }
+
+  // solve=async: one solve at a time, its result handed over under a lock.
+  struct AsyncSolve {
+    std::mutex mu;
+    bool done = false;
+    Plan plan;
+  };
+
+  void start_solve(const SchedulerState& s) {
+    PlanProblem problem = prepare(s);
+    problem.time_limit_s = wall_s_;
+    solving_ = std::make_shared<AsyncSolve>();
+    solve_rounds_ = 0;
+    solve_regimes_.clear();
+    for (std::size_t i : s.active) solve_regimes_[i] = s.jobs[i].regime;
+    // The thread owns its copy of the problem and the hand-over; detached,
+    // so that a policy replaced mid-solve does not wait for it.
+    std::thread([problem = std::move(problem), out = solving_, rank = rank_binaries_] {
+      Plan plan = solve(problem, rank);
+      std::lock_guard lock(out->mu);
+      out->plan = std::move(plan);
+      out->done = true;
+    }).detach();
+  }
+
+  // The finished solve's plan, from the round reached since it began.
+  bool adopt_finished_solve() {
+    if (!solving_) return false;
+    ++solve_rounds_;  // this round's index in the plan, if it is done
+    {
+      std::lock_guard lock(solving_->mu);
+      if (!solving_->done) return false;
+      plan_ = std::move(solving_->plan);
+    }
+    solving_.reset();
+    round_ptr_ = solve_rounds_;
+    rounds_since_plan_ = static_cast<int>(solve_rounds_);
+    planned_regime_ = std::move(solve_regimes_);
+    return true;
+  }
+
+  PlanProblem prepare(const SchedulerState& s) {
     // Arrivals and completions since the last plan append fair finish-time
     // targets (the artifact's share series).
     bool membership_changed = planned_regime_.size() != s.active.size();
@@ -189,13 +266,7 @@ class Shockwave final : public TimeSharingPolicy {
     problem.artifact = artifact_;
     problem.max_nodes = max_nodes_;
     problem.gap = gap_;
-    const auto counts = shockwave::solve_counts(problem);
-    plan_ = rank_binaries_ > 0 ? shockwave::rank_pack(problem, counts.rounds, rank_binaries_)
-                               : shockwave::pack(problem, counts.rounds);
-    round_ptr_ = 0;
-    rounds_since_plan_ = 0;
-    planned_regime_.clear();
-    for (std::size_t i : s.active) planned_regime_[i] = s.jobs[i].regime;
+    return problem;
   }
 
   static constexpr double kMaxWeight = 1e6;
@@ -240,6 +311,11 @@ class Shockwave final : public TimeSharingPolicy {
   double gap_;
   bool regimes_from_mode_;
   int rank_binaries_;
+  bool async_;
+  double wall_s_;
+  std::shared_ptr<AsyncSolve> solving_;               // the solve running, if any
+  std::size_t solve_rounds_ = 0;                      // rounds begun since it started
+  std::map<std::size_t, std::size_t> solve_regimes_;  // planned_regime_ it will bring
 
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> plan_;  // rounds of (job, type)
   std::size_t round_ptr_ = 0;
@@ -280,6 +356,14 @@ std::vector<OptionSpec> ShockwaveKeys() {
                                "paper predictor's K: the job's profiled regime count, or the "
                                "mode's default (Accordion 3, GNS log2(cap/bs0)+1)",
                                {"profile", "mode"}));
+  keys.push_back(choice_option("solve", "sync",
+                               "sync: each plan is solved at the scheduling point (simulation: "
+                               "deterministic); async: on a thread of its own with a wall-time "
+                               "limit, each round using the last finished plan (set by `fairgpu "
+                               "serve`)",
+                               {"sync", "async"}));
+  keys.push_back(number_option(
+      "wall", 15, "solve=async: wall-time limit of a plan's CBC solves, seconds", 0.1, 3600));
   keys.push_back(number_option("rank", 6000,
                                "rank step as a MILP up to this many binaries (jobs x rounds); "
                                "above it, or 0, the greedy packing",

@@ -365,6 +365,7 @@ CountsSolution solve_counts(const PlanProblem& p) {
   LpSolveOptions opt;
   opt.max_nodes = p.max_nodes;
   opt.relative_gap = p.gap;
+  opt.time_limit_seconds = p.time_limit_s;
   out.status = model.lp.solve(opt);
   if (out.status == LpStatus::kOptimal || out.status == LpStatus::kFeasible) {
     for (std::size_t i = 0; i < p.jobs.size(); ++i)
@@ -515,6 +516,7 @@ std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rank_pack(const Pl
   LpSolveOptions opt;
   opt.max_nodes = p.max_nodes;
   opt.relative_gap = p.gap;
+  opt.time_limit_seconds = p.time_limit_s;
   opt.initial_solution = std::move(start);
   const LpStatus st = lp.solve(opt);
   if (st != LpStatus::kOptimal && st != LpStatus::kFeasible) return greedy;

@@ -41,6 +41,9 @@ struct PlanProblem {
   bool artifact = false;
   int max_nodes = 200;
   double gap = 1e-3;
+  // Wall-time limit of each CBC solve, seconds (0: none). Only the live
+  // manager's asynchronous solves set it; simulations stay deterministic.
+  double time_limit_s = 0.0;
 };
 
 // rounds[i][g]: rounds of job i (index into problem.jobs) on type g.

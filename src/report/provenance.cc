@@ -10,10 +10,7 @@
 #include <stdexcept>
 
 #include "fairgpu/input_error.h"
-
-#ifndef FAIRGPU_VERSION
-#define FAIRGPU_VERSION "unknown"
-#endif
+#include "fairgpu_build_version.h"  // FAIRGPU_VERSION (cmake/fairgpu_version.cmake)
 
 namespace fairgpu {
 namespace {

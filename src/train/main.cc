@@ -5,7 +5,9 @@
 //    that is corrupt or was written under another configuration);
 //  - checkpoints atomically every --checkpoint-every iterations and, on SIGUSR1
 //    or SIGTERM, at the next iteration boundary, then exits 0;
-//  - keeps the progress file (total iterations done) current;
+//  - keeps the progress file (total iterations done) current; with
+//    --batch-schedule (batch_schedule.h) also the batch size, rewritten at
+//    once when it changes;
 //  - at the end writes the final checkpoint and result.json and prints
 //    "final loss: <%.17g>".
 // With --base-rate it emulates a device of a given speed (pacing.h).
@@ -39,6 +41,7 @@
 #include <string>
 #include <thread>
 
+#include "train/batch_schedule.h"
 #include "train/checkpoint.h"
 #include "train/mlp.h"
 #include "train/pacing.h"
@@ -85,6 +88,7 @@ struct Options {
   std::string gpu_type = env_or_empty("FAIRGPU_GPU_TYPE");
   std::string scaling;
   std::optional<double> base_rate;
+  std::string batch_schedule;
 };
 
 // The emulated rate in iterations/s (0: unpaced) and a line describing it.
@@ -143,13 +147,21 @@ void validate(const Options& o) {
 
 class ProgressFile {
  public:
-  explicit ProgressFile(std::string path) : path_(std::move(path)) {}
+  // With a batch schedule every write also gives the batch size of the
+  // next step ("ITERATIONS BATCH", docs/live-protocol.md).
+  ProgressFile(std::string path, const BatchSchedule* schedule)
+      : path_(std::move(path)), schedule_(schedule) {}
 
   // Rewrites the file now (atomically; not fsync'd: the checkpoint, not this
   // file, is what a restart trusts).
   void write(std::uint64_t iterations) {
     last_ = std::chrono::steady_clock::now();
-    if (!path_.empty()) write_file_atomically(path_, fmt::format("{}\n", iterations), false);
+    if (path_.empty()) return;
+    write_file_atomically(path_,
+                          schedule_
+                              ? fmt::format("{} {}\n", iterations, schedule_->batch_at(iterations))
+                              : fmt::format("{}\n", iterations),
+                          false);
   }
 
   void write_if_due(std::uint64_t iterations) {
@@ -158,6 +170,7 @@ class ProgressFile {
 
  private:
   std::string path_;
+  const BatchSchedule* schedule_ = nullptr;
   std::chrono::steady_clock::time_point last_;
 };
 
@@ -242,6 +255,10 @@ int train(const Options& o) {
   if (rdv.rank != 0) return follow(o, rdv);
   const auto [rate, rate_text] = emulated_rate(o);
   const TrainConfig& config = o.config;
+  // Checked before anything is printed or written.
+  const BatchSchedule schedule = o.batch_schedule.empty()
+                                     ? BatchSchedule()
+                                     : BatchSchedule::parse(o.batch_schedule, config.samples);
   const Dataset data = make_dataset(config);
 
   std::filesystem::path checkpoint;
@@ -263,8 +280,13 @@ int train(const Options& o) {
                     o.iterations, state.initial_loss));
   }
   if (rate > 0) say("fairgpu-train: " + rate_text);
+  if (!schedule.empty()) {
+    say(fmt::format("fairgpu-train: batch schedule {}, batch {} at iteration {}", o.batch_schedule,
+                    schedule.batch_at(state.iteration), state.iteration));
+  }
 
-  ProgressFile progress(o.progress_file);
+  ProgressFile progress(o.progress_file, schedule.empty() ? nullptr : &schedule);
+  TrainConfig step_config = config;
   progress.write(state.iteration);
   const Pacer pacer(rate);
   const std::uint64_t first = state.iteration;
@@ -283,7 +305,15 @@ int train(const Options& o) {
       say(fmt::format("fairgpu-train: checkpointed at iteration {}", state.iteration));
       return kExitOk;
     }
-    sgd_step(config, data, state);
+    if (!schedule.empty()) {
+      const std::uint32_t batch = schedule.batch_at(state.iteration);
+      if (batch != step_config.batch && state.iteration > first) {
+        say(fmt::format("fairgpu-train: batch size {} from iteration {}", batch, state.iteration));
+        progress.write(state.iteration);  // a change is reported when it happens
+      }
+      step_config.batch = batch;
+    }
+    sgd_step(step_config, data, state);
     if (!checkpoint.empty() && o.checkpoint_every > 0 &&
         state.iteration % o.checkpoint_every == 0 && state.iteration < o.iterations) {
       write_checkpoint(checkpoint, config, state);
@@ -327,6 +357,10 @@ int run(int argc, char** argv) {
   app.add_option("--seed", o.config.seed, "seed of data, initial weights and batches")
       ->capture_default_str();
   app.add_option("--batch", o.config.batch, "mini-batch size")->capture_default_str();
+  app.add_option("--batch-schedule", o.batch_schedule,
+                 "batch size per epoch, EPOCH:BATCH,... from epoch 0 (e.g. 0:32,10:64; an epoch "
+                 "is ceil(4096 samples / batch) steps); overrides --batch and adds the batch "
+                 "size to the progress file");
   app.add_option("--lr", o.config.learning_rate, "learning rate")->capture_default_str();
   app.add_option("--momentum", o.config.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--hidden", o.config.hidden, "hidden units")->capture_default_str();

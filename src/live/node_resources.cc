@@ -1,0 +1,198 @@
+// The agent's CPUs and memory (see node_resources.h).
+#include "live/node_resources.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "fairgpu/input_error.h"
+
+namespace fairgpu::live {
+namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// Writes `text` to a control file; "" on success, else strerror.
+std::string write_control(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return std::strerror(n < 0 ? e : EIO);
+  return "";
+}
+
+bool has_word(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  for (std::string w; in >> w;)
+    if (w == word) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<int> affinity_cpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
+
+double total_memory_gb() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0.0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemTotal:") return kb / (1024.0 * 1024.0);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0
+             ? static_cast<double>(pages) * static_cast<double>(page) / (1024.0 * 1024.0 * 1024.0)
+             : 0.0;
+}
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string out;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j == i ? std::to_string(cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    item.erase(std::remove_if(item.begin(), item.end(),
+                              [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+               item.end());
+    if (item.empty()) continue;
+    const auto dash = item.find('-');
+    auto number = [&text](const std::string& s) {
+      if (s.empty() || s.size() > 4 ||
+          !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+          std::stoi(s) >= CPU_SETSIZE)
+        throw InputError(
+            "--cpu-list", "",
+            fmt::format("'{}' is not a list of CPU ids 0..{} (as 0-3,6)", text, CPU_SETSIZE - 1));
+      return std::stoi(s);
+    };
+    const int lo = number(item.substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : number(item.substr(dash + 1));
+    if (hi < lo)
+      throw InputError("--cpu-list", "",
+                       fmt::format("'{}': range {} ends below its start", text, item));
+    for (int c = lo; c <= hi; ++c) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> pick_cores(const std::vector<int>& cores, const std::map<int, int>& pinned,
+                            double granted) {
+  if (cores.empty()) return {};
+  const auto want = static_cast<std::size_t>(
+      std::clamp<double>(std::round(granted), 1.0, static_cast<double>(cores.size())));
+  std::vector<std::pair<int, int>> by_load;  // (jobs pinned, core)
+  for (int c : cores) {
+    auto it = pinned.find(c);
+    by_load.push_back({it == pinned.end() ? 0 : it->second, c});
+  }
+  std::sort(by_load.begin(), by_load.end());
+  std::vector<int> out;
+  for (std::size_t i = 0; i < want; ++i) out.push_back(by_load[i].second);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string own_cgroup_dir() {
+  // The cgroup2 mount point: field 5 of the mountinfo line whose filesystem
+  // type (after " - ") is cgroup2.
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string mount_point;
+  for (std::string line; std::getline(mounts, line);) {
+    const auto sep = line.find(" - ");
+    if (sep == std::string::npos || line.compare(sep + 3, 8, "cgroup2 ") != 0) continue;
+    std::istringstream fields(line.substr(0, sep));
+    std::string f[5];
+    for (auto& x : f) fields >> x;
+    mount_point = f[4];
+    break;
+  }
+  if (mount_point.empty()) return "";
+  std::ifstream cgroup("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroup, line);)
+    if (line.rfind("0::", 0) == 0) {
+      std::string path = line.substr(3);
+      if (path == "/") path.clear();
+      return mount_point + path;
+    }
+  return "";
+}
+
+MemoryCgroup make_memory_cgroup(const std::string& parent, const std::string& name,
+                                std::uint64_t bytes) {
+  MemoryCgroup out;
+  if (parent.empty()) {
+    out.problem = "no cgroup v2 hierarchy";
+    return out;
+  }
+  const std::string dir = parent + "/" + name;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    out.problem = fmt::format("cannot create cgroup {}: {}", dir, std::strerror(errno));
+    return out;
+  }
+  auto give_up = [&](std::string why) {
+    ::rmdir(dir.c_str());
+    out.problem = std::move(why);
+    return out;
+  };
+  struct stat st {};
+  if (::stat((dir + "/memory.max").c_str(), &st) != 0) {
+    if (!has_word(slurp_file(parent + "/cgroup.controllers"), "memory"))
+      return give_up(fmt::format("the memory controller is not available in {}", parent));
+    const std::string e = write_control(parent + "/cgroup.subtree_control", "+memory");
+    if (!e.empty() || ::stat((dir + "/memory.max").c_str(), &st) != 0)
+      return give_up(fmt::format("cannot enable the memory controller for children of {}: {}",
+                                 parent, e.empty() ? "memory.max missing" : e));
+  }
+  if (const std::string e = write_control(dir + "/memory.max", std::to_string(bytes)); !e.empty())
+    return give_up(fmt::format("cannot write {}/memory.max: {}", dir, e));
+  // Without this a job over its limit would swap instead of being held to it.
+  write_control(dir + "/memory.swap.max", "0");
+  out.dir = dir;
+  return out;
+}
+
+bool remove_cgroup(const std::string& dir) {
+  if (dir.empty()) return true;
+  return ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
+}
+
+}  // namespace fairgpu::live
