@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 
 #include <cctype>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -85,7 +85,9 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
                "metrics_open",
                "metrics_token",
                "metrics_token_file",
-               "metrics_token_env"});
+               "metrics_token_env",
+               "backend",
+               "slurm"});
   ServeConfig c;
   c.source = source;
   auto token = [&](const char* key) {
@@ -180,11 +182,12 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     if (auto* x = r.optional(*v, "astraea_fair_share"))
       o.set("fair-share", r.name(*x, child(p, "astraea_fair_share")), "astraea");
   }
-  for (auto [key, out] : {std::pair{"heartbeat_s", &c.heartbeat_s},
-                          std::pair{"heartbeat_timeout_s", &c.heartbeat_timeout_s},
-                          std::pair{"grace_s", &c.grace_s}, std::pair{"kill_after_s", &c.kill_after_s},
-                          std::pair{"profile_iterations", &c.profile_iterations},
-                          std::pair{"profile_timeout_s", &c.profile_timeout_s}})
+  for (auto [key, out] :
+       {std::pair{"heartbeat_s", &c.heartbeat_s},
+        std::pair{"heartbeat_timeout_s", &c.heartbeat_timeout_s}, std::pair{"grace_s", &c.grace_s},
+        std::pair{"kill_after_s", &c.kill_after_s},
+        std::pair{"profile_iterations", &c.profile_iterations},
+        std::pair{"profile_timeout_s", &c.profile_timeout_s}})
     if (auto* v = r.optional(doc, key)) *out = r.positive(*v, key);
   if (auto* v = r.optional(doc, "restart_overhead_s"))
     c.restart_overhead_s = r.non_negative(*v, "restart_overhead_s");
@@ -205,8 +208,31 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
       r.fail("max_retries", "expected an integer in 0..1000");
     c.max_retries = v->get<int>();
   }
-  if (auto* v = r.optional(doc, "profiles")) 
+  if (auto* v = r.optional(doc, "profiles"))
     c.profiles_file = config_relative_path(base_dir, r.name(*v, "profiles"));
+  if (auto* v = r.optional(doc, "backend")) {
+    c.backend = r.name(*v, "backend");
+    if (c.backend != "agents" && c.backend != "slurm")
+      r.fail("backend", "expected agents or slurm, got '" + c.backend + "'");
+  }
+  if (auto* v = r.optional(doc, "slurm")) {
+    if (c.backend != "slurm") r.fail("slurm", "only with \"backend\": \"slurm\"");
+    r.expect_object(*v, "slurm");
+    r.only_keys(
+        *v, "slurm",
+        {"partition", "conf", "poll_s", "timeout_s", "sbatch", "scontrol", "squeue", "scancel"});
+    SlurmBackendConfig& b = c.slurm;
+    b.partition = r.name(r.required(*v, "slurm", "partition"), "slurm.partition");
+    if (auto* x = r.optional(*v, "conf"))
+      b.conf = config_relative_path(base_dir, r.name(*x, "slurm.conf"));
+    if (auto* x = r.optional(*v, "poll_s")) b.poll_s = r.positive(*x, "slurm.poll_s");
+    if (auto* x = r.optional(*v, "timeout_s")) b.timeout_s = r.positive(*x, "slurm.timeout_s");
+    for (auto [key, out] : {std::pair{"sbatch", &b.sbatch}, std::pair{"scontrol", &b.scontrol},
+                            std::pair{"squeue", &b.squeue}, std::pair{"scancel", &b.scancel}})
+      if (auto* x = r.optional(*v, key)) *out = r.name(*x, std::string("slurm.") + key);
+  } else if (c.backend == "slurm") {
+    r.fail("slurm", "missing required field (backend slurm needs {\"partition\": ...})");
+  }
   c.admin_token = secret(doc, "", "admin_token", true);
   if (auto* v = r.optional(doc, "tls")) {
     r.expect_object(*v, "tls");

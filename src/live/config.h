@@ -27,6 +27,16 @@ struct TenantConfig {
 // not "." or "..". "" when `s` is one, else what is wrong with it.
 std::string name_problem(const std::string& s);
 
+// `"backend": "slurm"`: fairgpu schedules an existing Slurm cluster's
+// partition (docs/executors.md, src/live/slurm/).
+struct SlurmBackendConfig {
+  std::string partition;
+  std::string conf;       // slurm.conf for Slurm's tools; "" = Slurm's default
+  double poll_s = 1.0;    // how often Slurm's queue and nodes are read
+  double timeout_s = 30;  // per Slurm command
+  std::string sbatch = "sbatch", scontrol = "scontrol", squeue = "squeue", scancel = "scancel";
+};
+
 struct ServeConfig {
   std::string source = "built-in";
   std::string host = "127.0.0.1";
@@ -57,6 +67,8 @@ struct ServeConfig {
   // metrics_token unless metrics_open.
   bool metrics_open = false;
   std::string metrics_token;
+  std::string backend = "agents";  // agents | slurm
+  SlurmBackendConfig slurm;        // backend slurm
 };
 
 // A secret (API token) from a file: its first line, trailing blanks cut.

@@ -49,6 +49,7 @@ struct ExecutorJob {
   std::string checkpoint_dir;
   std::string progress_file;
   std::string log_path;
+  double iterations = 0;  // the job's total (0: unknown); a run whose progress reached it is done
 };
 
 // One node's part of a run, in rank order.

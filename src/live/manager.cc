@@ -14,6 +14,7 @@
 #include "fairgpu/profile.h"
 #include "live/log.h"
 #include "live/request.h"
+#include "live/slurm/executor.h"
 
 namespace fairgpu::live {
 namespace {
@@ -35,6 +36,9 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   if (!config_.profiles_file.empty()) file_profiles_ = read_profiles_file(config_.profiles_file);
   for (std::size_t t = 0; t < config_.tenants.size(); ++t)
     tenant_index_[config_.tenants[t].name] = t;
+  // A Slurm that does not answer, or a partition it does not have, is a bad
+  // config: refused before anything is written.
+  if (config_.backend == "slurm") connect_slurm();
   store_ = std::make_unique<Store>(config_.data_dir);
 
   // Recovery: everything acknowledged is in the store. Nodes get a fresh
@@ -46,6 +50,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     if (key.rfind("node_token:", 0) == 0) node_tokens_[key.substr(11)] = value;
     if (key.rfind("drain_reason:", 0) == 0 && !value.empty()) drain_reason_[key.substr(13)] = value;
     if (key.rfind("tenant_slot:", 0) == 0) tenant_slot_[key.substr(12)] = std::stoi(value);
+    if (key.rfind("slurm_job:", 0) == 0) slurm_ids_[key.substr(10)] = std::stoll(value);
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
     TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), ""};
@@ -91,6 +96,10 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   rebuild_catalogue();
   rebuild_needed_ = true;
 
+  if (slurm_) {
+    adopt_slurm_jobs();
+    return;
+  }
   agents_ = std::make_unique<AgentExecutor>(config_, static_cast<LeaseHost&>(*this), clock_);
   executor_ = agents_.get();
   for (const auto& [name, n] : nodes_) agents_->adopt_node(name, n.s.state == "lost", t);
@@ -179,6 +188,10 @@ json Manager::job_json(const JobEntry& e, const PendingContext& ctx) const {
             {"node", nullptr},
             {"nodes", json::array()},
             {"gpu_type", nullptr}};
+  if (slurm_) {  // the held Slurm job that runs it (null until submitted)
+    auto id = slurm_ids_.find(s.id);
+    j["slurm_job"] = id == slurm_ids_.end() ? json(nullptr) : json(id->second);
+  }
   if (e.lease) {
     const StoredLease& l = leases_.at(e.lease);
     j["lease"] = l.id;
@@ -267,6 +280,7 @@ double Manager::gang_rate(const JobTypeProfile* p, const std::string& type, int 
 // spread over several). O(GPU types).
 bool Manager::schedulable(const JobEntry& e) const {
   if (e.s.state != "queued" && e.s.state != "running") return false;
+  if (!launchable(e)) return false;
   if (!fully_profiled(e.s.job_type)) return false;
   const JobTypeProfile* p = catalogue_.find(e.s.job_type);
   for (const auto& [type, devices] : ready_pool_)
@@ -576,7 +590,7 @@ void Manager::revoke(StoredLease& l, std::vector<std::uint64_t>& tickets) {
                          {"tenant", it != job_index_.end() ? jobs_[it->second].s.tenant : ""}});
     revoked.push_back(id);
   }
-  if (!revoked.empty()) executor_->apply({}, revoked, now());
+  if (!revoked.empty()) to_executor({}, std::move(revoked));
 }
 
 std::vector<std::int64_t> Manager::revoking_leases() const {
@@ -689,7 +703,7 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
                          {"node", l.node},
                          {"devices", l.devices}});
   }
-  if (!starts.empty()) executor_->apply(starts, {}, now());
+  if (!starts.empty()) to_executor(std::move(starts), {});
 }
 
 void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets) {
@@ -819,7 +833,9 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
     if (n != nodes_.end() && e) busy.insert({e->s.job_type, n->second.s.gpu_type});
   }
   for (JobEntry& e : jobs_) {
-    if (e.s.state != "profiling" || profiling_jobs.count(e.s.id) || e.not_before > now()) continue;
+    if (e.s.state != "profiling" || profiling_jobs.count(e.s.id) || e.not_before > now() ||
+        !launchable(e))
+      continue;
     bool stopping = false;
     for (const auto& [id, l] : leases_) stopping |= l.job == e.s.id;
     if (stopping) continue;
@@ -983,11 +999,14 @@ double Manager::time_plan_only() {
 }
 
 void Manager::tick() {
+  if (slurm_) tick_slurm();
   std::vector<std::uint64_t> tickets;
   std::unique_lock lock(mu_);
   const double t = now();
-  for (const RunEvent& event : executor_->poll(t))
-    if (event.kind == RunEvent::Kind::kNodeLost) node_lost(event.node, event.relaunch_at, tickets);
+  if (agents_)
+    for (const RunEvent& event : agents_->poll(t))
+      if (event.kind == RunEvent::Kind::kNodeLost)
+        node_lost(event.node, event.relaunch_at, tickets);
   // Profiling runs need not wait for the next scheduling point: they start on
   // free devices as soon as a job of an unknown type or a new GPU type shows up.
   if (rebuild_needed_) rebuild();
@@ -1027,7 +1046,7 @@ void Manager::run() {
       lock.unlock();
       tick();
       lock.lock();
-      next_tick = now() + config_.heartbeat_s;
+      next_tick = now() + (slurm_ ? config_.slurm.poll_s : config_.heartbeat_s);
     }
     const double wake = std::min(next_point, next_tick);
     run_cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, wake - now())),

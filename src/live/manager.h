@@ -72,6 +72,11 @@
 
 namespace fairgpu::live {
 
+namespace slurm {
+class SlurmClient;
+class SlurmExecutor;
+}  // namespace slurm
+
 // An error answered to the caller: HTTP status and one line naming the field.
 class ApiError : public std::runtime_error {
  public:
@@ -97,7 +102,9 @@ constexpr int kMasterPortSpan = 1000;
 class Manager : private LeaseHost {
  public:
   // Opens the store in config.data_dir and reloads what it holds. `clock`
-  // gives wall time in seconds (tests pass their own).
+  // gives wall time in seconds (tests pass their own). Backend slurm: Slurm's
+  // tools per config.slurm, checked first (InputError, one line, when no
+  // controller answers or the partition is unknown).
   explicit Manager(ServeConfig config, std::function<double()> clock = {});
   ~Manager();
 
@@ -147,8 +154,11 @@ class Manager : private LeaseHost {
   // decision as the simulator makes it (benchmarks' baseline). Seconds.
   double time_plan_only();
   // Declares nodes lost whose heartbeat is overdue and relaunchable the jobs
-  // whose fence time passed.
+  // whose fence time passed. Backend slurm: also sends Slurm what was decided
+  // since the last tick (once durable) and reads its queue and nodes.
   void tick();
+  // The Slurm job id of a fairgpu job (0: none, or not backend slurm).
+  std::int64_t slurm_job(const std::string& job) const;
   // Scheduling points every policy interval and ticks every heartbeat_s
   // until stop() (blocking; the server runs it on a thread).
   void run();
@@ -291,6 +301,22 @@ class Manager : private LeaseHost {
   std::uint64_t end_lease(StoredLease& l);
   // Revokes every part of l's gang (pending and exited parts end at once).
   void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
+  // Backend slurm (manager_slurm.cc).
+  void connect_slurm();     // the client, checked (before the store is opened)
+  void adopt_slurm_jobs();  // the stored jobs handed to the Slurm executor
+  void tick_slurm();        // one exchange with Slurm (outside mu_ but for its ends)
+  ExecutorJob executor_job(const JobEntry& e) const;
+  void sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& tickets);
+  void slurm_event(RunEvent event, Tickets& tickets);
+  // Starts and revokes for the executor: agents at once (their starts wait
+  // for their tickets), Slurm at the next tick, once durable.
+  void to_executor(std::vector<RunStart> starts, std::vector<std::int64_t> revokes);
+  // Revokes every lease on the node (drained, or unusable in Slurm); their
+  // jobs wait for their next lease.
+  void evict_node(const std::string& node, Tickets& tickets);
+  // A job the executor can start: always for agents; for Slurm once its
+  // held Slurm job exists.
+  bool launchable(const JobEntry& e) const;
   // Ids of the leases being revoked.
   std::vector<std::int64_t> revoking_leases() const;
   void run_ended(StoredLease& l, const RunEvent& report, std::vector<std::uint64_t>& tickets);
@@ -346,7 +372,17 @@ class Manager : private LeaseHost {
 
   // What runs the jobs: the agents (the only executor so far).
   std::unique_ptr<AgentExecutor> agents_;
+  std::unique_ptr<slurm::SlurmClient> slurm_client_;
+  std::unique_ptr<slurm::SlurmExecutor> slurm_;
   Executor* executor_ = nullptr;
+  // Backend slurm: decided, not yet sent (tick_slurm sends them once durable).
+  std::vector<RunStart> out_starts_;
+  std::vector<std::int64_t> out_revokes_;
+  std::vector<std::string> out_cancels_, to_admit_;
+  std::map<std::string, std::int64_t> slurm_ids_;  // by job; persisted as meta slurm_job:ID
+  std::mutex slurm_io_;                            // one exchange with Slurm at a time
+  std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;
+  double slurm_last_exchange_s_ = 0.0;
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -25,8 +25,8 @@ using namespace request;
 json Manager::submit(const Caller& c, const json& body) {
   require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
   if (!body.is_object()) bad("(body)", "expected a JSON object");
-  static const std::set<std::string> allowed = {"name", "job_type", "workers", "command",
-                                                "iterations", "env", "weight", "tenant"};
+  static const std::set<std::string> allowed = {"name",       "job_type", "workers", "command",
+                                                "iterations", "env",      "weight",  "tenant"};
   for (const auto& [key, value] : body.items())
     if (!allowed.count(key)) bad(key, "unknown field");
   JobEntry e;
@@ -94,6 +94,16 @@ json Manager::submit(const Caller& c, const json& body) {
       bad("workers", fmt::format("{} exceeds the largest gang this cluster can run, {} (the most "
                                  "GPUs of one type)",
                                  s.workers, largest));
+    if (slurm_) {
+      // A Slurm job keeps its shape (--nodes, --gres) for life: one node.
+      int largest_node = 0;
+      for (const auto& [name, n] : nodes_)
+        largest_node = std::max(largest_node, static_cast<int>(n.s.devices.size()));
+      if (largest_node > 0 && s.workers > largest_node)
+        bad("workers", fmt::format("{} exceeds the most GPUs of one Slurm node, {} (the Slurm "
+                                   "backend runs a job on one node)",
+                                   s.workers, largest_node));
+    }
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
     if (s.name.empty()) s.name = s.id;
@@ -103,6 +113,7 @@ json Manager::submit(const Caller& c, const json& body) {
     job_index_[s.id] = jobs_.size();
     jobs_.push_back(std::move(e));
     JobEntry& added = jobs_.back();
+    if (slurm_) to_admit_.push_back(added.s.id);  // sbatch --hold at the next tick
     if (added.s.state == "queued") admit(added);
     ++submissions_;
     ticket = persist(added);
@@ -152,7 +163,10 @@ json Manager::cancel(const Caller& c, const std::string& id) {
       throw ApiError(409, fmt::format("job {} is already {}", id, e.s.state));
     state_finish(e);
     if (e.lease) revoke(leases_.at(e.lease), tickets);
-    executor_->cancel(e.s.id);
+    if (slurm_)
+      out_cancels_.push_back(e.s.id);  // sent at the next tick
+    else
+      executor_->cancel(e.s.id);
     e.s.state = "cancelled";
     e.s.finished_at = now();
     tickets.push_back(persist(e));
@@ -215,7 +229,8 @@ json Manager::set_tenant(const Caller& c, const json& body) {
       const std::string token = need_string(body, "token");
       if (token.size() < 8) bad("token", "must be at least 8 characters");
       bool taken = token == config_.admin_token;
-      for (const TenantConfig& other : config_.tenants) taken |= other.name != name && other.token == token;
+      for (const TenantConfig& other : config_.tenants)
+        taken |= other.name != name && other.token == token;
       for (const auto& [node, node_token] : node_tokens_) taken |= node_token == token;
       if (taken) bad("token", "is another tenant's or a reserved token");
       t.token = token;
@@ -276,10 +291,25 @@ json Manager::cluster(const Caller& c) const {
       node["reason"] = why->second;
     nodes.push_back(std::move(node));
   }
-  return {{"round", rounds_},
-          {"policy", config_.policy},
-          {"round_s", interval()},
-          {"nodes", nodes}};
+  return {
+      {"round", rounds_}, {"policy", config_.policy}, {"round_s", interval()}, {"nodes", nodes}};
+}
+
+void Manager::evict_node(const std::string& node, Tickets& tickets) {
+  std::vector<std::int64_t> on_node;
+  for (const auto& [id, l] : leases_)
+    if (l.node == node) on_node.push_back(id);
+  for (std::int64_t id : on_node) {
+    auto l = leases_.find(id);
+    if (l == leases_.end()) continue;  // ended with an earlier part of its gang
+    StoredLease& lease = l->second;
+    JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
+    revoke(lease, tickets);  // the whole gang
+    if (e && e->s.state == "running") {
+      e->s.state = waiting_state(e->s.job_type);
+      tickets.push_back(persist(*e));
+    }
+  }
 }
 
 json Manager::set_drained(const Caller& c, const std::string& node, bool drained,
@@ -295,21 +325,7 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     if (drained && n.s.state == "ready") {
       n.s.state = "drained";
       refresh_ready_types();
-      // Drain evicts: every run on the node checkpoints and stops now.
-      std::vector<std::int64_t> on_node;
-      for (const auto& [id, l] : leases_)
-        if (l.node == node) on_node.push_back(id);
-      for (std::int64_t id : on_node) {
-        auto l = leases_.find(id);
-        if (l == leases_.end()) continue;  // ended with an earlier part of its gang
-        StoredLease& lease = l->second;
-        JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
-        revoke(lease, tickets);  // the whole gang
-        if (e && e->s.state == "running") {
-          e->s.state = waiting_state(e->s.job_type);
-          tickets.push_back(persist(*e));
-        }
-      }
+      evict_node(node, tickets);  // drain evicts: every run on the node checkpoints and stops now
     } else if (!drained && n.s.state == "drained") {
       n.s.state = "ready";
     }
@@ -363,11 +379,17 @@ json Manager::profiles(const Caller& c) const {
   for (const JobTypeProfile& p : file_profiles_.job_types)
     for (const auto& [type, rows] : p.consolidated)
       for (const auto& [workers, rate] : rows)
-        list.push_back({{"job_type", p.name}, {"gpu_type", type}, {"workers", workers},
-                        {"iterations_per_s", rate}, {"source", "file"}});
+        list.push_back({{"job_type", p.name},
+                        {"gpu_type", type},
+                        {"workers", workers},
+                        {"iterations_per_s", rate},
+                        {"source", "file"}});
   for (const StoredProfile& p : measured_)
-    list.push_back({{"job_type", p.job_type}, {"gpu_type", p.gpu_type}, {"workers", p.workers},
-                    {"iterations_per_s", p.rate}, {"source", "measured"}});
+    list.push_back({{"job_type", p.job_type},
+                    {"gpu_type", p.gpu_type},
+                    {"workers", p.workers},
+                    {"iterations_per_s", p.rate},
+                    {"source", "measured"}});
   return {{"profiles", list}};
 }
 
@@ -534,6 +556,19 @@ std::string Manager::metrics() const {
   for (std::size_t i = 0; i < std::size(counters_help); ++i) {
     family(counters_help[i].first, "counter", counters_help[i].second);
     line(counters_help[i].first, "", counter_values[i]);
+  }
+  if (slurm_) {
+    family("fairgpu_slurm_exchanges_total", "counter",
+           "Exchanges with Slurm (polls and applied rounds).");
+    line("fairgpu_slurm_exchanges_total", "", static_cast<double>(slurm_polls_));
+    family("fairgpu_slurm_errors_total", "counter",
+           "Exchanges with Slurm that failed (retried at the next tick).");
+    line("fairgpu_slurm_errors_total", "", static_cast<double>(slurm_errors_));
+    family("fairgpu_slurm_last_exchange_seconds", "gauge",
+           "Seconds the last exchange with Slurm took.");
+    line("fairgpu_slurm_last_exchange_seconds", "", slurm_last_exchange_s_);
+    family("fairgpu_slurm_jobs", "gauge", "Slurm jobs fairgpu holds for its jobs.");
+    line("fairgpu_slurm_jobs", "", static_cast<double>(slurm_ids_.size()));
   }
   return out;
 }

@@ -260,6 +260,11 @@ void Store::wait(std::uint64_t ticket) {
   if (durable_ < ticket) throw std::runtime_error(error_);
 }
 
+std::uint64_t Store::last_ticket() const {
+  std::lock_guard lock(mu_);
+  return next_ticket_;
+}
+
 std::uint64_t Store::transactions() const {
   std::lock_guard lock(mu_);
   return transactions_;

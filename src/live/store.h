@@ -117,6 +117,8 @@ class Store {
   // std::runtime_error if the commit failed (the store is then unusable).
   void wait(std::uint64_t ticket);
   std::uint64_t transactions() const;  // committed so far (for benchmarks)
+  // The ticket of the last row queued: wait() on it covers every row so far.
+  std::uint64_t last_ticket() const;
 
  private:
   void run();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -159,11 +160,11 @@ void CommandLineSlurm::check() {
 }
 
 CommandResult CommandLineSlurm::run(std::vector<std::string> argv, const std::string& input,
-                                    bool merge) {
+                                    bool merge, double timeout_s) {
   CommandSpec spec;
   spec.argv = std::move(argv);
   spec.input = input;
-  spec.timeout_s = settings_.timeout_s;
+  spec.timeout_s = timeout_s > 0 ? timeout_s : settings_.timeout_s;
   spec.merge_stderr = merge;
   if (!settings_.conf.empty()) spec.env.emplace_back("SLURM_CONF", settings_.conf);
   const std::string name = spec.argv[0];
@@ -175,7 +176,7 @@ CommandResult CommandLineSlurm::run(std::vector<std::string> argv, const std::st
   }
   if (!r.started) throw SlurmError(name + ": " + first_line(merge ? r.out : r.err));
   if (r.timed_out)
-    throw SlurmError(name + ": no answer within " + std::to_string(settings_.timeout_s) +
+    throw SlurmError(name + ": no answer within " + std::to_string(spec.timeout_s) +
                      " s (is slurmctld reachable?)");
   return r;
 }
@@ -269,14 +270,15 @@ std::map<std::int64_t, std::string> CommandLineSlurm::apply(const RoundWrites& w
   return refusals;
 }
 
-std::map<std::int64_t, std::string> CommandLineSlurm::scancel(
-    std::vector<std::string> args, const std::vector<std::int64_t>& jobs) {
+std::map<std::int64_t, std::string> CommandLineSlurm::scancel(std::vector<std::string> args,
+                                                              const std::vector<std::int64_t>& jobs,
+                                                              double timeout_s) {
   std::map<std::int64_t, std::string> refusals;
   if (jobs.empty()) return refusals;
   std::vector<std::string> argv{settings_.scancel};
   argv.insert(argv.end(), args.begin(), args.end());
   for (std::int64_t j : jobs) argv.push_back(std::to_string(j));
-  const CommandResult r = run(argv, "", /*merge=*/true);
+  const CommandResult r = run(argv, "", /*merge=*/true, timeout_s);
   const std::string& out = r.out;
   const int status = r.exit_code;
   // "scancel: error: Kill job error on job id 8: Job can not be altered now"
@@ -301,7 +303,10 @@ std::map<std::int64_t, std::string> CommandLineSlurm::scancel(
 
 std::map<std::int64_t, std::string> CommandLineSlurm::signal_checkpoint(
     const std::vector<std::int64_t>& jobs) {
-  return scancel({"--signal=USR1", "--full"}, jobs);
+  // Best effort (requeuehold follows), and scancel retries for seconds a job
+  // that is starting or completing: a short timeout keeps the round going.
+  return scancel({"--signal=USR1", "--full"}, jobs,
+                 std::min(settings_.timeout_s, settings_.signal_timeout_s));
 }
 
 std::map<std::int64_t, std::string> CommandLineSlurm::cancel(

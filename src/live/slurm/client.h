@@ -45,6 +45,7 @@ struct SlurmSettings {
   std::string squeue = "squeue";
   std::string scancel = "scancel";
   double timeout_s = 30;  // per command
+  double signal_timeout_s = 2;  // scancel --signal (best effort)
 };
 
 // A fairgpu job as a held Slurm job.
@@ -144,11 +145,14 @@ class CommandLineSlurm : public SlurmClient {
 
  private:
   // Runs a command; throws SlurmError when it cannot start or times out.
-  CommandResult run(std::vector<std::string> argv, const std::string& input, bool merge);
+  // timeout_s <= 0: settings.timeout_s.
+  CommandResult run(std::vector<std::string> argv, const std::string& input, bool merge,
+                    double timeout_s = 0);
   // Runs a command that must exit 0; returns its stdout.
   std::string run_ok(std::vector<std::string> argv);
   std::map<std::int64_t, std::string> scancel(std::vector<std::string> args,
-                                              const std::vector<std::int64_t>& jobs);
+                                              const std::vector<std::int64_t>& jobs,
+                                              double timeout_s = 0);
   SlurmSettings settings_;
 };
 

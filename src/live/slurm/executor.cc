@@ -149,7 +149,10 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
   std::vector<std::int64_t> signal_ids;
   for (std::int64_t lease : revokes) {
     Tracked* t = by_lease(lease);  // none: the run ended meanwhile (kEnded on its way)
-    if (!t || (t->phase != Phase::kStarting && t->phase != Phase::kRunning)) continue;
+    // (kAdopted: a revoke the lease manager decided before a restart.)
+    if (!t || (t->phase != Phase::kStarting && t->phase != Phase::kRunning &&
+               t->phase != Phase::kAdopted))
+      continue;
     signal_ids.push_back(t->slurm_id);
     t->phase = Phase::kRevoking;
     t->requeue_at = now + options_.grace_s;
@@ -183,7 +186,14 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
   }
   // A signal that finds no process (the script not started yet) is lost;
   // the requeuehold after the grace period reaches the job in any case.
-  if (!signal_ids.empty()) client_.signal_checkpoint(signal_ids);
+  // scancel --signal fails as a whole (no per-job line) when a job is still
+  // pending; the signal is best effort either way.
+  if (!signal_ids.empty()) {
+    try {
+      client_.signal_checkpoint(signal_ids);
+    } catch (const SlurmError&) {
+    }
+  }
   flush(w, carried_);
 }
 
@@ -198,8 +208,14 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   std::vector<RunEvent> events = std::move(carried_);
   carried_.clear();
   RoundWrites due;
+  // A run whose progress reached the job's total has done its work: it ends
+  // on its own (final in Slurm, below), not through a requeue.
+  auto work_done = [](Tracked& t) {
+    return t.spec.iterations > 0 && t.progress &&
+           static_cast<double>(t.progress->read()) >= t.spec.iterations;
+  };
   for (auto& [name, t] : jobs_) {
-    if (t.phase == Phase::kRevoking && now >= t.requeue_at && !t.cancelled) {
+    if (t.phase == Phase::kRevoking && now >= t.requeue_at && !t.cancelled && !work_done(t)) {
       due.requeue_hold.push_back(t.slurm_id);
       t.phase = Phase::kRequeued;
     }
@@ -270,9 +286,13 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           ended(t, events, false, "ended while fairgpu was down");
           t.phase = Phase::kDone;
         } else if (pending) {
+          // Requeued (by a revoke's requeuehold or a node failure): it did
+          // not fail. Fenced like a node failure's requeue.
           if (!d.held) writes.hold.push_back(t.slurm_id);
-          ended(t, events, false, "requeued while fairgpu was down");
-          t.phase = Phase::kIdle;
+          if (d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
+            ended(t, events, true, "requeued while fairgpu was down");
+            t.phase = Phase::kIdle;
+          }
         }
         break;
       case Phase::kStarting:
@@ -300,15 +320,27 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         }
         break;
       case Phase::kRevoking:
-        break;  // requeuehold when the grace period is over
+        // Finished its work during the grace period: it ended as a finished
+        // run. Otherwise requeuehold when the grace period is over.
+        if (is_final(d.state) && work_done(t)) {
+          ended(t, events, false, job_state_name(d.state));
+          t.phase = Phase::kDone;
+        }
+        break;
       case Phase::kRequeued:
-        if (pending && d.held) {
+        // Held again, and (a revoke on a node that failed) its node answers:
+        // its processes are gone.
+        if (pending && d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
           const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
           ended(t, events, t.start_refused.empty(), why);
           t.start_refused.clear();
           t.phase = Phase::kIdle;
         } else if (is_final(d.state)) {
           writes.requeue_hold.push_back(t.slurm_id);  // refused or raced: again
+        } else if (pending && !d.held) {
+          // Released but never started (its node drained meanwhile): Slurm
+          // refuses to requeue a pending job; a hold stops it.
+          writes.hold.push_back(t.slurm_id);
         }
         break;
       case Phase::kFenced:

@@ -1,0 +1,337 @@
+// The lease manager on Slurm (`"backend": "slurm"`, docs/executors.md,
+// specs/slurm.md). Slurm is push-style: every poll_s the run thread's tick
+// sends Slurm what was decided since the last one, once it is durable in the
+// store (submissions as held jobs, starts, revokes, cancels), then reads
+// Slurm's queue and nodes and hands the events to the same lease logic as
+// the agents' reports. Only that thread talks to Slurm, and never under mu_:
+// a slow or restarting slurmctld delays the next tick, not the API.
+//
+// Choices where the issue is silent:
+//   - a Slurm job keeps its shape for life (sbatch --nodes, --gres), so a
+//     job runs on one node: submissions larger than the largest node are
+//     refused, and a start the plan spreads over nodes is ended unstarted;
+//   - a node Slurm does not offer (drained, down, not responding, GPUs of
+//     several types) is "lost" here: its leases are revoked, and the
+//     executor reports each run ended only once Slurm shows its processes
+//     gone (a held job on a node that responds again);
+//   - the job's Slurm id is stored as meta "slurm_job:<job>"; a job without
+//     one after a restart is submitted again.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "fairgpu/input_error.h"
+#include "live/log.h"
+#include "live/manager.h"
+#include "live/process.h"
+#include "live/request.h"
+#include "live/slurm/executor.h"
+
+namespace fairgpu::live {
+
+using namespace request;
+
+namespace {
+
+constexpr const char* kSlurmJobMeta = "slurm_job:";
+
+// The last 2 KiB of a job's log (what the agents report as log_tail).
+std::string log_tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 2048);
+  in.seekg(from);
+  std::string tail(static_cast<std::size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  return tail;
+}
+
+}  // namespace
+
+void Manager::connect_slurm() {
+  slurm::SlurmSettings settings;
+  settings.partition = config_.slurm.partition;
+  settings.conf = config_.slurm.conf;
+  settings.sbatch = config_.slurm.sbatch;
+  settings.scontrol = config_.slurm.scontrol;
+  settings.squeue = config_.slurm.squeue;
+  settings.scancel = config_.slurm.scancel;
+  settings.timeout_s = config_.slurm.timeout_s;
+  try {
+    auto client = std::make_unique<slurm::CommandLineSlurm>(settings);
+    client->check();
+    slurm_client_ = std::move(client);
+  } catch (const InputError& e) {
+    throw InputError(config_.source, "slurm." + e.field(), e.problem());
+  } catch (const slurm::SlurmError& e) {
+    throw InputError(config_.source, "slurm",
+                     std::string("no Slurm controller answers: ") + e.what());
+  }
+  slurm_ = std::make_unique<slurm::SlurmExecutor>(
+      *slurm_client_, slurm::SlurmExecutorOptions{settings.partition, config_.grace_s});
+  executor_ = slurm_.get();
+}
+
+void Manager::adopt_slurm_jobs() {
+  // Reconcile: every stored job not finished is taken back with its Slurm id
+  // (read by the constructor) and its run (a lease active, exited or being
+  // revoked); the first poll compares them with Slurm's queue.
+  std::map<std::string, std::int64_t> run_of;  // job -> its run's lease (the gang)
+  std::vector<std::int64_t> revoking;
+  for (const auto& [id, l] : leases_) {
+    if (l.status == "pending") continue;  // not started
+    run_of[l.job] = l.gang;
+    if (l.status == "revoking" && l.id == l.gang) revoking.push_back(l.gang);
+  }
+  for (const JobEntry& e : jobs_) {
+    if (terminal(e.s.state)) continue;
+    auto id = slurm_ids_.find(e.s.id);
+    if (id == slurm_ids_.end()) {
+      to_admit_.push_back(e.s.id);
+      continue;
+    }
+    auto run = run_of.find(e.s.id);
+    slurm_->adopt(executor_job(e), std::to_string(id->second),
+                  run == run_of.end() ? 0 : run->second);
+  }
+  if (!revoking.empty()) slurm_->apply({}, revoking, now());
+}
+
+std::int64_t Manager::slurm_job(const std::string& job) const {
+  std::lock_guard lock(mu_);
+  auto it = slurm_ids_.find(job);
+  return it == slurm_ids_.end() ? 0 : it->second;
+}
+
+bool Manager::launchable(const JobEntry& e) const {
+  return !slurm_ || slurm_ids_.count(e.s.id) > 0;
+}
+
+ExecutorJob Manager::executor_job(const JobEntry& e) const {
+  ExecutorJob j;
+  j.job = e.s.id;
+  j.tenant = e.s.tenant;
+  if (e.command.is_array())
+    j.argv = e.command.get<std::vector<std::string>>();
+  else
+    j.shell_command = e.command.get<std::string>();
+  j.env.assign(e.env.begin(), e.env.end());
+  j.nodes = 1;
+  j.gpus_per_node = e.s.workers;
+  j.iterations = e.s.iterations;
+  // Slurm's nodes reach these paths: the checkpoint directory is shared.
+  const std::string root = std::filesystem::absolute(config_.checkpoint_dir).string();
+  j.checkpoint_dir = root + "/" + e.s.id;
+  j.progress_file = j.checkpoint_dir + "/.fairgpu-progress";
+  j.log_path = root + "/" + e.s.id + ".log";
+  return j;
+}
+
+void Manager::to_executor(std::vector<RunStart> starts, std::vector<std::int64_t> revokes) {
+  if (!slurm_) {
+    executor_->apply(starts, revokes, now());
+    return;
+  }
+  for (RunStart& s : starts) out_starts_.push_back(std::move(s));
+  for (std::int64_t id : revokes)
+    if (leases_.count(id) && leases_.at(id).id == leases_.at(id).gang) out_revokes_.push_back(id);
+}
+
+void Manager::tick_slurm() {
+  std::lock_guard io(slurm_io_);
+  std::vector<RunStart> starts;
+  std::vector<std::int64_t> revokes;
+  std::vector<std::string> cancels;
+  std::vector<ExecutorJob> admits;
+  std::uint64_t decided = 0;
+  {
+    std::lock_guard lock(mu_);
+    Tickets tickets;
+    revokes.swap(out_revokes_);
+    cancels.swap(out_cancels_);
+    std::vector<RunStart> queued;
+    queued.swap(out_starts_);
+    for (RunStart& s : queued) {
+      auto l = leases_.find(s.lease);
+      if (l == leases_.end()) continue;
+      if (l->second.status == "active" && s.placement.size() == 1) {
+        starts.push_back(std::move(s));
+        continue;
+      }
+      // Revoked before it reached Slurm, or spread over nodes (a Slurm job
+      // runs on one node): it never starts, so its lease ends now and the
+      // job waits for its next one.
+      std::erase(revokes, s.lease);
+      RunEvent never;
+      never.kind = RunEvent::Kind::kEnded;
+      never.lease = s.lease;
+      never.exit_code = -1;
+      never.revoked = true;
+      never.never_started = true;
+      run_ended(l->second, never, tickets);
+      for (std::int64_t id : part_ids(s.lease)) tickets.push_back(end_lease(leases_.at(id)));
+    }
+    for (const std::string& id : to_admit_)
+      if (const JobEntry* e = find_job(id); e && !terminal(e->s.state))
+        admits.push_back(executor_job(*e));
+    to_admit_.clear();
+    std::erase_if(out_revokes_, [&](std::int64_t id) { return !leases_.count(id); });
+    if (!tickets.empty()) rebuild_needed_ = true;
+    decided = store_->last_ticket();
+  }
+  // Decisions are durable before Slurm hears of them.
+  store_->wait(decided);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, std::int64_t>> admitted;
+  std::vector<std::pair<std::string, std::string>> refused;  // job, why (never runs)
+  std::vector<std::string> retry;
+  std::vector<RunEvent> events;
+  std::vector<ExecutorNode> nodes;
+  bool read = false;
+  for (const ExecutorJob& j : admits) {
+    try {
+      admitted.push_back({j.job, std::stoll(slurm_->admit(j))});
+    } catch (const InputError& e) {
+      refused.push_back({j.job, e.what()});
+    } catch (const std::exception& e) {
+      retry.push_back(j.job);
+      log::warn("slurm_submit_failed", {{"job", j.job}, {"error", e.what()}});
+    }
+  }
+  try {
+    // The poll first: after a restart it settles the adopted jobs before
+    // they are started again.
+    for (const std::string& job : cancels) slurm_->cancel(job);
+    events = slurm_->poll(now());
+    slurm_->apply(starts, revokes, now());
+    nodes = slurm_->nodes();
+    read = true;
+  } catch (const std::exception& e) {
+    // Slurm unreachable (slurmctld restarting): the next tick tries again.
+    ++slurm_errors_;
+    log::warn("slurm_exchange_failed", {{"error", e.what()}});
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  Tickets tickets;
+  {
+    std::lock_guard lock(mu_);
+    ++slurm_polls_;
+    slurm_last_exchange_s_ = took;
+    for (const std::string& job : retry) to_admit_.push_back(job);
+    for (const auto& [job, id] : admitted) {
+      slurm_ids_[job] = id;
+      tickets.push_back(store_->put(StoredMeta{kSlurmJobMeta + job, std::to_string(id)}));
+      JobEntry& e = job_by_id(job);
+      if (e.s.state == "queued" && e.sched == kNone) admit(e);
+      rebuild_needed_ = true;
+    }
+    for (const auto& [job, why] : refused) {
+      JobEntry& e = job_by_id(job);
+      if (terminal(e.s.state)) continue;
+      state_finish(e);
+      e.s.state = "failed";
+      e.s.finished_at = now();
+      e.s.log_tail = why;
+      tickets.push_back(persist(e));
+    }
+    for (RunEvent& ev : events) slurm_event(std::move(ev), tickets);
+    if (read) sync_slurm_nodes(nodes, tickets);
+    activate_pending(tickets);
+  }
+  if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
+}
+
+void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
+  auto lit = leases_.find(ev.lease);
+  if (lit == leases_.end()) return;
+  StoredLease& l = lit->second;
+  switch (ev.kind) {
+    case RunEvent::Kind::kRunning:
+    case RunEvent::Kind::kProgress:
+      ev.nodes = {l.node};
+      run_running(ev, tickets);  // revocations reach Slurm through revoke()
+      return;
+    case RunEvent::Kind::kEnded: {
+      const JobEntry* e = find_job(l.job);
+      if (e) {  // the run's last progress, from its file
+        const ExecutorJob j = executor_job(*e);
+        ev.iterations =
+            static_cast<double>(std::max<std::int64_t>(0, ProgressFile(j.progress_file).read()));
+        ev.detail = log_tail(j.log_path);
+      }
+      const std::int64_t gang = l.gang;
+      run_ended(l, ev, tickets);
+      // One Slurm job ran every part: the others are gone too.
+      for (std::int64_t id : part_ids(gang)) tickets.push_back(end_lease(leases_.at(id)));
+      return;
+    }
+    case RunEvent::Kind::kNodeLost:
+      return;
+  }
+}
+
+void Manager::sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& tickets) {
+  const double t = now();
+  std::set<std::string> offered;
+  bool changed = false;
+  for (const ExecutorNode& x : seen) {
+    offered.insert(x.name);
+    NodeEntry& n = nodes_[x.name];
+    n.last_heard = t;
+    const bool is_new = n.s.name.empty();
+    const double memory_gb = static_cast<double>(x.memory_mb) / 1024.0;
+    const bool same = !is_new && n.s.gpu_type == x.gpu_type && n.s.devices == x.devices &&
+                      n.s.cpus == x.cpus && n.s.memory_gb == memory_gb;
+    if (same && n.s.state != "lost") continue;
+    if (!is_new && n.s.gpu_type != x.gpu_type) {
+      evict_node(x.name, tickets);
+    } else if (!is_new) {
+      // Runs on GPUs that Slurm's other jobs now hold (the plan's ids count
+      // GPUs per node) stop.
+      std::vector<std::int64_t> off;
+      for (const auto& [id, l] : leases_)
+        if (l.node == x.name)
+          for (int d : l.devices)
+            if (std::find(x.devices.begin(), x.devices.end(), d) == x.devices.end())
+              off.push_back(id);
+      for (std::int64_t id : off)
+        if (leases_.count(id)) revoke(leases_.at(id), tickets);
+    }
+    n.s.name = x.name;
+    n.s.gpu_type = x.gpu_type;
+    n.s.devices = x.devices;
+    n.s.cpus = x.cpus;
+    n.s.memory_gb = memory_gb;
+    n.s.address = x.name;
+    if (is_new) n.s.epoch = 1;
+    if (is_new || n.s.state == "lost") n.s.state = "ready";
+    tickets.push_back(persist(n));
+    changed = true;
+  }
+  for (auto& [name, n] : nodes_) {
+    if (offered.count(name) || n.s.state != "ready") continue;
+    n.s.state = "lost";  // drained, down or not responding in Slurm
+    evict_node(name, tickets);
+    tickets.push_back(persist(n));
+    changed = true;
+  }
+  if (!changed) return;
+  refresh_ready_types();
+  for (JobEntry& e : jobs_)  // a new GPU type: job types to profile there
+    if (e.s.state == "queued" && !fully_profiled(e.s.job_type)) {
+      e.s.state = "profiling";
+      tickets.push_back(persist(e));
+    }
+  rebuild_needed_ = true;
+}
+
+}  // namespace fairgpu::live

@@ -1,0 +1,490 @@
+// `fairgpu serve` with `"backend": "slurm"` (issue 16) end to end against a
+// real slurmctld and three slurmds (scripts/slurm-cluster.sh: n1 v100, n2
+// p100, n3 k80, two GPUs each), one cluster for the suite, which CMake runs
+// as one ctest entry (SlurmServe). Skipped, with the reason, only when
+// Slurm's programs are not installed.
+//
+//  - Two tenants (weights 2 and 1), 20 fairgpu-train jobs under oef-coop with
+//    2 s rounds and no quantum: every job finishes once (one Slurm job each)
+//    with the weights and loss of an uninterrupted run of its seed, jobs are
+//    preempted and move across GPU types, and while both tenants have
+//    backlog their GPU shares follow the policy's 2:1. Meanwhile: the slurmd
+//    of n2 is killed with -9 and restarted, n3 is drained in Slurm (its runs
+//    leave the plan) and resumed, fairgpu serve is killed with -9 and
+//    restarted on its store, a job fails with exit 3, a job is cancelled.
+//  - Bad config: no Slurm controller answering, an unknown partition: exit
+//    2 with one line.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fairgpu/input_error.h"
+#include "live/config.h"
+#include "run_binary.h"
+#include "slurm_cluster.h"
+
+namespace fairgpu {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using testing_support::quote;
+using testing_support::SlurmTestCluster;
+using testing_support::slurp;
+
+const std::string kTrain = FAIRGPU_TRAIN_BINARY;
+constexpr int kIterations = 300;
+
+// `fairgpu serve` in the background, its output in a log file.
+class Server {
+ public:
+  Server(const fs::path& config, const fs::path& port_file, const fs::path& log) {
+    fs::remove(port_file);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(FAIRGPU_BINARY, FAIRGPU_BINARY, "serve", "--config", config.c_str(), "--port", "0",
+              "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 400 && !fs::exists(port_file); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    if (fs::exists(port_file)) port_ = std::stoi(slurp(port_file));
+  }
+  ~Server() { kill(SIGKILL); }
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+class SlurmServe : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new SlurmTestCluster();
+    cluster_->start("n1:v100:2,n2:p100:2,n3:k80:2");
+  }
+  static void TearDownTestSuite() {
+    const bool clean = cluster_->stop();
+    EXPECT_TRUE(clean) << "daemons left behind: " << cluster_->stop_log();
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    if (!cluster_->skip_reason().empty()) GTEST_SKIP() << cluster_->skip_reason();
+    ASSERT_EQ(cluster_->error(), "");
+    dir_ =
+        fs::path(cluster_->dir()) / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "profiles.json") << R"json({"k80": {"('mlp', 1)": {"null": 100}},
+      "p100": {"('mlp', 1)": {"null": 200}}, "v100": {"('mlp', 1)": {"null": 400}}})json";
+  }
+  void TearDown() override { server_.reset(); }
+
+  json config(const json& slurm) const {
+    return {{"listen", "127.0.0.1:0"},
+            {"data_dir", (dir_ / "data").string()},
+            {"checkpoint_dir", (dir_ / "ckpt").string()},
+            {"policy", "oef-coop:quantum=0"},
+            {"round_s", 2},
+            {"grace_s", 1},
+            {"max_retries", 0},
+            {"profiles", (dir_ / "profiles.json").string()},
+            {"restart_overhead_s", 0.3},
+            {"admin_token", "admin-token"},
+            {"tenants",
+             {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
+              {{"name", "bob"}, {"token", "bob-token"}}}},
+            {"backend", "slurm"},
+            {"slurm", slurm}};
+  }
+  json good_slurm() const {
+    return {{"partition", "main"}, {"conf", cluster_->conf()}, {"poll_s", 0.3}};
+  }
+  void start_server() {
+    std::ofstream(dir_ / "serve.json") << config(good_slurm()).dump(2);
+    server_ = std::make_unique<Server>(dir_ / "serve.json", dir_ / "port", dir_ / "server.log");
+    ASSERT_NE(server_->port(), 0) << slurp(dir_ / "server.log");
+  }
+  httplib::Result call(const std::string& method, const std::string& path, const json& body,
+                       const std::string& token) {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(10, 0);
+    const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+    if (method == "GET") return cli.Get(path.c_str(), auth);
+    return cli.Post(path.c_str(), auth, body.dump(), "application/json");
+  }
+  json get(const std::string& path) {
+    auto r = call("GET", path, nullptr, "admin-token");
+    if (!r || r->status != 200) return nullptr;
+    return json::parse(r->body);
+  }
+  std::string submit(const std::string& tenant, const json& command, double iterations) {
+    auto r = call(
+        "POST", "/v1/jobs",
+        {{"job_type", "mlp"}, {"workers", 1}, {"iterations", iterations}, {"command", command}},
+        tenant + "-token");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r && r->status == 201 ? json::parse(r->body)["id"].get<std::string>() : "";
+  }
+  std::vector<std::string> train_command(int seed) const {
+    return {kTrain,
+            "--iterations",
+            std::to_string(kIterations),
+            "--seed",
+            std::to_string(seed),
+            "--base-rate",
+            "100",
+            "--speed-map",
+            "k80=1,p100=2,v100=4",
+            "--checkpoint-every",
+            "50"};
+  }
+  // Polls (every 0.2 s, sampling the store each time) until `done` holds
+  // for the job list; returns the last list.
+  json wait_jobs(double timeout_s, const std::function<bool(const json&)>& done) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    json jobs;
+    while (std::chrono::steady_clock::now() < deadline) {
+      expect_no_device_shared();
+      if (json answer = get("/v1/jobs"); !answer.is_null()) {
+        jobs = answer["jobs"];
+        if (done(jobs)) return jobs;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "not done in " << timeout_s << " s: " << jobs.dump() << "\nserver log:\n"
+                  << slurp(dir_ / "server.log");
+    return jobs;
+  }
+  json job_of(const json& jobs, const std::string& id) {
+    for (const json& j : jobs)
+      if (j["id"] == id) return j;
+    return nullptr;
+  }
+  json reference(int seed) {
+    const fs::path d = dir_ / ("ref-" + std::to_string(seed));
+    fs::create_directories(d);
+    const std::string cmd = quote(kTrain) + " --iterations " + std::to_string(kIterations) +
+                            " --seed " + std::to_string(seed) + " --checkpoint-dir " +
+                            quote(d.string()) + " >/dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    return json::parse(slurp(d / "result.json"));
+  }
+  // Rows of a query on the store (read-only, while the server writes).
+  std::vector<std::vector<std::string>> query(const std::string& sql) {
+    std::vector<std::vector<std::string>> rows;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                        nullptr) != SQLITE_OK) {
+      sqlite3_close(db);
+      return rows;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        std::vector<std::string> row;
+        for (int c = 0; c < sqlite3_column_count(st); ++c) {
+          const unsigned char* text = sqlite3_column_text(st, c);
+          row.push_back(text ? reinterpret_cast<const char*>(text) : "");
+        }
+        rows.push_back(std::move(row));
+      }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rows;
+  }
+  // Every (node, device) in at most one lease that may be running.
+  void expect_no_device_shared() {
+    std::map<std::pair<std::string, int>, std::string> holder;
+    for (const auto& row :
+         query("SELECT id, node, devices FROM leases WHERE status IN ('active', 'revoking')"))
+      for (int d : json::parse(row[2]).get<std::vector<int>>()) {
+        auto [it, fresh] = holder.emplace(std::make_pair(row[1], d), row[0]);
+        EXPECT_TRUE(fresh) << row[1] << " device " << d << " held by leases " << it->second
+                           << " and " << row[0];
+      }
+  }
+  // squeue's jobs by name: name -> (Slurm id, state).
+  std::multimap<std::string, std::pair<std::string, std::string>> slurm_jobs() {
+    const std::string cmd = "SLURM_CONF=" + quote(cluster_->conf()) +
+                            " squeue -h -t all -o '%j|%i|%T' >" +
+                            quote((dir_ / "squeue").string()) + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "squeue");
+    std::multimap<std::string, std::pair<std::string, std::string>> out;
+    std::istringstream in(slurp(dir_ / "squeue"));
+    for (std::string line; std::getline(in, line);) {
+      const auto a = line.find('|'), b = line.rfind('|');
+      if (a == std::string::npos || a == b) continue;
+      out.insert({line.substr(0, a), {line.substr(a + 1, b - a - 1), line.substr(b + 1)}});
+    }
+    return out;
+  }
+  bool scontrol(const std::string& args) {
+    const std::string cmd =
+        "SLURM_CONF=" + quote(cluster_->conf()) + " scontrol " + args + " >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  }
+  // kill -9 of a node's slurmd, and the same slurmd started again.
+  void kill_and_restart_slurmd(const std::string& node) {
+    const fs::path pid_file = fs::path(cluster_->dir()) / ("slurmd-" + node + ".pid");
+    const pid_t pid = std::stoi(slurp(pid_file));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    for (int i = 0; i < 100 && ::kill(pid, 0) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const std::string cmd = "env FAIRGPU_SLURM_TEST_CLUSTER=" + quote(cluster_->dir()) +
+                            " SLURM_CONF=" + quote(cluster_->conf()) + " " +
+                            quote(testing_support::find_program("slurmd")) + " -f " +
+                            quote(cluster_->conf()) + " -N " + node;
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+
+  static SlurmTestCluster* cluster_;
+  fs::path dir_;
+  std::unique_ptr<Server> server_;
+};
+
+SlurmTestCluster* SlurmServe::cluster_ = nullptr;
+
+TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeights) {
+  start_server();
+  std::map<std::string, int> seed_of;
+  for (int i = 0; i < 20; ++i)
+    seed_of[submit(i % 2 ? "bob" : "alice", train_command(100 + i), kIterations)] = 100 + i;
+  const std::string failing = submit("bob", "echo 'no such dataset' >&2; exit 3", 10);
+  const std::string cancelled = submit("alice", "exec sleep 600", 1e6);
+
+  // The cluster as Slurm has it (from the first tick on): three nodes, two
+  // GPUs each.
+  json cluster;
+  wait_jobs(20, [&](const json&) {
+    cluster = get("/v1/cluster");
+    return cluster["nodes"].size() == 3;
+  });
+  ASSERT_EQ(cluster["nodes"].size(), 3u) << cluster.dump();
+  for (const json& n : cluster["nodes"]) EXPECT_EQ(n["devices"].size(), 2u) << n.dump();
+
+  // Once the long job runs: cancelled (Slurm cancels its job).
+  wait_jobs(30, [&](const json& jobs) { return job_of(jobs, cancelled)["state"] == "running"; });
+  ASSERT_FALSE(HasFailure());
+  auto r = call("POST", "/v1/jobs/" + cancelled + "/cancel", json::object(), "alice-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+
+  // A slurmd killed with -9 and restarted: its jobs' processes kept running.
+  kill_and_restart_slurmd("n2");
+
+  // n3 drained in Slurm: it leaves the plan, its runs are revoked; resumed,
+  // it comes back.
+  ASSERT_TRUE(scontrol("update NodeName=n3 State=DRAIN Reason=fairgpu-test"));
+  wait_jobs(20, [&](const json&) {
+    const json c = get("/v1/cluster");
+    for (const json& n : c["nodes"])
+      if (n["name"] == "n3") return n["state"] != "ready" && n["devices_busy"] == 0;
+    return false;
+  });
+  ASSERT_FALSE(HasFailure());
+  ASSERT_TRUE(scontrol("update NodeName=n3 State=RESUME"));
+  wait_jobs(20, [&](const json&) {
+    const json c = get("/v1/cluster");
+    for (const json& n : c["nodes"])
+      if (n["name"] == "n3") return n["state"] == "ready";
+    return false;
+  });
+
+  ASSERT_FALSE(HasFailure());
+  // fairgpu serve killed with -9 mid-run, restarted on its store.
+  server_->kill(SIGKILL);
+  start_server();
+
+  const json jobs = wait_jobs(120, [&](const json& list) {
+    if (list.size() != 22) return false;
+    for (const json& j : list)
+      if (j["state"] != "finished" && j["state"] != "failed" && j["state"] != "cancelled")
+        return false;
+    return true;
+  });
+  ASSERT_FALSE(HasFailure());
+
+  // Every job: one Slurm job, which ended as the job did.
+  const auto in_slurm = slurm_jobs();
+  for (const json& j : jobs) {
+    const std::string id = j["id"];
+    ASSERT_EQ(in_slurm.count("fairgpu-" + id), 1u) << id << ": " << slurp(dir_ / "squeue");
+    const auto& [slurm_id, state] = in_slurm.find("fairgpu-" + id)->second;
+    EXPECT_EQ(j["slurm_job"].get<std::int64_t>(), std::stoll(slurm_id)) << id;
+    if (id == failing) {
+      EXPECT_EQ(j["state"], "failed") << j.dump();
+      EXPECT_EQ(j["exit_code"], 3);
+      EXPECT_NE(j["log_tail"].get<std::string>().find("no such dataset"), std::string::npos)
+          << j.dump();
+      EXPECT_EQ(state, "FAILED");
+    } else if (id == cancelled) {
+      EXPECT_EQ(j["state"], "cancelled") << j.dump();
+      EXPECT_EQ(state, "CANCELLED");
+    } else {
+      EXPECT_EQ(j["state"], "finished") << j.dump();
+      EXPECT_EQ(state, "COMPLETED") << id;
+      const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+      const json want = reference(seed_of.at(id));
+      EXPECT_EQ(got["weights_checksum"], want["weights_checksum"]) << id;
+      EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>()) << id;
+      EXPECT_EQ(got["iterations"], kIterations) << id;
+    }
+  }
+
+  // Checkpoint moves: preempted jobs, some of which ran on two GPU types.
+  int preemptions = 0;
+  for (const json& j : jobs) preemptions += j["preemptions"].get<int>();
+  EXPECT_GT(preemptions, 0);
+  std::map<std::string, std::set<std::string>> types;
+  for (const auto& row : query("SELECT leases.job, nodes.gpu_type FROM leases JOIN nodes ON "
+                               "leases.node = nodes.name WHERE leases.profiling = 0 AND "
+                               "leases.status = 'ended'"))
+    types[row[0]].insert(row[1]);
+  int moved = 0;
+  for (const auto& [job, used] : types) moved += used.size() > 1;
+  EXPECT_GT(moved, 0) << "no job ran on more than one GPU type";
+
+  // Weights 2:1, one job type: while both tenants have more than four
+  // unfinished jobs, alice holds two thirds of the GPU time of the leases
+  // the server committed.
+  double from = 0, to = std::numeric_limits<double>::infinity();
+  std::map<std::string, std::vector<double>> finishes;
+  for (const auto& row : query("SELECT tenant, submitted_at, finished_at FROM jobs")) {
+    from = std::max(from, std::stod(row[1]));
+    finishes[row[0]].push_back(std::stod(row[2]));
+  }
+  for (auto& [tenant, f] : finishes) {
+    std::sort(f.begin(), f.end());
+    to = std::min(to, f[f.size() - 5]);
+  }
+  ASSERT_GT(to - from, 4.0) << "both tenants waited for less than two rounds";
+  std::map<std::string, double> held;
+  for (const auto& row : query("SELECT jobs.tenant, leases.devices, leases.start, leases.end FROM "
+                               "leases JOIN jobs ON leases.job = jobs.id WHERE "
+                               "leases.profiling = 0 AND leases.status != 'pending'")) {
+    const double overlap = std::min(to, std::stod(row[3])) - std::max(from, std::stod(row[2]));
+    if (overlap > 0) held[row[0]] += static_cast<double>(json::parse(row[1]).size()) * overlap;
+  }
+  const double alice = held["alice"], bob = held["bob"];
+  std::cout << "GPU-seconds while both wait (" << to - from << " s): alice " << alice << ", bob "
+            << bob << "; alice's share " << alice / (alice + bob) << "\n";
+  EXPECT_NEAR(alice / (alice + bob), 2.0 / 3.0, 0.08);
+}
+
+TEST_F(SlurmServe, BadSlurmConfigExitsTwoWithOneLine) {
+  auto serve = [&](const json& slurm) {
+    std::ofstream(dir_ / "bad.json") << config(slurm).dump();
+    return testing_support::run_binary({"serve", "--config", (dir_ / "bad.json").string()}, dir_,
+                                       {}, 60);
+  };
+  // An unknown partition.
+  json slurm = good_slurm();
+  slurm["partition"] = "nosuch";
+  auto r = serve(slurm);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("slurm.partition: no partition 'nosuch' in Slurm"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  // No controller answering: slurm.conf naming a port nobody listens on.
+  std::string conf = slurp(cluster_->conf());
+  const auto at = conf.find("SlurmctldPort=");
+  ASSERT_NE(at, std::string::npos);
+  conf.replace(at, conf.find('\n', at) - at, "SlurmctldPort=9");
+  std::ofstream(dir_ / "dead.conf") << conf;
+  slurm = good_slurm();
+  slurm["conf"] = (dir_ / "dead.conf").string();
+  slurm["timeout_s"] = 3;
+  r = serve(slurm);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("slurm: no Slurm controller answers"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  // A slurm.conf that is not there.
+  slurm = good_slurm();
+  slurm["conf"] = (dir_ / "missing.conf").string();
+  r = serve(slurm);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("slurm.conf: cannot read"), std::string::npos) << r.err;
+  // Nothing was started: no store written.
+  EXPECT_FALSE(fs::exists(dir_ / "data" / "fairgpu.db"));
+}
+
+// The config's backend keys, read strictly (no cluster needed).
+TEST(SlurmServeConfig, BackendKeysAreReadAndBadOnesNamed) {
+  const std::string base =
+      R"("admin_token": "admin-0000", "tenants": [{"name": "a", "token": "token-a-00"}])";
+  auto parse = [&](const std::string& extra) {
+    return live::parse_serve_config("{" + base + extra + "}", "serve.json");
+  };
+  auto error = [&](const std::string& extra) {
+    try {
+      parse(extra);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(parse("").backend, "agents");
+  const live::ServeConfig c = parse(
+      R"(, "backend": "slurm", "slurm": {"partition": "gpu", "conf": "/etc/slurm/slurm.conf",
+      "poll_s": 0.5, "timeout_s": 5, "sbatch": "/opt/slurm/bin/sbatch"})");
+  EXPECT_EQ(c.backend, "slurm");
+  EXPECT_EQ(c.slurm.partition, "gpu");
+  EXPECT_EQ(c.slurm.conf, "/etc/slurm/slurm.conf");
+  EXPECT_EQ(c.slurm.poll_s, 0.5);
+  EXPECT_EQ(c.slurm.timeout_s, 5);
+  EXPECT_EQ(c.slurm.sbatch, "/opt/slurm/bin/sbatch");
+  EXPECT_EQ(c.slurm.scontrol, "scontrol");
+  EXPECT_EQ(error(R"(, "backend": "lsf")"),
+            "serve.json: backend: expected agents or slurm, got 'lsf'");
+  EXPECT_EQ(error(R"(, "backend": "slurm")"),
+            "serve.json: slurm: missing required field (backend slurm needs {\"partition\": ...})");
+  EXPECT_EQ(error(R"(, "slurm": {"partition": "gpu"})"),
+            "serve.json: slurm: only with \"backend\": \"slurm\"");
+  EXPECT_EQ(error(R"(, "backend": "slurm", "slurm": {"conf": "x"})"),
+            "serve.json: slurm.partition: missing required field");
+  EXPECT_EQ(error(R"(, "backend": "slurm", "slurm": {"partition": "gpu", "poll_s": 0})"),
+            "serve.json: slurm.poll_s: must be > 0, got 0");
+  EXPECT_NE(error(R"(, "backend": "slurm", "slurm": {"partition": "gpu", "queue": "x"})")
+                .find("serve.json: slurm.queue: unknown field"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fairgpu
