@@ -358,7 +358,7 @@ TEST_F(LiveResources, ShockwaveSeesTheBatchSizeChangeWhenTheJobReportsIt) {
   EXPECT_GE(j["regimes"][1]["iteration"].get<double>(), 256.0);
   EXPECT_LE(j["regimes"][1]["iteration"].get<double>(), 400.0);
   httplib::Client cli("127.0.0.1", port_);
-  auto metrics = cli.Get("/metrics");
+  auto metrics = cli.Get("/metrics", {{"Authorization", "Bearer admin-token"}});
   ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_NE(metrics->body.find("fairgpu_regime_changes_total 1\n"), std::string::npos)
       << metrics->body;
