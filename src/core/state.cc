@@ -39,11 +39,14 @@ std::size_t add_job(SchedulerState& s, const JobSpec& spec) {
   // GPU-proportional CPU and memory for jobs that give none: the aggregate of
   // the GPU nodes (the model keeps no CPU-only node), so such a job's share of
   // CPUs and of memory equals its share of GPUs.
-  double cluster_cpus = 0.0, cluster_memory_gb = 0.0;
-  for (const Node& n : model.cluster.nodes) {
-    cluster_cpus += n.cpus;
-    cluster_memory_gb += n.memory_gb;
+  if (std::isnan(s.node_cpus_total)) {
+    s.node_cpus_total = s.node_memory_gb_total = 0.0;
+    for (const Node& n : model.cluster.nodes) {
+      s.node_cpus_total += n.cpus;
+      s.node_memory_gb_total += n.memory_gb;
+    }
   }
+  const double cluster_cpus = s.node_cpus_total, cluster_memory_gb = s.node_memory_gb_total;
   auto demand = [&spec](double given, double proportional, const char* what) {
     if (std::isnan(given)) return proportional;
     if (!(given >= 0.0) || !std::isfinite(given))  // readers reject these; a caller bug

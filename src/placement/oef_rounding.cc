@@ -124,16 +124,21 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<std::vector<double>> want(n, std::vector<double>(k, 0.0));
   std::vector<double> ideal_total(n, 0.0), want_total(n, 0.0);
   for (std::size_t e = 0; e < n; ++e) {
-    auto it = dev_.find(entities[e].key);
+    const auto it = std::lower_bound(dev_keys_.begin(), dev_keys_.end(), entities[e].key);
+    const bool known = it != dev_keys_.end() && *it == entities[e].key;
+    const double* credit = known ? &dev_[static_cast<std::size_t>(it - dev_keys_.begin()) * k] : nullptr;
     for (std::size_t t = 0; t < k; ++t) {
-      want[e][t] = entities[e].ideal[t] + (it == dev_.end() ? 0.0 : it->second[t]);
+      want[e][t] = entities[e].ideal[t] + (credit ? credit[t] : 0.0);
       ideal_total[e] += entities[e].ideal[t];
       want_total[e] += want[e][t];
     }
   }
   std::vector<std::vector<int>> held(n, std::vector<int>(k, 0));
   std::vector<int> held_total(n, 0);
-  std::vector<char> taken(s.jobs.size(), 0), flagged(s.jobs.size(), 0);
+  taken_.resize(s.jobs.size(), 0);
+  flagged_.resize(s.jobs.size(), 0);
+  std::vector<char>& taken = taken_;
+  std::vector<char>& flagged = flagged_;
   std::vector<std::size_t> next_in_share, next_waiting;
 
   // A leftover GPU counts against the entity only on a type it is owed
@@ -362,17 +367,26 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
 
   // 6. Credits from what each entity actually held.
   const double quantum_rounds = lease > 0 ? options_.quantum_s / lease : 1.0;
-  std::map<std::uint64_t, std::vector<double>> next;
-  for (std::size_t e = 0; e < n; ++e) {
+  std::vector<std::size_t> by_key(n);  // entities by key (mostly given so)
+  std::iota(by_key.begin(), by_key.end(), 0);
+  if (!std::is_sorted(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
+        return entities[a].key < entities[b].key;
+      }))
+    std::stable_sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
+      return entities[a].key < entities[b].key;
+    });
+  dev_keys_.clear();
+  dev_.clear();
+  for (std::size_t e : by_key) {
     const RoundingEntity& ent = entities[e];
+    if (!dev_keys_.empty() && dev_keys_.back() == ent.key) continue;  // a key once, the first
     int largest = 0;
     for (std::size_t i : ent.jobs) largest = std::max(largest, s.jobs[i].workers);
     const double cap = (ideal_total[e] + largest) * std::max(1.0, quantum_rounds);
-    std::vector<double> d(k);
-    for (std::size_t t = 0; t < k; ++t) d[t] = std::clamp(want[e][t] - held[e][t], -cap, cap);
-    next.emplace_hint(next.end(), ent.key, std::move(d));  // keys mostly ascending
+    dev_keys_.push_back(ent.key);
+    for (std::size_t t = 0; t < k; ++t) dev_.push_back(std::clamp(want[e][t] - held[e][t], -cap, cap));
   }
-  dev_ = std::move(next);
+  for (const Assignment& a : out) taken[a.job] = 0;
   in_share_ = std::move(next_in_share);
   waiting_for_capacity_ = std::move(next_waiting);
   return out;

@@ -44,10 +44,34 @@ double segment_end(const Job& j) {
   return j.adaptive() ? std::min(j.work, j.regimes[j.regime].end_epoch) : j.work;
 }
 
-bool same_devices(std::vector<DeviceRef> a, std::vector<DeviceRef> b) {
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  return a == b;
+bool same_devices(const std::vector<DeviceRef>& a, const std::vector<DeviceRef>& b) {
+  if (a.size() != b.size()) return false;
+  if (a == b) return true;  // a renewal names them in the same order: no copies
+  std::vector<DeviceRef> sa = a, sb = b;
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  return sa == sb;
+}
+
+// resolved_resources(model, a) == held, without building the former (this
+// runs for every renewal every round): the plan's resources, or each node's
+// CPUs and memory in proportion to the plan's GPUs there, by ascending node.
+bool same_resolved_resources(const ClusterModel& model, const Assignment& a,
+                             const std::vector<NodeResources>& held) {
+  if (!a.resources.empty()) return a.resources == held;
+  std::size_t counted = 0;
+  for (std::size_t r = 0; r < held.size(); ++r) {
+    if (r > 0 && !(held[r - 1].node < held[r].node)) return false;
+    int gpus = 0;
+    for (DeviceRef d : a.devices) gpus += d.node == held[r].node;
+    if (gpus == 0) return false;
+    counted += static_cast<std::size_t>(gpus);
+    const Node& n = model.cluster.nodes[held[r].node];
+    const double share = n.gpus > 0 ? double(gpus) / n.gpus : 0.0;
+    if (!(held[r] == NodeResources{held[r].node, n.cpus * share, n.memory_gb * share}))
+      return false;
+  }
+  return counted == a.devices.size();
 }
 
 }  // namespace
@@ -66,7 +90,7 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     const Assignment* a = by_job_[i];
     // Same devices and the same CPUs and memory: a renewal.
     if (a && same_devices(a->devices, j.devices) &&
-        resolved_resources(*s.model, *a) == j.resources &&
+        same_resolved_resources(*s.model, *a, j.resources) &&
         (std::isnan(a->rate_multiplier) || a->rate_multiplier == j.resource_multiplier)) {
       if (a->finish_at_lease_end) {  // the lease end moved: so does the finish
         settle(s, j, s.now);
@@ -145,6 +169,7 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
 }
 
 void SimulatedExecutor::settle_all(SchedulerState& s) {
+  compact(s);
   for (std::size_t i : s.running) settle(s, s.jobs[i], s.now);
 }
 
@@ -153,7 +178,22 @@ double SimulatedExecutor::next_finish() const {
 }
 
 void SimulatedExecutor::advance(SchedulerState& s, double until) {
-  bool any = false, regime_changed = false;
+  run_events(s, until);
+  compact(s);
+}
+
+void SimulatedExecutor::compact(SchedulerState& s) {
+  if (uncompacted_ == 0) return;
+  uncompacted_ = 0;
+  auto finished = [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; };
+  std::erase_if(s.running, finished);
+  std::erase_if(s.active, finished);
+  if (s.active.empty()) s.active_weight = s.active_workers = 0.0;  // no round-off drift
+}
+
+std::size_t SimulatedExecutor::run_events(SchedulerState& s, double until) {
+  std::size_t completed = 0;
+  bool regime_changed = false;
   while (!finishes_.empty() && finishes_.top().t <= until) {
     Finish f = finishes_.top();
     finishes_.pop();
@@ -185,18 +225,18 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
       for (DeviceRef d : j.devices) ++sums_->idle_by_type[s.type_of(d)];
     release(s, j);
     j.state = JobState::kFinished;
-    any = true;
+    ++completed;
   }
   account_interval(s, until - s.now);
   s.now = std::max(s.now, until);
   if (regime_changed) s.changed = true;
-  if (any) {
+  if (completed > 0) {
     s.changed = true;
-    auto finished = [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; };
-    std::erase_if(s.running, finished);
-    std::erase_if(s.active, finished);
-    if (s.active.empty()) s.active_weight = s.active_workers = 0.0;  // no round-off drift
+    uncompacted_ += completed;
+    // Nothing left active: no round-off drift (as compact() would).
+    if (s.active.size() == uncompacted_) s.active_weight = s.active_workers = 0.0;
   }
+  return completed;
 }
 
 }  // namespace fairgpu

@@ -132,10 +132,9 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       double stop = std::min(until, executor.next_finish());
       if (next_job < n) stop = std::min(stop, state.jobs[next_job].arrival);
       const double from = state.now;
-      const std::size_t before = state.active.size();
-      executor.advance(state, std::max(stop, state.now));
+      const std::size_t completed = executor.run_events(state, std::max(stop, state.now));
       idle_waiting += usable_idle * (state.now - from);
-      finished += before - state.active.size();
+      finished += completed;
       const std::size_t first_new = next_job;
       admit_arrivals();
       if (next_job > first_new && std::isnan(contended_from)) {
@@ -145,9 +144,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
         busy_before = sums.busy_gpu_seconds;
       }
       for (std::size_t i = first_new; i < next_job; ++i) add_waiting(state.jobs[i]);
-      if (!sums.idle_by_type.empty() && (before != state.active.size() || next_job > first_new))
+      if (!sums.idle_by_type.empty() && (completed > 0 || next_job > first_new))
         usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
     }
+    executor.compact(state);  // finished jobs leave the lists once per call, not per event
   };
 
   state.now = t0;
