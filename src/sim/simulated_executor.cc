@@ -170,7 +170,23 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
 
 void SimulatedExecutor::settle_all(SchedulerState& s) {
   compact(s);
-  for (std::size_t i : s.running) settle(s, s.jobs[i], s.now);
+  // The running jobs lie scattered over a large array: fetching a few ahead
+  // overlaps the cache misses that dominate this loop on big runs.
+  constexpr std::size_t kAhead = 8;
+  const std::size_t n = s.running.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r + kAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(&s.jobs[s.running[r + kAhead]]);
+      for (std::size_t line = 0; line < sizeof(Job); line += 64) __builtin_prefetch(ahead + line);
+    }
+    if (r + kAhead / 2 < n) {  // its vectors, now that the job's pointers are in cache
+      const Job& ahead = s.jobs[s.running[r + kAhead / 2]];
+      __builtin_prefetch(ahead.time_on_type.data());
+      __builtin_prefetch(ahead.devices.data());
+      __builtin_prefetch(ahead.resources.data());
+    }
+    settle(s, s.jobs[s.running[r]], s.now);
+  }
 }
 
 double SimulatedExecutor::next_finish() const {
