@@ -1,15 +1,16 @@
 // Scheduler state: building it from a bound model and a workload, the
 // interval accounting every executor shares, and the plan check that keeps a
 // buggy policy from double-booking a device.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "core/gang_rates.h"
+#include "core/prefetch.h"
 #include "fairgpu/scheduler.h"
 
 namespace fairgpu {
@@ -158,12 +159,21 @@ void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
   for (std::size_t d = 0; d < booked.size(); ++d)
     if (s.device_owner[d] == kDeviceReserved) booked[d] = kDeviceReserved;
   // Devices of jobs whose lease still runs stay theirs.
-  for (std::size_t i : s.running) {
+  for (std::size_t r = 0; r < s.running.size(); ++r) {
+    prefetch_ahead(s.jobs, s.running, r, &Job::lease_end, &Job::devices);
+    const std::size_t i = s.running[r];
     const Job& j = s.jobs[i];
     if (!s.lease_ended(j))
       for (DeviceRef d : j.devices) booked[s.flat(d)] = static_cast<std::int64_t>(i);
   }
-  for (const Assignment& a : plan.run) {
+  for (std::size_t r = 0; r < plan.run.size(); ++r) {
+    if (r + 8 < plan.run.size() && plan.run[r + 8].job < s.jobs.size()) {
+      const Job& ahead = s.jobs[plan.run[r + 8].job];
+      __builtin_prefetch(&ahead.state);
+      __builtin_prefetch(&ahead.workers);
+      __builtin_prefetch(&ahead.lease_end);
+    }
+    const Assignment& a = plan.run[r];
     if (a.job >= s.jobs.size()) fail(fmt::format("unknown job {}", a.job));
     const Job& j = s.jobs[a.job];
     if (!j.active()) fail(fmt::format("job {} is not active", j.record.id));

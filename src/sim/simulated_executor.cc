@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/prefetch.h"
 #include "fairgpu/simulator.h"
 
 namespace fairgpu {
@@ -84,7 +85,9 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
 
   // Free first: jobs whose lease ended and that were left out (preempted) or
   // moved (migrated: checkpoint here, restart there).
-  for (std::size_t i : s.running) {
+  for (std::size_t r = 0; r < s.running.size(); ++r) {
+    prefetch_ahead(s.jobs, s.running, r, &Job::lease_end, &Job::devices, &Job::resources);
+    const std::size_t i = s.running[r];
     Job& j = s.jobs[i];
     if (!s.lease_ended(j)) continue;
     const Assignment* a = by_job_[i];
@@ -106,7 +109,13 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     if (!a) ++j.record.preemptions;
   }
   std::erase_if(s.running, [&](std::size_t i) { return s.jobs[i].state != JobState::kRunning; });
-  for (const Assignment& a : plan.run) {
+  for (std::size_t r = 0; r < plan.run.size(); ++r) {
+    if (r + 8 < plan.run.size()) {
+      const Job& ahead = s.jobs[plan.run[r + 8].job];
+      __builtin_prefetch(&ahead.lease_end);
+      __builtin_prefetch(&ahead.state);
+    }
+    const Assignment& a = plan.run[r];
     Job& j = s.jobs[a.job];
     j.lease_end = a.lease_end;
     j.finish_at_lease_end = a.finish_at_lease_end;

@@ -3,15 +3,17 @@
 // policy first sees it at the next scheduling point; idle stretches with
 // nothing active are skipped to the scheduling point at or after the next
 // arrival, keeping the interval grid.
-#include <algorithm>
-#include <chrono>
-#include <map>
-#include <cmath>
-#include <stdexcept>
+#include "fairgpu/simulator.h"
 
 #include <fmt/format.h>
 
-#include "fairgpu/simulator.h"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "core/prefetch.h"
 
 namespace fairgpu {
 namespace {
@@ -187,8 +189,11 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       if (state.device_owner[d] == -1) ++sums.idle_by_type[device_type[d]];
     waiting.clear();
     waiting_jobs = 0;
-    for (std::size_t i : state.active)
-      if (state.jobs[i].state != JobState::kRunning) add_waiting(state.jobs[i]);
+    for (std::size_t r = 0; r < state.active.size(); ++r) {
+      prefetch_ahead(state.jobs, state.active, r, &Job::state, &Job::workers, &Job::rate_best);
+      const Job& j = state.jobs[state.active[r]];
+      if (j.state != JobState::kRunning) add_waiting(j);
+    }
     contended_from = waiting_jobs > 0 ? t : kUnset;
     throughput_before = busy_before = idle_waiting = 0.0;
     usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
@@ -197,7 +202,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
       sample.tenant_active_jobs.assign(n_tenants, 0);
-      for (std::size_t i : state.active) ++sample.tenant_active_jobs[state.jobs[i].tenant];
+      for (std::size_t r = 0; r < state.active.size(); ++r) {
+        prefetch_ahead(state.jobs, state.active, r, &Job::tenant);
+        ++sample.tenant_active_jobs[state.jobs[state.active[r]].tenant];
+      }
     }
     idle_points = state.running.empty() ? idle_points + 1 : 0;
     if (idle_points > 100000)
