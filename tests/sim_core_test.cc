@@ -94,6 +94,44 @@ TEST(SimCore, MidRoundFinishFreesGpusAndArrivalsWaitForTheNextPoint) {
   EXPECT_NEAR(s.avg_queueing_delay_s, 100.0, 1e-6);  // (0 + 200) / 2
 }
 
+TEST(SimCore, FinishedJobsLeaveTheListsAtCompactOnly) {
+  // Two fast GPUs: A (420 iterations) finishes at 10 + 140 = 150 s, B (3000)
+  // at 10 + 1000 = 1010 s. run_events() finishes jobs but leaves them in
+  // running/active until compact() (the event loop compacts once per round,
+  // not once per event); settle_all() and advance() compact first.
+  // Weights 0.1 and 0.2: their sum minus both is 5.6e-17, not 0, in doubles.
+  Workload w =
+      workload({job("A", "t1", "a", 1, 0, 420, 0.1), job("B", "t2", "a", 1, 0, 3000, 0.2)});
+  ClusterModel m = bind_model(toy_cluster({{"fast", 2}}), toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  SimulatedExecutor ex(nullptr);
+  admit_job(s, 0);
+  admit_job(s, 1);
+  RoundPlan plan;
+  plan.run.push_back({0, {DeviceRef{0, 0}}, 2000.0});
+  plan.run.push_back({1, {DeviceRef{0, 1}}, 2000.0});
+  ex.apply(plan, s);
+  EXPECT_EQ(ex.run_events(s, 200.0), 1u);
+  EXPECT_EQ(s.jobs[0].state, JobState::kFinished);
+  EXPECT_NEAR(s.jobs[0].record.finish, 150.0, 1e-9);
+  EXPECT_EQ(s.active, (std::vector<std::size_t>{0, 1}));  // not yet compacted
+  EXPECT_EQ(s.running, (std::vector<std::size_t>{0, 1}));
+  EXPECT_NEAR(s.active_weight, 0.2, 1e-12);  // but no longer counted
+  const double attained = s.jobs[0].record.attained_gpu_seconds;
+  EXPECT_NEAR(attained, 150.0, 1e-9);
+  ex.settle_all(s);  // compacts: the finished job is not settled past its finish
+  EXPECT_DOUBLE_EQ(s.jobs[0].record.attained_gpu_seconds, attained);
+  EXPECT_EQ(s.active, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(s.running, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(ex.run_events(s, 2000.0), 1u);
+  EXPECT_EQ(s.active_weight, 0.0);  // nothing left active: no drift, before compact()
+  EXPECT_EQ(s.active.size(), 1u);
+  ex.compact(s);
+  EXPECT_TRUE(s.active.empty());
+  EXPECT_TRUE(s.running.empty());
+  EXPECT_EQ(ex.run_events(s, 3000.0), 0u);
+}
+
 TEST(SimCore, RoundRobinInsideATenantPaysRestartOverhead) {
   // One tenant, two 1-worker jobs, one fast GPU: the tenant's share is the
   // GPU and its jobs take turns, longest starvation first (OEF §6.1.3). Each

@@ -199,6 +199,9 @@ struct SchedulerState {
   // Something a policy's allocation depends on changed since the last plan:
   // an arrival, a completion or a throughput change.
   bool changed = true;
+  // CPUs and memory summed over the model's nodes (add_job's GPU-proportional
+  // defaults), summed at the first add_job rather than for every job.
+  double node_cpus_total = kUnset, node_memory_gb_total = kUnset;
 
   std::size_t flat(DeviceRef d) const { return model->node_first_device[d.node] + d.gpu; }
   std::size_t type_of(DeviceRef d) const { return model->cluster.nodes[d.node].type; }

@@ -57,6 +57,13 @@ class SimulatedExecutor final : public Executor {
   // O(completions log n + classes), not O(running jobs) per event; running
   // jobs' progress is accounted lazily (settle).
   void advance(SchedulerState& state, double until) override;
+  // advance() in two steps, for an event loop that calls it once per event:
+  // run_events() finishes jobs (returning how many) but leaves them in
+  // state.running and state.active (state == kFinished) until compact(),
+  // which erases them, so an event costs O(its completions), not
+  // O(active jobs). settle_all() compacts first.
+  std::size_t run_events(SchedulerState& state, double until);
+  void compact(SchedulerState& state);
   // Brings every running job's progress, GPU time and the round sums up to
   // state.now (the simulator calls it at the end of every round).
   void settle_all(SchedulerState& state);
@@ -75,6 +82,7 @@ class SimulatedExecutor final : public Executor {
     bool operator>(const Finish& o) const { return t != o.t ? t > o.t : job > o.job; }
   };
   RoundSums* sums_;
+  std::size_t uncompacted_ = 0;  // jobs finished since the last compact()
   std::vector<const Assignment*> by_job_;  // apply(): the plan's entry of each job
   std::priority_queue<Finish, std::vector<Finish>, std::greater<Finish>> finishes_;
 };

@@ -1,15 +1,16 @@
 // Scheduler state: building it from a bound model and a workload, the
 // interval accounting every executor shares, and the plan check that keeps a
 // buggy policy from double-booking a device.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "core/gang_rates.h"
+#include "core/prefetch.h"
 #include "fairgpu/scheduler.h"
 
 namespace fairgpu {
@@ -39,11 +40,14 @@ std::size_t add_job(SchedulerState& s, const JobSpec& spec) {
   // GPU-proportional CPU and memory for jobs that give none: the aggregate of
   // the GPU nodes (the model keeps no CPU-only node), so such a job's share of
   // CPUs and of memory equals its share of GPUs.
-  double cluster_cpus = 0.0, cluster_memory_gb = 0.0;
-  for (const Node& n : model.cluster.nodes) {
-    cluster_cpus += n.cpus;
-    cluster_memory_gb += n.memory_gb;
+  if (std::isnan(s.node_cpus_total)) {
+    s.node_cpus_total = s.node_memory_gb_total = 0.0;
+    for (const Node& n : model.cluster.nodes) {
+      s.node_cpus_total += n.cpus;
+      s.node_memory_gb_total += n.memory_gb;
+    }
   }
+  const double cluster_cpus = s.node_cpus_total, cluster_memory_gb = s.node_memory_gb_total;
   auto demand = [&spec](double given, double proportional, const char* what) {
     if (std::isnan(given)) return proportional;
     if (!(given >= 0.0) || !std::isfinite(given))  // readers reject these; a caller bug
@@ -155,12 +159,21 @@ void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
   for (std::size_t d = 0; d < booked.size(); ++d)
     if (s.device_owner[d] == kDeviceReserved) booked[d] = kDeviceReserved;
   // Devices of jobs whose lease still runs stay theirs.
-  for (std::size_t i : s.running) {
+  for (std::size_t r = 0; r < s.running.size(); ++r) {
+    prefetch_ahead(s.jobs, s.running, r, &Job::lease_end, &Job::devices);
+    const std::size_t i = s.running[r];
     const Job& j = s.jobs[i];
     if (!s.lease_ended(j))
       for (DeviceRef d : j.devices) booked[s.flat(d)] = static_cast<std::int64_t>(i);
   }
-  for (const Assignment& a : plan.run) {
+  for (std::size_t r = 0; r < plan.run.size(); ++r) {
+    if (r + 8 < plan.run.size() && plan.run[r + 8].job < s.jobs.size()) {
+      const Job& ahead = s.jobs[plan.run[r + 8].job];
+      __builtin_prefetch(&ahead.state);
+      __builtin_prefetch(&ahead.workers);
+      __builtin_prefetch(&ahead.lease_end);
+    }
+    const Assignment& a = plan.run[r];
     if (a.job >= s.jobs.size()) fail(fmt::format("unknown job {}", a.job));
     const Job& j = s.jobs[a.job];
     if (!j.active()) fail(fmt::format("job {} is not active", j.record.id));

@@ -34,6 +34,7 @@
 #include "placement/oef_rounding.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 
@@ -124,16 +125,50 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<std::vector<double>> want(n, std::vector<double>(k, 0.0));
   std::vector<double> ideal_total(n, 0.0), want_total(n, 0.0);
   for (std::size_t e = 0; e < n; ++e) {
-    auto it = dev_.find(entities[e].key);
+    const auto it = std::lower_bound(dev_keys_.begin(), dev_keys_.end(), entities[e].key);
+    const bool known = it != dev_keys_.end() && *it == entities[e].key;
+    const double* credit =
+        known ? &dev_[static_cast<std::size_t>(it - dev_keys_.begin()) * k] : nullptr;
     for (std::size_t t = 0; t < k; ++t) {
-      want[e][t] = entities[e].ideal[t] + (it == dev_.end() ? 0.0 : it->second[t]);
+      want[e][t] = entities[e].ideal[t] + (credit ? credit[t] : 0.0);
       ideal_total[e] += entities[e].ideal[t];
       want_total[e] += want[e][t];
     }
   }
   std::vector<std::vector<int>> held(n, std::vector<int>(k, 0));
   std::vector<int> held_total(n, 0);
-  std::vector<char> taken(s.jobs.size(), 0), flagged(s.jobs.size(), 0);
+  taken_.resize(s.jobs.size(), 0);
+  flagged_.resize(s.jobs.size(), 0);
+  std::vector<char>& taken = taken_;
+  std::vector<char>& flagged = flagged_;
+  // The jobs' views, gathered with the next jobs fetched ahead.
+  const bool type_bits = k <= 8;
+  view_.resize(s.jobs.size());
+  for (const RoundingEntity& ent : entities) {
+    constexpr std::size_t kAhead = 8;
+    for (std::size_t r = 0; r < ent.jobs.size(); ++r) {
+      if (r + kAhead < ent.jobs.size()) {
+        const Job& ahead = s.jobs[ent.jobs[r + kAhead]];
+        __builtin_prefetch(&ahead.workers);
+        __builtin_prefetch(&ahead.state);
+        __builtin_prefetch(&ahead.run_start);
+        __builtin_prefetch(&ahead.last_stop);
+      }
+      if (type_bits && r + kAhead / 2 < ent.jobs.size())
+        __builtin_prefetch(s.jobs[ent.jobs[r + kAhead / 2]].rate_best.data());
+      const Job& j = s.jobs[ent.jobs[r]];
+      JobView& v = view_[ent.jobs[r]];
+      v.run_start = j.run_start;
+      v.last_stop = j.last_stop;
+      v.workers = j.workers;
+      v.running = j.state == JobState::kRunning;
+      v.types = 0;
+      if (type_bits)
+        for (std::size_t t = 0; t < k; ++t)
+          if (j.runs_on(t)) v.types = static_cast<std::uint8_t>(v.types | 1u << t);
+    }
+  }
+  const std::vector<JobView>& view = view_;
   std::vector<std::size_t> next_in_share, next_waiting;
 
   // A leftover GPU counts against the entity only on a type it is owed
@@ -153,8 +188,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     taken[i] = 1;
   };
   auto renew_in_place = [&](std::size_t e, std::size_t i, bool in_share) {
+    if (!view[i].running) return false;
     const Job& j = s.jobs[i];
-    if (j.state != JobState::kRunning || !free.take(j.devices)) return false;
+    if (!free.take(j.devices)) return false;
     charge(e, i, j.devices, in_share);
     return true;
   };
@@ -175,6 +211,12 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     if (capacity < j.workers) std::fill(limit.begin(), limit.end(), j.workers);
   };
   auto start = [&](std::size_t e, std::size_t i, bool in_share) {
+    if (type_bits) {  // the same test as below, on the view
+      int free_usable = 0;
+      for (std::size_t t = 0; t < k; ++t)
+        if (view[i].types >> t & 1) free_usable += free.free_of_type(t);
+      if (free_usable < view[i].workers) return false;
+    }
     const Job& j = s.jobs[i];
     int free_usable = 0;  // what choose_counts could find at best
     for (std::size_t t = 0; t < k; ++t)
@@ -197,14 +239,11 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<std::size_t> kept;
   for (std::size_t e = 0; e < n; ++e) {
     kept.clear();
-    for (std::size_t i : entities[e].jobs) {
-      const Job& j = s.jobs[i];
-      if (flagged[i] && j.state == JobState::kRunning &&
-          s.now - j.run_start < options_.quantum_s - 1e-9)
+    for (std::size_t i : entities[e].jobs)
+      if (flagged[i] && view[i].running && s.now - view[i].run_start < options_.quantum_s - 1e-9)
         kept.push_back(i);
-    }
     std::stable_sort(kept.begin(), kept.end(), [&](std::size_t a, std::size_t b) {
-      return s.jobs[a].run_start > s.jobs[b].run_start;
+      return view[a].run_start > view[b].run_start;
     });
     for (std::size_t i : kept) {
       bool covered = true;  // by the ideal share on every type it holds
@@ -223,13 +262,25 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     std::size_t e, job;
   };
   std::vector<Chosen> chosen;
+  // order_by_starvation() on the views (the same keys), one buffer for all.
+  std::vector<std::pair<double, std::size_t>> keyed;
+  auto starvation_order = [&](std::vector<std::size_t>& jobs) {
+    keyed.resize(jobs.size());
+    for (std::size_t r = 0; r < jobs.size(); ++r) {
+      const JobView& v = view[jobs[r]];
+      const double starved = v.running ? -(s.now - v.run_start) - 1.0 : s.now - v.last_stop;
+      keyed[r] = {-starved, jobs[r]};
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t r = 0; r < jobs.size(); ++r) jobs[r] = keyed[r].second;
+  };
   for (std::size_t e = 0; e < n; ++e) {
     for (std::size_t i : entities[e].jobs)
       if (!taken[i]) ordered[e].push_back(i);
-    order_by_starvation(s, ordered[e]);
+    starvation_order(ordered[e]);
     double budget = want_total[e] - held_total[e];
     for (std::size_t i : ordered[e]) {
-      const int g = s.jobs[i].workers;
+      const int g = view[i].workers;
       if (g > budget + 1e-9) {
         saving[e] = 1;
         break;
@@ -247,7 +298,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   for (const Chosen& c : chosen) (flagged[c.job] ? first : rest).push_back(c);
   for (std::size_t i : waiting_for_capacity_) flagged[i] = 0;
   std::stable_sort(first.begin(), first.end(), [&](const Chosen& a, const Chosen& b) {
-    return s.jobs[a.job].last_stop < s.jobs[b.job].last_stop;
+    return view[a.job].last_stop < view[b.job].last_stop;
   });
   // Types a missed job could have used: later starts there are outside the
   // quantum, so the missed job finds room within one quantum.
@@ -278,7 +329,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   }
   std::stable_sort(to_start.begin(), to_start.end(), [&](const Chosen& a, const Chosen& b) {
-    return s.jobs[a.job].workers > s.jobs[b.job].workers;
+    return view[a.job].workers > view[b.job].workers;
   });
   for (const Chosen& c : to_start) place_chosen(c);
 
@@ -292,9 +343,41 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t e = 0; e < n; ++e)
       for (std::size_t i : ordered[e])
         if (!taken[i]) {
-          renews[e] = s.jobs[i].state == JobState::kRunning;
+          renews[e] = view[i].running;
           break;
         }
+    // Whether any job left could still be renewed or started: a start needs
+    // its gang free on the types it runs on, a renewal its gang free at all.
+    // Checked before each entity, it ends the passes once the free GPUs are
+    // of no use to anyone (typically a few left on a loaded cluster), where
+    // they would otherwise try every waiting job four times. Smallest gangs
+    // by type mask, from the jobs not taken now (later takes only shrink
+    // that set, so the test stays exact).
+    const bool by_mask = type_bits;
+    std::vector<int> smallest_gang(by_mask ? std::size_t{1} << k : 0, INT_MAX);
+    int smallest_running_gang = INT_MAX;
+    if (by_mask)
+      for (std::size_t e = 0; e < n; ++e)
+        for (std::size_t i : ordered[e]) {
+          if (taken[i]) continue;
+          const JobView& v = view[i];
+          smallest_gang[v.types] = std::min(smallest_gang[v.types], v.workers);
+          if (v.running) smallest_running_gang = std::min(smallest_running_gang, v.workers);
+        }
+    int checked_at_free = -1;  // the free count of the last check (true then)
+    auto some_job_fits = [&] {
+      if (!by_mask || free.total_free() == checked_at_free) return true;
+      checked_at_free = free.total_free();
+      if (smallest_running_gang <= free.total_free()) return true;
+      for (std::size_t mask = 0; mask < smallest_gang.size(); ++mask) {
+        if (smallest_gang[mask] == INT_MAX) continue;
+        int room = 0;
+        for (std::size_t t = 0; t < k; ++t)
+          if (mask >> t & 1) room += free.free_of_type(t);
+        if (smallest_gang[mask] <= room) return true;
+      }
+      return false;
+    };
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -304,6 +387,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     });
     for (std::size_t e : order) {
       if (!saving[e]) continue;
+      if (!some_job_fits()) return;
       for (std::size_t i : ordered[e]) {
         if (taken[i]) continue;
         if (!renew_in_place(e, i, false)) start(e, i, false);
@@ -314,6 +398,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       for (int pass = 0; pass < 2; ++pass) {
         for (std::size_t e : order) {
           if (saving[e] != saving_pass) continue;
+          if (!some_job_fits()) return;
           for (std::size_t i : ordered[e]) {
             if (free.total_free() == 0) return;
             if (taken[i]) continue;
@@ -362,17 +447,27 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
 
   // 6. Credits from what each entity actually held.
   const double quantum_rounds = lease > 0 ? options_.quantum_s / lease : 1.0;
-  std::map<std::uint64_t, std::vector<double>> next;
-  for (std::size_t e = 0; e < n; ++e) {
+  std::vector<std::size_t> by_key(n);  // entities by key (mostly given so)
+  std::iota(by_key.begin(), by_key.end(), 0);
+  if (!std::is_sorted(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
+        return entities[a].key < entities[b].key;
+      }))
+    std::stable_sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
+      return entities[a].key < entities[b].key;
+    });
+  dev_keys_.clear();
+  dev_.clear();
+  for (std::size_t e : by_key) {
     const RoundingEntity& ent = entities[e];
+    if (!dev_keys_.empty() && dev_keys_.back() == ent.key) continue;  // a key once, the first
     int largest = 0;
-    for (std::size_t i : ent.jobs) largest = std::max(largest, s.jobs[i].workers);
+    for (std::size_t i : ent.jobs) largest = std::max(largest, view[i].workers);
     const double cap = (ideal_total[e] + largest) * std::max(1.0, quantum_rounds);
-    std::vector<double> d(k);
-    for (std::size_t t = 0; t < k; ++t) d[t] = std::clamp(want[e][t] - held[e][t], -cap, cap);
-    next.emplace_hint(next.end(), ent.key, std::move(d));  // keys mostly ascending
+    dev_keys_.push_back(ent.key);
+    for (std::size_t t = 0; t < k; ++t)
+      dev_.push_back(std::clamp(want[e][t] - held[e][t], -cap, cap));
   }
-  dev_ = std::move(next);
+  for (const Assignment& a : out) taken[a.job] = 0;
   in_share_ = std::move(next_in_share);
   waiting_for_capacity_ = std::move(next_waiting);
   return out;

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "fairgpu/scheduler.h"
@@ -42,7 +41,24 @@ class OefRoundingPlacer {
 
  private:
   RoundingOptions options_;
-  std::map<std::uint64_t, std::vector<double>> dev_;  // per entity key: credit per type
+  // Credit per type of each entity that was active last round: keys
+  // ascending, credit_[r * types + t] the credit of dev_keys_[r] on type t.
+  std::vector<std::uint64_t> dev_keys_;
+  std::vector<double> dev_;
+  // Per job (sized to the jobs, all zero between rounds; a round clears what
+  // it set), so a round costs O(entities' jobs), not O(all jobs ever).
+  std::vector<char> taken_, flagged_;
+  // What the passes below read of each of the entities' jobs, gathered once
+  // per round (indexed by job; only this round's entries are valid): the
+  // jobs lie scattered over a large array, and reading them pass after pass
+  // was the placer's main cost on big runs (cache misses).
+  struct JobView {
+    double run_start = 0.0, last_stop = 0.0;
+    int workers = 1;
+    bool running = false;
+    std::uint8_t types = 0;  // bit t: runs on type t (types < 8)
+  };
+  std::vector<JobView> view_;
   std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
   std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first
 };

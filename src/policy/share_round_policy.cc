@@ -16,6 +16,8 @@
 //     whole gang, demand = its workers (so sum_t x_jt / workers <= 1 is its
 //     time fractions), weight = its priority weight; Gavel's priority rounds
 //     with backfilling.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,8 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "core/prefetch.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/scheduler.h"
@@ -350,13 +351,16 @@ class ShareRoundPolicy final : public RoundPolicy {
       std::size_t tenant, job_type;
       int gang;
       std::size_t job;
+      int workers;  // the job's (a function of `job`: not part of the order)
       auto operator<=>(const Member&) const = default;
     };
     std::vector<Member> members;
     members.reserve(s.active.size());
-    for (std::size_t i : s.active) {
-      const Job& j = s.jobs[i];
-      members.push_back({j.tenant, j.job_type, tenant_demands_ ? j.workers : 0, i});
+    for (std::size_t r = 0; r < s.active.size(); ++r) {
+      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::workers);
+      const Job& j = s.jobs[s.active[r]];
+      members.push_back(
+          {j.tenant, j.job_type, tenant_demands_ ? j.workers : 0, s.active[r], j.workers});
     }
     std::sort(members.begin(), members.end());
     for (std::size_t m = 0; m < members.size();) {
@@ -371,7 +375,7 @@ class ShareRoundPolicy final : public RoundPolicy {
                members[m].job_type == type && members[m].gang == gang;
              ++m) {
           ent.jobs.push_back(members[m].job);
-          demand += s.jobs[members[m].job].workers;
+          demand += members[m].workers;
         }
         if (gang == 0) {
           types.emplace_back(s.model->profiles.job_types[type].name, speedup_of(s, type));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/prefetch.h"
 #include "fairgpu/simulator.h"
 
 namespace fairgpu {
@@ -44,10 +45,34 @@ double segment_end(const Job& j) {
   return j.adaptive() ? std::min(j.work, j.regimes[j.regime].end_epoch) : j.work;
 }
 
-bool same_devices(std::vector<DeviceRef> a, std::vector<DeviceRef> b) {
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  return a == b;
+bool same_devices(const std::vector<DeviceRef>& a, const std::vector<DeviceRef>& b) {
+  if (a.size() != b.size()) return false;
+  if (a == b) return true;  // a renewal names them in the same order: no copies
+  std::vector<DeviceRef> sa = a, sb = b;
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  return sa == sb;
+}
+
+// resolved_resources(model, a) == held, without building the former (this
+// runs for every renewal every round): the plan's resources, or each node's
+// CPUs and memory in proportion to the plan's GPUs there, by ascending node.
+bool same_resolved_resources(const ClusterModel& model, const Assignment& a,
+                             const std::vector<NodeResources>& held) {
+  if (!a.resources.empty()) return a.resources == held;
+  std::size_t counted = 0;
+  for (std::size_t r = 0; r < held.size(); ++r) {
+    if (r > 0 && !(held[r - 1].node < held[r].node)) return false;
+    int gpus = 0;
+    for (DeviceRef d : a.devices) gpus += d.node == held[r].node;
+    if (gpus == 0) return false;
+    counted += static_cast<std::size_t>(gpus);
+    const Node& n = model.cluster.nodes[held[r].node];
+    const double share = n.gpus > 0 ? double(gpus) / n.gpus : 0.0;
+    if (!(held[r] == NodeResources{held[r].node, n.cpus * share, n.memory_gb * share}))
+      return false;
+  }
+  return counted == a.devices.size();
 }
 
 }  // namespace
@@ -60,13 +85,15 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
 
   // Free first: jobs whose lease ended and that were left out (preempted) or
   // moved (migrated: checkpoint here, restart there).
-  for (std::size_t i : s.running) {
+  for (std::size_t r = 0; r < s.running.size(); ++r) {
+    prefetch_ahead(s.jobs, s.running, r, &Job::lease_end, &Job::devices, &Job::resources);
+    const std::size_t i = s.running[r];
     Job& j = s.jobs[i];
     if (!s.lease_ended(j)) continue;
     const Assignment* a = by_job_[i];
     // Same devices and the same CPUs and memory: a renewal.
     if (a && same_devices(a->devices, j.devices) &&
-        resolved_resources(*s.model, *a) == j.resources &&
+        same_resolved_resources(*s.model, *a, j.resources) &&
         (std::isnan(a->rate_multiplier) || a->rate_multiplier == j.resource_multiplier)) {
       if (a->finish_at_lease_end) {  // the lease end moved: so does the finish
         settle(s, j, s.now);
@@ -82,7 +109,13 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     if (!a) ++j.record.preemptions;
   }
   std::erase_if(s.running, [&](std::size_t i) { return s.jobs[i].state != JobState::kRunning; });
-  for (const Assignment& a : plan.run) {
+  for (std::size_t r = 0; r < plan.run.size(); ++r) {
+    if (r + 8 < plan.run.size()) {
+      const Job& ahead = s.jobs[plan.run[r + 8].job];
+      __builtin_prefetch(&ahead.lease_end);
+      __builtin_prefetch(&ahead.state);
+    }
+    const Assignment& a = plan.run[r];
     Job& j = s.jobs[a.job];
     j.lease_end = a.lease_end;
     j.finish_at_lease_end = a.finish_at_lease_end;
@@ -145,7 +178,24 @@ void SimulatedExecutor::settle(SchedulerState& s, Job& j, double t) {
 }
 
 void SimulatedExecutor::settle_all(SchedulerState& s) {
-  for (std::size_t i : s.running) settle(s, s.jobs[i], s.now);
+  compact(s);
+  // The running jobs lie scattered over a large array: fetching a few ahead
+  // overlaps the cache misses that dominate this loop on big runs.
+  constexpr std::size_t kAhead = 8;
+  const std::size_t n = s.running.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r + kAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(&s.jobs[s.running[r + kAhead]]);
+      for (std::size_t line = 0; line < sizeof(Job); line += 64) __builtin_prefetch(ahead + line);
+    }
+    if (r + kAhead / 2 < n) {  // its vectors, now that the job's pointers are in cache
+      const Job& ahead = s.jobs[s.running[r + kAhead / 2]];
+      __builtin_prefetch(ahead.time_on_type.data());
+      __builtin_prefetch(ahead.devices.data());
+      __builtin_prefetch(ahead.resources.data());
+    }
+    settle(s, s.jobs[s.running[r]], s.now);
+  }
 }
 
 double SimulatedExecutor::next_finish() const {
@@ -153,7 +203,22 @@ double SimulatedExecutor::next_finish() const {
 }
 
 void SimulatedExecutor::advance(SchedulerState& s, double until) {
-  bool any = false, regime_changed = false;
+  run_events(s, until);
+  compact(s);
+}
+
+void SimulatedExecutor::compact(SchedulerState& s) {
+  if (uncompacted_ == 0) return;
+  uncompacted_ = 0;
+  auto finished = [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; };
+  std::erase_if(s.running, finished);
+  std::erase_if(s.active, finished);
+  if (s.active.empty()) s.active_weight = s.active_workers = 0.0;  // no round-off drift
+}
+
+std::size_t SimulatedExecutor::run_events(SchedulerState& s, double until) {
+  std::size_t completed = 0;
+  bool regime_changed = false;
   while (!finishes_.empty() && finishes_.top().t <= until) {
     Finish f = finishes_.top();
     finishes_.pop();
@@ -185,18 +250,18 @@ void SimulatedExecutor::advance(SchedulerState& s, double until) {
       for (DeviceRef d : j.devices) ++sums_->idle_by_type[s.type_of(d)];
     release(s, j);
     j.state = JobState::kFinished;
-    any = true;
+    ++completed;
   }
   account_interval(s, until - s.now);
   s.now = std::max(s.now, until);
   if (regime_changed) s.changed = true;
-  if (any) {
+  if (completed > 0) {
     s.changed = true;
-    auto finished = [&](std::size_t i) { return s.jobs[i].state == JobState::kFinished; };
-    std::erase_if(s.running, finished);
-    std::erase_if(s.active, finished);
-    if (s.active.empty()) s.active_weight = s.active_workers = 0.0;  // no round-off drift
+    uncompacted_ += completed;
+    // Nothing left active: no round-off drift (as compact() would).
+    if (s.active.size() == uncompacted_) s.active_weight = s.active_workers = 0.0;
   }
+  return completed;
 }
 
 }  // namespace fairgpu

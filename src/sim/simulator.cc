@@ -3,15 +3,17 @@
 // policy first sees it at the next scheduling point; idle stretches with
 // nothing active are skipped to the scheduling point at or after the next
 // arrival, keeping the interval grid.
-#include <algorithm>
-#include <chrono>
-#include <map>
-#include <cmath>
-#include <stdexcept>
+#include "fairgpu/simulator.h"
 
 #include <fmt/format.h>
 
-#include "fairgpu/simulator.h"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "core/prefetch.h"
 
 namespace fairgpu {
 namespace {
@@ -132,10 +134,9 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       double stop = std::min(until, executor.next_finish());
       if (next_job < n) stop = std::min(stop, state.jobs[next_job].arrival);
       const double from = state.now;
-      const std::size_t before = state.active.size();
-      executor.advance(state, std::max(stop, state.now));
+      const std::size_t completed = executor.run_events(state, std::max(stop, state.now));
       idle_waiting += usable_idle * (state.now - from);
-      finished += before - state.active.size();
+      finished += completed;
       const std::size_t first_new = next_job;
       admit_arrivals();
       if (next_job > first_new && std::isnan(contended_from)) {
@@ -145,9 +146,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
         busy_before = sums.busy_gpu_seconds;
       }
       for (std::size_t i = first_new; i < next_job; ++i) add_waiting(state.jobs[i]);
-      if (!sums.idle_by_type.empty() && (before != state.active.size() || next_job > first_new))
+      if (!sums.idle_by_type.empty() && (completed > 0 || next_job > first_new))
         usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
     }
+    executor.compact(state);  // finished jobs leave the lists once per call, not per event
   };
 
   state.now = t0;
@@ -187,8 +189,11 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       if (state.device_owner[d] == -1) ++sums.idle_by_type[device_type[d]];
     waiting.clear();
     waiting_jobs = 0;
-    for (std::size_t i : state.active)
-      if (state.jobs[i].state != JobState::kRunning) add_waiting(state.jobs[i]);
+    for (std::size_t r = 0; r < state.active.size(); ++r) {
+      prefetch_ahead(state.jobs, state.active, r, &Job::state, &Job::workers, &Job::rate_best);
+      const Job& j = state.jobs[state.active[r]];
+      if (j.state != JobState::kRunning) add_waiting(j);
+    }
     contended_from = waiting_jobs > 0 ? t : kUnset;
     throughput_before = busy_before = idle_waiting = 0.0;
     usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
@@ -197,7 +202,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
       sample.tenant_active_jobs.assign(n_tenants, 0);
-      for (std::size_t i : state.active) ++sample.tenant_active_jobs[state.jobs[i].tenant];
+      for (std::size_t r = 0; r < state.active.size(); ++r) {
+        prefetch_ahead(state.jobs, state.active, r, &Job::tenant);
+        ++sample.tenant_active_jobs[state.jobs[state.active[r]].tenant];
+      }
     }
     idle_points = state.running.empty() ? idle_points + 1 : 0;
     if (idle_points > 100000)
