@@ -369,6 +369,12 @@ TEST_F(ServeOps, BadTlsAndTokenConfigsAreOneLineErrors) {
     EXPECT_EQ(lines(r.err), 1u) << r.err;
     EXPECT_TRUE(contains(r.err, k.expect)) << r.err;
   }
+  // --port, like the config's listen, is a port number.
+  const fs::path config = write_config("good.json");
+  RunResult r = fairgpu({"serve", "--config", config.string(), "--port", "99999"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "--port")) << r.err;
 }
 
 // ---- logs, reload -----------------------------------------------------------

@@ -92,7 +92,9 @@ void add_serve_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
       "run the live cluster manager (HTTP API, SQLite store) until SIGINT/SIGTERM; SIGHUP "
       "reloads tenants, weights, tokens and the policy from the config");
   cmd->add_option("--config", args->config, "server configuration JSON (examples/serve.json)")->required();
-  cmd->add_option("--port", args->port, "listen on this port instead of the config's (0: any free port)");
+  cmd->add_option("--port", args->port,
+                  "listen on this port instead of the config's (0: any free port)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--port-file", args->port_file, "write the port listened on to this file");
   cmd->add_option("--log-level", args->log_level,
                   "trace | debug (also each round) | info (default: submissions, lease "
