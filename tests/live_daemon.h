@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,20 +39,31 @@ class Daemon {
       ::_exit(127);
     }
   }
-  void stop(int sig) {
-    if (pid_ <= 0) return;
+  // Sends `sig` and waits; the exit status (-1 when killed by a signal).
+  int stop(int sig) {
+    if (pid_ <= 0) return status_;
     ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
+    int raw = 0;
+    ::waitpid(pid_, &raw, 0);
     pid_ = -1;
+    status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return status_;
   }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
   const std::filesystem::path& log() const { return log_; }
+  // What it has written so far.
+  std::string text() const {
+    std::ifstream in(log_);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
 
  private:
   std::vector<std::string> argv_;
   std::filesystem::path log_;
   std::filesystem::path cwd_;
   pid_t pid_ = -1;
+  int status_ = -1;
 };
 
 }  // namespace fairgpu

@@ -52,6 +52,9 @@ namespace fs = std::filesystem;
 using testing_support::slurp;
 
 const std::string kTrain = FAIRGPU_TRAIN_BINARY;
+// Debian's python3-torch is /usr/bin/python3's (the PyTorch tests below).
+const std::string kPython = "/usr/bin/python3";
+const std::string kTorchScript = std::string(FAIRGPU_SOURCE_DIR) + "/examples/pytorch/train.py";
 const std::string kSpeedMap = "slow=1,mid=2,fast=4";
 constexpr double kBaseRate = 100;  // it/s on "slow"
 constexpr int kCheckpointEvery = 50;
@@ -60,8 +63,9 @@ class LiveEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("fairgpu-e2e-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "-" + std::to_string(::getpid()));
+           ("fairgpu-e2e-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     // The emulated speeds, as a profile file (what profiling would measure).
@@ -94,8 +98,9 @@ class LiveEndToEnd : public ::testing::Test {
   void start_server(int port) {
     fs::remove(dir_ / "port");
     server_ = std::make_unique<Daemon>(
-        std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config", (dir_ / "serve.json").string(),
-                                 "--port", std::to_string(port), "--port-file", (dir_ / "port").string()},
+        std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config",
+                                 (dir_ / "serve.json").string(), "--port", std::to_string(port),
+                                 "--port-file", (dir_ / "port").string()},
         dir_ / "server.log");
     for (int i = 0; i < 200 && !fs::exists(dir_ / "port"); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -131,20 +136,60 @@ class LiveEndToEnd : public ::testing::Test {
     start_agent("a-fast", "fast:2");
   }
   std::vector<std::string> train_command(int seed, int iterations) const {
-    return {kTrain, "--iterations", std::to_string(iterations), "--seed", std::to_string(seed),
-            "--base-rate", std::to_string(kBaseRate), "--speed-map", kSpeedMap,
-            "--checkpoint-every", std::to_string(kCheckpointEvery)};
+    return {kTrain,
+            "--iterations",
+            std::to_string(iterations),
+            "--seed",
+            std::to_string(seed),
+            "--base-rate",
+            std::to_string(kBaseRate),
+            "--speed-map",
+            kSpeedMap,
+            "--checkpoint-every",
+            std::to_string(kCheckpointEvery)};
   }
   std::string submit(const std::string& tenant, int seed, int iterations) {
-    std::vector<std::string> args = {"submit", "--server", url(), "--token", tenant + "-token",
-                                     "--name", "seed" + std::to_string(seed), "--job-type", "mlp",
-                                     "--workers", "1", "--iterations", std::to_string(iterations), "--"};
+    std::vector<std::string> args = {"submit",
+                                     "--server",
+                                     url(),
+                                     "--token",
+                                     tenant + "-token",
+                                     "--name",
+                                     "seed" + std::to_string(seed),
+                                     "--job-type",
+                                     "mlp",
+                                     "--workers",
+                                     "1",
+                                     "--iterations",
+                                     std::to_string(iterations),
+                                     "--"};
     for (auto& a : train_command(seed, iterations)) args.push_back(a);
     auto r = testing_support::run_binary(args, scratch());
     EXPECT_EQ(r.status, 0) << r.err;
     std::string id = r.out;
     while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
     return id;
+  }
+  // The uninterrupted PyTorch run a moved one is compared with, in the
+  // background: `env` (assignments, "" for none) python3 ARGS
+  // --checkpoint-dir DIR, its output in `log`. The future is its exit status.
+  std::future<int> start_torch_reference(const std::string& env,
+                                         const std::vector<std::string>& args,
+                                         const fs::path& checkpoint_dir, const fs::path& log) {
+    std::string cmd = env + testing_support::quote(kPython);
+    for (const auto& a : args) cmd += " " + testing_support::quote(a);
+    cmd += " --checkpoint-dir " + testing_support::quote(checkpoint_dir.string()) + " >" +
+           testing_support::quote(log.string()) + " 2>&1";
+    return std::async(std::launch::async, [cmd] { return std::system(cmd.c_str()); });
+  }
+  // Waits until `n` nodes have registered.
+  bool wait_for_nodes(std::size_t n) {
+    return testing_support::wait_for(
+        [&] {
+          json c = get("/v1/cluster");
+          return !c.is_null() && c["nodes"].size() == n;
+        },
+        20);
   }
   fs::path scratch() {
     fs::create_directories(dir_ / "scratch");
@@ -158,8 +203,10 @@ class LiveEndToEnd : public ::testing::Test {
     return json::parse(r->body);
   }
   // Polls until every job is finished (or failed); returns the jobs.
-  json wait_all(std::size_t n, double timeout_s, const std::function<void(const json&)>& each = {}) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  json wait_all(std::size_t n, double timeout_s,
+                const std::function<void(const json&)>& each = {}) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     json jobs;
     while (std::chrono::steady_clock::now() < deadline) {
       json answer = get("/v1/jobs");
@@ -180,13 +227,15 @@ class LiveEndToEnd : public ::testing::Test {
   json reference(int seed, int iterations) {
     const fs::path d = dir_ / ("ref-" + std::to_string(seed));
     fs::create_directories(d);
-    std::string cmd = testing_support::quote(kTrain) + " --iterations " + std::to_string(iterations) +
-                      " --seed " + std::to_string(seed) + " --checkpoint-dir " +
-                      testing_support::quote(d.string()) + " >/dev/null 2>&1";
+    std::string cmd = testing_support::quote(kTrain) + " --iterations " +
+                      std::to_string(iterations) + " --seed " + std::to_string(seed) +
+                      " --checkpoint-dir " + testing_support::quote(d.string()) +
+                      " >/dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0);
     return json::parse(slurp(d / "result.json"));
   }
-  void expect_results_match(const json& jobs, const std::map<std::string, int>& seed_of, int iterations) {
+  void expect_results_match(const json& jobs, const std::map<std::string, int>& seed_of,
+                            int iterations) {
     for (const json& j : jobs) {
       const std::string id = j["id"];
       ASSERT_EQ(j["state"], "finished") << j.dump();
@@ -328,8 +377,8 @@ class LiveEndToEnd : public ::testing::Test {
     while (sqlite3_step(st) == SQLITE_ROW) {
       const double devices = static_cast<double>(
           json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 1))).size());
-      const double overlap = std::min(to, sqlite3_column_double(st, 3)) -
-                             std::max(from, sqlite3_column_double(st, 2));
+      const double overlap =
+          std::min(to, sqlite3_column_double(st, 3)) - std::max(from, sqlite3_column_double(st, 2));
       if (overlap > 0)
         out[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] += devices * overlap;
     }
@@ -349,7 +398,8 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   start_cluster();
   constexpr int kIterations = 500;
   std::map<std::string, int> seed_of;
-  for (int i = 0; i < 20; ++i) seed_of[submit(i % 2 ? "bob" : "alice", 100 + i, kIterations)] = 100 + i;
+  for (int i = 0; i < 20; ++i)
+    seed_of[submit(i % 2 ? "bob" : "alice", 100 + i, kIterations)] = 100 + i;
 
   json jobs = wait_all(20, 120);
   ASSERT_FALSE(HasFailure());
@@ -387,32 +437,48 @@ TEST_F(LiveEndToEnd, ProfilesUnknownTypesFailsBadCommandsAndIsolatesTokens) {
   start_cluster();
   httplib::Client cli("127.0.0.1", port_);
   auto post = [&](const std::string& token, const json& body) {
-    return cli.Post("/v1/jobs", {{"Authorization", "Bearer " + token}}, body.dump(), "application/json");
+    return cli.Post("/v1/jobs", {{"Authorization", "Bearer " + token}}, body.dump(),
+                    "application/json");
   };
   // "newnet" has no profile: measured on slow, mid and fast, then scheduled.
   std::vector<std::string> cmd = train_command(7, 1200);
-  auto r = post("alice-token", {{"name", "new"}, {"job_type", "newnet"}, {"workers", 1},
-                                {"iterations", 1200}, {"command", cmd}});
+  auto r = post("alice-token", {{"name", "new"},
+                                {"job_type", "newnet"},
+                                {"workers", 1},
+                                {"iterations", 1200},
+                                {"command", cmd}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 201) << r->body;
   const std::string fresh = json::parse(r->body)["id"];
   EXPECT_EQ(json::parse(r->body)["state"], "profiling");
   // A command that fails: retried max_retries (2) times, then failed.
-  r = post("bob-token", {{"name", "broken"}, {"job_type", "mlp"}, {"workers", 1}, {"iterations", 10},
+  r = post("bob-token", {{"name", "broken"},
+                         {"job_type", "mlp"},
+                         {"workers", 1},
+                         {"iterations", 10},
                          {"command", "echo 'no such dataset' >&2; exit 3"}});
   ASSERT_EQ(r->status, 201) << r->body;
   const std::string broken = json::parse(r->body)["id"];
 
   // Tokens: bob cannot see or cancel alice's job; no token, 401.
-  EXPECT_EQ(cli.Get(("/v1/jobs/" + fresh).c_str(), {{"Authorization", "Bearer bob-token"}})->status, 403);
-  EXPECT_EQ(cli.Post(("/v1/jobs/" + fresh + "/cancel").c_str(), {{"Authorization", "Bearer bob-token"}}, "", "application/json")->status, 403);
+  EXPECT_EQ(cli.Get(("/v1/jobs/" + fresh).c_str(), {{"Authorization", "Bearer bob-token"}})->status,
+            403);
+  EXPECT_EQ(cli.Post(("/v1/jobs/" + fresh + "/cancel").c_str(),
+                     {{"Authorization", "Bearer bob-token"}}, "", "application/json")
+                ->status,
+            403);
   EXPECT_EQ(cli.Get("/v1/jobs")->status, 401);
   EXPECT_EQ(get("/v1/jobs", "bob-token")["jobs"].size(), 1u);
   // Malformed: 400 with the field named, nothing stored.
-  r = post("alice-token", {{"name", "x"}, {"job_type", "mlp"}, {"workers", "two"}, {"iterations", 5}, {"command", "true"}});
+  r = post("alice-token", {{"name", "x"},
+                           {"job_type", "mlp"},
+                           {"workers", "two"},
+                           {"iterations", 5},
+                           {"command", "true"}});
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(json::parse(r->body)["error"], "workers: expected a number, got string");
-  r = cli.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}}, "{not json", "application/json");
+  r = cli.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}}, "{not json",
+               "application/json");
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(get("/v1/jobs")["jobs"].size(), 2u);
 
@@ -423,7 +489,8 @@ TEST_F(LiveEndToEnd, ProfilesUnknownTypesFailsBadCommandsAndIsolatesTokens) {
       EXPECT_EQ(j["state"], "failed");
       EXPECT_EQ(j["failures"], 3);
       EXPECT_EQ(j["exit_code"], 3);
-      EXPECT_NE(j["log_tail"].get<std::string>().find("no such dataset"), std::string::npos) << j.dump();
+      EXPECT_NE(j["log_tail"].get<std::string>().find("no such dataset"), std::string::npos)
+          << j.dump();
     } else {
       EXPECT_EQ(j["state"], "finished");
       const json got = json::parse(slurp(dir_ / "ckpt" / fresh / "result.json"));
@@ -434,7 +501,8 @@ TEST_F(LiveEndToEnd, ProfilesUnknownTypesFailsBadCommandsAndIsolatesTokens) {
   std::map<std::string, double> measured;
   const json profiles = get("/v1/profiles");
   for (const json& p : profiles["profiles"])
-    if (p["job_type"] == "newnet" && p["source"] == "measured") measured[p["gpu_type"]] = p["iterations_per_s"];
+    if (p["job_type"] == "newnet" && p["source"] == "measured")
+      measured[p["gpu_type"]] = p["iterations_per_s"];
   ASSERT_EQ(measured.size(), 3u) << profiles.dump();
   EXPECT_NEAR(measured["slow"], 100, 10);
   EXPECT_NEAR(measured["mid"], 200, 20);
@@ -469,12 +537,7 @@ TEST_F(LiveEndToEnd, AGangOverTwoNodesCheckpointsMovesAndFinishesWithTheReferenc
                                       kSpeedMap,
                                       "--checkpoint-every",
                                       "100"};
-  ASSERT_TRUE(testing_support::wait_for(
-      [&] {
-        json c = get("/v1/cluster");
-        return !c.is_null() && c["nodes"].size() == 2;
-      },
-      20));
+  ASSERT_TRUE(wait_for_nodes(2));
   httplib::Client cli("127.0.0.1", port_);
   const httplib::Headers admin = {{"Authorization", "Bearer admin-token"}};
   auto r = cli.Post("/v1/jobs", {{"Authorization", "Bearer alice-token"}},
@@ -576,12 +639,7 @@ TEST_F(LiveEndToEnd, OnePartOfAGangFailingStopsTheOtherAndFailsTheJob) {
   start_server(0);
   start_agent("g1", "fast:2");
   start_agent("g2", "fast:2");
-  ASSERT_TRUE(testing_support::wait_for(
-      [&] {
-        json c = get("/v1/cluster");
-        return !c.is_null() && c["nodes"].size() == 2;
-      },
-      20));
+  ASSERT_TRUE(wait_for_nodes(2));
   httplib::Client cli("127.0.0.1", port_);
   const std::string command =
       "if [ \"$NODE_RANK\" = 1 ]; then sleep 0.3; echo \"rank $RANK of $WORLD_SIZE fails\"; "
@@ -640,10 +698,7 @@ TEST_F(LiveEndToEnd, OnePartOfAGangFailingStopsTheOtherAndFailsTheJob) {
 // deterministic) runs under serve + agents; draining the node it runs on
 // revokes it (SIGUSR1: it checkpoints and exits), it moves to the other GPU
 // type, resumes from its checkpoint and ends with the weights, bit for bit,
-// of an uninterrupted run. Debian's python3-torch is /usr/bin/python3's.
-const std::string kPython = "/usr/bin/python3";
-const std::string kTorchScript = std::string(FAIRGPU_SOURCE_DIR) + "/examples/pytorch/train.py";
-
+// of an uninterrupted run.
 bool have_torch() {
   static const bool have =
       std::system(
@@ -661,21 +716,12 @@ TEST_F(LiveEndToEnd, PyTorchJobMovedByADrainResumesWithTheWeightsOfAnUninterrupt
       "50"};
   // The uninterrupted run, unpaced, while the cluster starts.
   const fs::path ref_dir = dir_ / "ref-torch";
-  std::string ref_cmd = testing_support::quote(kPython);
-  for (const auto& a : args) ref_cmd += " " + testing_support::quote(a);
-  ref_cmd += " --checkpoint-dir " + testing_support::quote(ref_dir.string()) + " >" +
-             testing_support::quote((dir_ / "ref-torch.log").string()) + " 2>&1";
-  auto reference_run = std::async(std::launch::async, [&] { return std::system(ref_cmd.c_str()); });
+  auto reference_run = start_torch_reference("", args, ref_dir, dir_ / "ref-torch.log");
 
   start_server(0);
   start_agent("a-slow", "slow:1");
   start_agent("a-fast", "fast:1");
-  ASSERT_TRUE(testing_support::wait_for(
-      [&] {
-        json c = get("/v1/cluster");
-        return !c.is_null() && c["nodes"].size() == 2;
-      },
-      20));
+  ASSERT_TRUE(wait_for_nodes(2));
   // 100 steps/s: 6 s of training, time to drain it midway.
   json command = {kPython};
   for (const auto& a : args) command.push_back(a);
@@ -742,23 +788,15 @@ TEST_F(LiveEndToEnd, PyTorchGangOverTwoNodesStopsTogetherAndResumesExactly) {
       kTorchScript,         "--iterations", std::to_string(kSteps), "--seed", std::to_string(kSeed),
       "--checkpoint-every", "100"};
   const fs::path ref_dir = dir_ / "ref-gang";
-  std::string ref_cmd =
+  auto reference_run = start_torch_reference(
       "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(31000 + ::getpid() % 2000) +
-      " WORLD_SIZE=2 RANK=0 LOCAL_WORLD_SIZE=2 " + testing_support::quote(kPython);
-  for (const auto& a : args) ref_cmd += " " + testing_support::quote(a);
-  ref_cmd += " --checkpoint-dir " + testing_support::quote(ref_dir.string()) + " >" +
-             testing_support::quote((dir_ / "ref-gang.log").string()) + " 2>&1";
-  auto reference_run = std::async(std::launch::async, [&] { return std::system(ref_cmd.c_str()); });
+          " WORLD_SIZE=2 RANK=0 LOCAL_WORLD_SIZE=2 ",
+      args, ref_dir, dir_ / "ref-gang.log");
 
   start_server(0);
   start_agent("g1", "fast:1");
   start_agent("g2", "fast:1");
-  ASSERT_TRUE(testing_support::wait_for(
-      [&] {
-        json c = get("/v1/cluster");
-        return !c.is_null() && c["nodes"].size() == 2;
-      },
-      20));
+  ASSERT_TRUE(wait_for_nodes(2));
   json command = {kPython};
   for (const auto& a : args) command.push_back(a);
   command.push_back("--steps-per-s");
@@ -837,7 +875,8 @@ TEST_F(LiveEndToEnd, SurvivesKillNineOfServerAndAgent) {
   start_cluster();
   constexpr int kIterations = 900;
   std::map<std::string, int> seed_of;
-  for (int i = 0; i < 12; ++i) seed_of[submit(i % 2 ? "bob" : "alice", 200 + i, kIterations)] = 200 + i;
+  for (int i = 0; i < 12; ++i)
+    seed_of[submit(i % 2 ? "bob" : "alice", 200 + i, kIterations)] = 200 + i;
 
   // Mid-run: the server dies (kill -9) and comes back on the same port and store.
   for (int i = 0; i < 100; ++i) {
@@ -1083,10 +1122,10 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
   const std::int64_t epoch = json::parse(r->body)["epoch"];
   std::vector<std::string> ids;
   for (const char* tenant : {"alice", "bob"}) {
-    r = cli.Post("/v1/jobs", {{"Authorization", "Bearer " + std::string(tenant) + "-token"}},
-                 json{{"job_type", "mlp"}, {"workers", 1}, {"iterations", 100}, {"command", "true"}}
-                     .dump(),
-                 "application/json");
+    r = cli.Post(
+        "/v1/jobs", {{"Authorization", "Bearer " + std::string(tenant) + "-token"}},
+        json{{"job_type", "mlp"}, {"workers", 1}, {"iterations", 100}, {"command", "true"}}.dump(),
+        "application/json");
     ASSERT_TRUE(r && r->status == 201);
     ids.push_back(json::parse(r->body)["id"]);
   }
@@ -1106,7 +1145,8 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
   auto running = [&](const std::string& id) {
     return json{{"lease", lease[id]}, {"job", id}, {"state", "running"}, {"iterations", 10}};
   };
-  const json both = {{"node", "fake"}, {"epoch", epoch}, {"runs", {running(ids[0]), running(ids[1])}}};
+  const json both = {
+      {"node", "fake"}, {"epoch", epoch}, {"runs", {running(ids[0]), running(ids[1])}}};
   r = post("/v1/agents/heartbeat", both);
   ASSERT_EQ(r->status, 200) << r->body;
   ASSERT_EQ(get("/v1/jobs/" + ids[0])["iterations_done"], 10.0);

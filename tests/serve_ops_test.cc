@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "live_daemon.h"
 #include "polling.h"
 #include "run_binary.h"
 
@@ -48,44 +49,6 @@ bool contains(const std::string& s, const std::string& part) {
 std::size_t lines(const std::string& s) {
   return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
 }
-
-// A background `fairgpu` process with its output in a log file; SIGKILLed
-// when destroyed unless stopped before.
-class Daemon {
- public:
-  Daemon(std::vector<std::string> argv, fs::path log) : log_(std::move(log)) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~Daemon() { stop(SIGKILL); }
-  // Sends `sig` and waits; the exit status (-1 when killed by a signal).
-  int stop(int sig) {
-    if (pid_ <= 0) return status_;
-    ::kill(pid_, sig);
-    int raw = 0;
-    ::waitpid(pid_, &raw, 0);
-    pid_ = -1;
-    status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    return status_;
-  }
-  void signal(int sig) const { ::kill(pid_, sig); }
-  bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-  std::string log() const { return slurp(log_); }
-
- private:
-  fs::path log_;
-  pid_t pid_ = -1;
-  int status_ = -1;
-};
 
 class ServeOps : public testing::Test {
  protected:
@@ -151,7 +114,7 @@ class ServeOps : public testing::Test {
     const fs::path config = write_config();
     fs::remove(dir_ / "port");
     server_ = std::make_unique<Daemon>(serve_argv(config, dir_ / "port"), dir_ / "server.log");
-    ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->log();
+    ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->text();
     port_ = std::stoi(slurp(dir_ / "port"));
   }
 
@@ -196,7 +159,7 @@ TEST_F(ServeOps, TlsEndToEnd) {
   config_["tenants"][1].erase("token");
   config_["tenants"][1]["token_env"] = "FAIRGPU_TEST_BOB_TOKEN";
   start_server();
-  ASSERT_TRUE(contains(server_->log(), "listening url=https://127.0.0.1:")) << server_->log();
+  ASSERT_TRUE(contains(server_->text(), "listening url=https://127.0.0.1:")) << server_->text();
   const std::string https = url("https"), ca = (dir_ / "server.pem").string();
 
   // The admin issues the node's token over https; the agent registers with it.
@@ -249,7 +212,7 @@ TEST_F(ServeOps, TlsEndToEnd) {
       },
       30))
       << job.dump() << "\n"
-      << server_->log() << agent_->log();
+      << server_->text() << agent_->text();
   // The token from the environment authenticates bob (who sees no alice job).
   r = fairgpu({"jobs", "--json", "--server", https, "--ca", ca, "--token", "bob-env-token"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -420,12 +383,12 @@ TEST_F(ServeOps, ReloadChangesAWeightWithNoLeaseDropped) {
         return job.is_object() && job["state"] == "running" && job["iterations_done"] > 0;
       },
       20))
-      << job.dump() << server_->log();
+      << job.dump() << server_->text();
   const json lease = job["lease"];
 
   // The submission and the lease decision, one line each, with the job's
   // and the tenant's ids (text format: timestamp, level, event, key=value).
-  const std::string log = server_->log();
+  const std::string log = server_->text();
   EXPECT_TRUE(contains(log, " info  submit job=" + id + " tenant=alice name=long")) << log;
   EXPECT_TRUE(contains(log, " info  lease_start job=" + id + " tenant=alice lease=" + lease.dump()))
       << log;
@@ -441,9 +404,9 @@ TEST_F(ServeOps, ReloadChangesAWeightWithNoLeaseDropped) {
   config_["tenants"].push_back({{"name", "carol"}, {"token", "carol-token"}});
   write_config();
   server_->signal(SIGHUP);
-  ASSERT_TRUE(wait_for([&] { return contains(server_->log(), "info  reload "); }, 10))
-      << server_->log();
-  EXPECT_TRUE(contains(server_->log(), "tenant bob weight 1 -> 3")) << server_->log();
+  ASSERT_TRUE(wait_for([&] { return contains(server_->text(), "info  reload "); }, 10))
+      << server_->text();
+  EXPECT_TRUE(contains(server_->text(), "tenant bob weight 1 -> 3")) << server_->text();
   ASSERT_TRUE(server_->running());
   r = fairgpu({"tenants", "--json", "--server", http, "--token", "admin-token"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -463,12 +426,12 @@ TEST_F(ServeOps, ReloadChangesAWeightWithNoLeaseDropped) {
   EXPECT_EQ(job["lease"], lease);
   EXPECT_EQ(job["preemptions"], 0);
   EXPECT_EQ(job["restarts"], 0);
-  EXPECT_FALSE(contains(server_->log(), "revoke")) << server_->log();
+  EXPECT_FALSE(contains(server_->text(), "revoke")) << server_->text();
 
   // A broken config on SIGHUP: one warning, the server goes on unchanged.
   std::ofstream(dir_ / "serve.json") << "{ not json";
   server_->signal(SIGHUP);
-  ASSERT_TRUE(wait_for([&] { return contains(server_->log(), "reload_failed"); }, 10));
+  ASSERT_TRUE(wait_for([&] { return contains(server_->text(), "reload_failed"); }, 10));
   EXPECT_TRUE(server_->running());
   EXPECT_EQ(job_of(dir_, http, id)["lease"], lease);
   // SIGTERM stops it cleanly (status 0, "stopped").
@@ -482,7 +445,7 @@ TEST_F(ServeOps, JsonLogLines) {
       std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config", write_config().string(),
                                "--port-file", (dir_ / "port").string(), "--log-format", "json"},
       dir_ / "server.log");
-  ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->log();
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port"); }, 10)) << server_->text();
   port_ = std::stoi(slurp(dir_ / "port"));
   const std::string http = url("http");
   start_agent("n1", "slow:1", {"--log-format", "json"});
@@ -491,11 +454,11 @@ TEST_F(ServeOps, JsonLogLines) {
                          FAIRGPU_TRAIN_BINARY, "--iterations", "20", "--base-rate", "1000"});
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
-  ASSERT_TRUE(wait_for([&] { return contains(server_->log(), "\"job_finished\""); }, 20))
-      << server_->log();
+  ASSERT_TRUE(wait_for([&] { return contains(server_->text(), "\"job_finished\""); }, 20))
+      << server_->text();
   // Every line is one JSON object with a time, a level and an event.
   std::map<std::string, json> first;  // event -> its first line
-  std::istringstream lines_in(server_->log());
+  std::istringstream lines_in(server_->text());
   for (std::string line; std::getline(lines_in, line);) {
     json j = json::parse(line, nullptr, false);
     ASSERT_TRUE(j.is_object()) << line;
@@ -503,7 +466,7 @@ TEST_F(ServeOps, JsonLogLines) {
     first.emplace(j["event"], j);
   }
   for (const char* event : {"submit", "lease_start", "launch", "exit", "job_finished"}) {
-    ASSERT_TRUE(first.count(event)) << event << "\n" << server_->log();
+    ASSERT_TRUE(first.count(event)) << event << "\n" << server_->text();
     EXPECT_EQ(first[event]["job"], id) << first[event];
     EXPECT_EQ(first[event]["tenant"], "bob") << first[event];
     EXPECT_EQ(first[event]["level"], "info");
@@ -658,7 +621,7 @@ TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string id = r.out.substr(0, r.out.find('\n'));
   ASSERT_TRUE(wait_for([&] { return job_of(dir_, http, id)["state"] == "finished"; }, 20))
-      << server_->log();
+      << server_->text();
   httplib::Client c("127.0.0.1", port_);
   auto res = c.Get("/metrics", {{"Authorization", "Bearer admin-token"}});
   ASSERT_TRUE(res);
@@ -692,7 +655,7 @@ TEST_F(ServeOps, DrainReasonIsKeptAndLogsAreRead) {
         return j.is_object() && j["state"] != "queued" && j["state"] != "running";
       },
       20))
-      << server_->log();
+      << server_->text();
   // The job's output, read where it ran (the agent's state dir).
   const std::string state_dir = (dir_ / "agent-n1").string();
   r = fairgpu({"logs", id, "--state-dir", state_dir});
