@@ -788,8 +788,9 @@ TEST_F(LiveEndToEnd, PyTorchGangOverTwoNodesStopsTogetherAndResumesExactly) {
       kTorchScript,         "--iterations", std::to_string(kSteps), "--seed", std::to_string(kSeed),
       "--checkpoint-every", "100"};
   const fs::path ref_dir = dir_ / "ref-gang";
+  // Below Linux's ephemeral range (32768-60999), which outgoing connections take.
   auto reference_run = start_torch_reference(
-      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(31000 + ::getpid() % 2000) +
+      "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(21000 + ::getpid() % 2000) +
           " WORLD_SIZE=2 RANK=0 LOCAL_WORLD_SIZE=2 ",
       args, ref_dir, dir_ / "ref-gang.log");
 
