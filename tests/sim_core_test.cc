@@ -214,6 +214,28 @@ TEST(SimCore, GavelPriorityRoundsFollowWeightedTimeFractions) {
   EXPECT_NEAR(b, 360.0 * 10, 360.0);
 }
 
+TEST(SimCore, ACappedTenantThatGrowsGetsItsShareAtTheNextRound) {
+  // Six fast GPUs, equal weights. At 0, t1 has one job (demand 1, so it is
+  // capped at 1) and t2 six. At 300, t1 submits five more: its fair share is
+  // now 3. Demand changes alone may wait `resolve` (900 s) for a re-solve,
+  // but not a capped tenant that can now use more than its bundle: held at
+  // 1 GPU, it got only what t2 left (nothing) until 900.
+  std::vector<JobSpec> jobs{job("t1-0", "t1", "a", 1, 0, 1e6)};
+  for (int i = 0; i < 6; ++i) jobs.push_back(job("t2-" + std::to_string(i), "t2", "a", 1, 0, 1e6));
+  for (int i = 1; i <= 5; ++i) jobs.push_back(job("t1-" + std::to_string(i), "t1", "a", 1, 300, 1e6));
+  auto r = run(toy_cluster({{"fast", 6}}), workload(jobs), "oef-coop:quantum=0", "", 300, 1200);
+  ASSERT_EQ(r.rounds.size(), 4u);
+  const auto fast = [&](std::size_t round, std::size_t tenant) {
+    return r.rounds[round].tenant_gpus[tenant * 2 + 1];  // tenant-major x (slow, fast)
+  };
+  EXPECT_DOUBLE_EQ(fast(0, 0), 1.0);
+  EXPECT_DOUBLE_EQ(fast(0, 1), 5.0);
+  for (std::size_t round = 1; round < 4; ++round) {
+    EXPECT_DOUBLE_EQ(fast(round, 0), 3.0) << "round " << round;
+    EXPECT_DOUBLE_EQ(fast(round, 1), 3.0) << "round " << round;
+  }
+}
+
 TEST(SimCore, ProgressiveFillingSurvivesCappedLevels) {
   // A snapshot the simulator produced with --tenant-demands: twelve tenants,
   // most capped at 1-5 GPUs. Levels re-imposed with too little slack made the

@@ -73,9 +73,15 @@ class ShareRoundPolicy final : public RoundPolicy {
       // others. On bench/simulate_scale.sh this saves about 10% of the solves.
       const bool same_rows = solved_ && rows_unchanged(previous);
       const bool holds = same_rows && demands_still_hold(previous_demand);
+      // Except a capped tenant that can now use more than its bundle: held
+      // at the bundle it needed when it had fewer jobs, it would get only
+      // what others leave until the next re-solve (live, a tenant submitting
+      // one job at a time stayed at half its weighted share for the whole
+      // run). Demands falling stay stale: the placer hands what a row
+      // cannot use to others.
       const bool stale_ok = solved_ && !holds && tenant_level_ && tenant_demands_ &&
                             s.now - solved_at_ < demand_resolve_s_ - 1e-9 &&
-                            (same_rows || carry_over(previous));
+                            (same_rows || carry_over(previous)) && !capped_tenant_outgrew_bundle();
       if (!holds && !stale_ok) {
         solve();
         solved_at_ = s.now;
@@ -205,6 +211,15 @@ class ShareRoundPolicy final : public RoundPolicy {
       total += size > usable && size > 0 ? value * usable / size : value;
     }
     return total;
+  }
+
+  // Whether a tenant whose demand x_ imposes (capped_) can now use more
+  // than x_ gives it. x_ must be indexed like problem_ (same rows, or after
+  // carry_over).
+  bool capped_tenant_outgrew_bundle() const {
+    for (std::size_t t = 0; t < problem_.tenants.size(); ++t)
+      if (capped_[t] && demand_[t] > allocated(t) * (1 + 1e-9) + 1e-9) return true;
+    return false;
   }
 
   double allocated(std::size_t tenant) const {
