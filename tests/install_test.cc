@@ -190,9 +190,11 @@ TEST_F(Install, DebPackageListsTheInstalledFilesUnderUsr) {
       shell("dpkg-deb -e " + quote(deb.string()) + " " + quote((dir_ / "control").string()),
             dir_ / "extract");
   ASSERT_EQ(e_status, 0) << e_out;
-  EXPECT_TRUE(executable(dir_ / "control" / "postinst"));
-  EXPECT_EQ(shell("sh -n " + quote((dir_ / "control" / "postinst").string()), dir_ / "sh").first,
-            0);
+  for (const char* script : {"postinst", "postrm"}) {
+    EXPECT_TRUE(executable(dir_ / "control" / script)) << script;
+    EXPECT_EQ(shell("sh -n " + quote((dir_ / "control" / script).string()), dir_ / "sh").first, 0)
+        << script;
+  }
 }
 
 }  // namespace
