@@ -333,6 +333,63 @@ TEST_F(SlurmCluster, UnreachableControllerIsAOneLineErrorWithinTheTimeout) {
   EXPECT_LT(testing_support::since(start), 20.0);  // killed at its deadline, not left hanging
 }
 
+TEST_F(SlurmCluster, ABatchOrCancelThatCannotReachSlurmctldFailsAsAWhole) {
+  // No controller at that port; Slurm's commands give up in about 1 s
+  // (MessageTimeout=2), well within fairgpu's timeout: their own message
+  // says so for each job, which must not read as that job's refusal.
+  std::string conf = slurp(cluster_->conf());
+  const auto at = conf.find("SlurmctldPort=");
+  ASSERT_NE(at, std::string::npos);
+  conf.replace(at, conf.find('\n', at) - at, "SlurmctldPort=9");
+  conf += "MessageTimeout=2\n";
+  const std::string bad = cluster_->dir() + "/unreachable-fast.conf";
+  std::ofstream(bad) << conf;
+  SlurmSettings s;
+  s.conf = bad;
+  s.timeout_s = 15;
+  CommandLineSlurm client(s);
+  RoundWrites w;
+  w.hold = {1};
+  w.pins = {{2, {"n1"}}};
+  w.release = {2};
+  for (const std::function<void()>& call :
+       std::vector<std::function<void()>>{[&] { client.apply(w); },
+                                          [&] {
+                                            client.cancel({1, 2});
+                                          }}) {
+    try {
+      call();
+      ADD_FAILURE() << "answered without a controller";
+    } catch (const SlurmError& e) {
+      EXPECT_NE(std::string(e.what()).find("slurmctld unreachable"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(SlurmCluster, ALongCommandInABatchIsReadBackAndItsRefusalKeptToItsJob) {
+  // scontrol echoes each command of a batch through readline: a line wider
+  // than the terminal came back wrapped with cursor movements, and the batch
+  // could not be read back.
+  SubmitSpec s = spec("long1", "exit 0", 1);
+  const std::int64_t id = client_->submit(s);
+  const std::int64_t unknown = 99999999;
+  RoundWrites w;
+  RoundWrites::Pin far{unknown, {}};
+  for (int i = 0; i < 40; ++i) far.nodes.push_back(i % 2 ? "n2" : "n1");
+  far.cpus = 2;
+  far.memory_mb_per_node = 4000;
+  w.pins = {far, {id, {"n1"}, 2, 4000}};
+  const auto refusals = client_->apply(w);
+  EXPECT_GT(round_commands(w)[0].size(), 150u);
+  EXPECT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(refusals.count(unknown), 1u);
+  EXPECT_EQ(refusals.count(id), 0u) << refusals.at(id);
+  const JobsSnapshot snap = client_->read_jobs();
+  ASSERT_TRUE(snap.detail.count(id));
+  EXPECT_EQ(snap.detail.at(id).required_nodes, (std::vector<std::string>{"n1"}));
+  client_->cancel({id});
+}
+
 TEST_F(SlurmCluster, BadConfigurationIsRefusedInOneLine) {
   client_->check();  // the suite's own settings are good
   SlurmSettings s = client_->settings();
@@ -427,6 +484,61 @@ TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
   const JobDetail& d = snap.detail.at(exec.slurm_id("exec1"));
   EXPECT_EQ(d.nodes, (std::vector<std::string>{"n3"}));
   EXPECT_EQ(d.restarts, 1);
+}
+
+TEST_F(SlurmCluster, ExecutorGivesEachRunItsCpuAndMemoryGrant) {
+  // Each run records what Slurm allocated it; SIGUSR1 ends it.
+  ExecutorJob j;
+  j.job = "grant1";
+  j.checkpoint_dir = job_dir("grant1");
+  j.progress_file = j.checkpoint_dir + "/progress";
+  j.log_path = j.checkpoint_dir + ".log";
+  j.shell_command =
+      "echo \"$FAIRGPU_LEASE_ID $SLURM_CPUS_ON_NODE $SLURM_MEM_PER_NODE\" "
+      ">>\"$FAIRGPU_CHECKPOINT_DIR/grants\"; trap 'exit 0' USR1; "
+      "echo 1 >\"$FAIRGPU_PROGRESS_FILE\"; while :; do sleep 0.1; done";
+  SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
+  exec.admit(j);
+  const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return testing_support::since(start); };
+  auto wait_event = [&](RunEvent::Kind kind, std::int64_t lease) {
+    while (now() < kWaitS) {
+      for (const RunEvent& e : exec.poll(now()))
+        if (e.kind == kind && e.lease == lease) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "no event of kind " << static_cast<int>(kind) << " for lease " << lease;
+    return false;
+  };
+  // `scontrol -o show job` of the job while each run ran.
+  std::vector<std::string> allocations;
+  // Synergy's grant of a run: CPUs and memory (GB) on its node.
+  auto run = [&](std::int64_t lease, const std::string& node, double cpus, double memory_gb) {
+    Placement p{node, {0}};
+    p.cpus = cpus;
+    p.memory_gb = memory_gb;
+    exec.apply({RunStart{lease, "grant1", "", {p}}}, {}, now());
+    ASSERT_TRUE(wait_event(RunEvent::Kind::kProgress, lease));
+    // What Slurm's allocation says.
+    CommandSpec show;
+    show.argv = {"scontrol", "-o", "show", "job", std::to_string(exec.slurm_id("grant1"))};
+    show.env.emplace_back("SLURM_CONF", cluster_->conf());
+    show.timeout_s = 30;
+    const CommandResult shown = run_command(show);
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    allocations.push_back(shown.out);
+    exec.apply({}, {lease}, now());
+    ASSERT_TRUE(wait_event(RunEvent::Kind::kEnded, lease));
+  };
+  run(1, "n2", 3, 1.5);
+  run(2, "n3", 2, 1);
+  ASSERT_EQ(allocations.size(), 2u);
+  EXPECT_NE(allocations[0].find(" NumCPUs=3 "), std::string::npos) << allocations[0];
+  EXPECT_NE(allocations[0].find(" TRES=cpu=3,mem=1.50G,"), std::string::npos) << allocations[0];
+  EXPECT_NE(allocations[1].find(" NumCPUs=2 "), std::string::npos) << allocations[1];
+  EXPECT_NE(allocations[1].find(" TRES=cpu=2,mem=1G,"), std::string::npos) << allocations[1];
+  // What each run saw: its lease, CPUs and memory (MB) on its node.
+  EXPECT_EQ(slurp(j.checkpoint_dir + "/grants"), "1 3 1536\n2 2 1024\n");
 }
 
 }  // namespace

@@ -488,10 +488,12 @@ TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignO
 TEST_F(SlurmExecutorTest, ARunsCpuAndMemoryGrantGoWithItsPin) {
   const std::int64_t a = std::stoll(exec_.admit(job("a")));
   RunStart s = start(1, "a", "n1");
+  // Rounded down to whole CPUs and MB: the grants of a node never add up to
+  // more than it has (three thirds of 8000 MB: 2666 MB each).
   s.placement[0].cpus = 2.5;
-  s.placement[0].memory_gb = 3;
+  s.placement[0].memory_gb = 8000.0 / 1024 / 3;
   exec_.apply({s}, {}, 0);
-  EXPECT_EQ(fake_.commands.front(), pin(a, "n1") + " NumCPUs=3 MinMemoryNode=3072");
+  EXPECT_EQ(fake_.commands.front(), pin(a, "n1") + " NumCPUs=2 MinMemoryNode=2666");
 }
 
 TEST_F(SlurmExecutorTest, NodesRegisteringAfterAControllerRestartAreSettlingNotLost) {

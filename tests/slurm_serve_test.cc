@@ -517,6 +517,8 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
     return errors_total() >= errors_before + 3;
   });
   ASSERT_FALSE(HasFailure());
+  std::cout << "slurmctld down: " << errors_total() - errors_before << " failed exchanges, "
+            << answers << " API answers\n";
   EXPECT_GT(answers, 3);
   EXPECT_TRUE(lost_nodes.empty()) << "nodes lost while slurmctld was down";
   EXPECT_TRUE(failed_jobs.empty());
@@ -555,6 +557,7 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
     }
   }
   ASSERT_NE(taken, "") << "no queued job to lose its Slurm id";
+  std::cout << "job " << taken << " loses its stored Slurm id " << taken_slurm_id << "\n";
   exec_sql("DELETE FROM meta WHERE key = 'slurm_job:" + taken + "'");
   auto held_job = [&](const std::string& name, const std::string& comment) {
     std::string out = slurm_output("sbatch --parsable --hold --partition=main --job-name=" + name +
@@ -595,7 +598,10 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
   for (const json& j : jobs) {
     const std::string id = j["id"];
     const auto& mine = ours["fairgpu-" + id];
-    ASSERT_EQ(mine.size(), 1u) << id << " has " << mine.size() << " Slurm jobs";
+    ASSERT_EQ(mine.size(), 1u) << id << " has " << mine.size()
+                               << " Slurm jobs: " << slurp(dir_ / "command.out")
+                               << "\nserver log:\n"
+                               << slurp(dir_ / "server.log");
     EXPECT_EQ(std::to_string(j["slurm_job"].get<std::int64_t>()), mine[0].first) << id;
     if (id == taken) {
       EXPECT_EQ(mine[0].first, taken_slurm_id) << "submitted again";
@@ -607,7 +613,14 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
     }
     EXPECT_EQ(j["state"], "finished") << j.dump();
     EXPECT_EQ(mine[0].second, "COMPLETED") << id;
-    const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+    const fs::path result = dir_ / "ckpt" / id / "result.json";
+    if (!fs::exists(result)) {
+      ADD_FAILURE() << id << ": no result.json; job " << j.dump() << "\nits log:\n"
+                    << slurp(dir_ / "ckpt" / (id + ".log")) << "\nserver log:\n"
+                    << slurp(dir_ / "server.log");
+      continue;
+    }
+    const json got = json::parse(slurp(result));
     const json want = reference(seed_of.at(id));
     EXPECT_EQ(got["weights_checksum"], want["weights_checksum"]) << id;
     EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>()) << id;

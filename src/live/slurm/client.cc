@@ -187,6 +187,11 @@ CommandResult CommandLineSlurm::run(std::vector<std::string> argv, const std::st
   spec.timeout_s = timeout_s > 0 ? timeout_s : settings_.timeout_s;
   spec.merge_stderr = merge;
   if (!settings_.conf.empty()) spec.env.emplace_back("SLURM_CONF", settings_.conf);
+  // scontrol reads a batch through readline, which wraps its echo of a line
+  // longer than the terminal's width (80 columns unless COLUMNS says
+  // otherwise) with cursor movements, so the echo no longer matches the
+  // command (a pin with a CPU and memory grant is about 80 columns).
+  spec.env.emplace_back("COLUMNS", "1000000");
   const std::string name = spec.argv[0];
   CommandResult r;
   try {

@@ -8,8 +8,9 @@
 // - submit: one `sbatch --parsable --hold --requeue` per job, the script a
 //   wrapper (submit_script) read from sbatch's stdin;
 // - apply: every write of a scheduling round (requeuehold, hold, pin =
-//   `update JobId=J NodeList=... StartTime=now`, release) through ONE
-//   `scontrol` process reading the commands on stdin;
+//   `update JobId=J NodeList=... StartTime=now [NumCPUs=C MinMemoryNode=M]`,
+//   release) through ONE `scontrol` process reading the commands on stdin
+//   (COLUMNS set wide: readline would wrap the echo of a long line);
 // - signal_checkpoint: `scancel --signal=USR1 --full` (the executor follows
 //   it with requeuehold after the grace period: a signal sent before the
 //   job's script started is lost, requeuehold always reaches the job);

@@ -195,17 +195,20 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
     write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type);
     RoundWrites::Pin pin;
     pin.job = t.slurm_id;
-    // The plan's CPU and memory grant (Synergy): CPUs over all nodes, memory
-    // per node, rounded up to what Slurm counts (whole CPUs, MB).
+    // The plan's CPU and memory grant (Synergy's, or every policy's
+    // GPU-proportional share): CPUs over all nodes, memory per node, in what
+    // Slurm counts (whole CPUs, MB), rounded down so that the grants of one
+    // node never add up to more than it has (at least 1 of each).
     double cpus = 0, memory_gb = 0;
     for (const Placement& p : s.placement) {
       pin.nodes.push_back(p.node);
       cpus += p.cpus;
       memory_gb = std::max(memory_gb, p.memory_gb);
     }
-    if (cpus > 0) pin.cpus = static_cast<int>(std::ceil(cpus - 1e-9));
+    if (cpus > 0) pin.cpus = std::max(1, static_cast<int>(std::floor(cpus + 1e-6)));
     if (memory_gb > 0)
-      pin.memory_mb_per_node = static_cast<std::int64_t>(std::ceil(memory_gb * 1024 - 1e-9));
+      pin.memory_mb_per_node =
+          std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(memory_gb * 1024 + 1e-6)));
     t.nodes = pin.nodes;
     t.pin = pin;
     w.pins.push_back(std::move(pin));
