@@ -367,22 +367,24 @@ TEST_F(SlurmCluster, ABatchOrCancelThatCannotReachSlurmctldFailsAsAWhole) {
 }
 
 TEST_F(SlurmCluster, ALongCommandInABatchIsReadBackAndItsRefusalKeptToItsJob) {
-  // scontrol echoes each command of a batch through readline: a line wider
-  // than the terminal came back wrapped with cursor movements, and the batch
-  // could not be read back.
+  // scontrol echoes each command of a batch through readline: a line as
+  // wide as the terminal (80 columns) came back with cursor movements, and
+  // the batch could not be read back.
   SubmitSpec s = spec("long1", "exit 0", 1);
   const std::int64_t id = client_->submit(s);
-  const std::int64_t unknown = 99999999;
+  const std::int64_t unknown = 99999999, unknown_short = 9999;
   RoundWrites w;
   RoundWrites::Pin far{unknown, {}};
   for (int i = 0; i < 40; ++i) far.nodes.push_back(i % 2 ? "n2" : "n1");
   far.cpus = 2;
   far.memory_mb_per_node = 4000;
-  w.pins = {far, {id, {"n1"}, 2, 4000}};
+  w.pins = {far, {unknown_short, {"n1"}, 2, 40}, {id, {"n1"}, 2, 4000}};
   const auto refusals = client_->apply(w);
   EXPECT_GT(round_commands(w)[0].size(), 150u);
-  EXPECT_EQ(refusals.size(), 1u);
+  EXPECT_EQ(std::string("scontrol: ").size() + round_commands(w)[1].size(), 80u);
+  EXPECT_EQ(refusals.size(), 2u);
   EXPECT_EQ(refusals.count(unknown), 1u);
+  EXPECT_EQ(refusals.count(unknown_short), 1u);
   EXPECT_EQ(refusals.count(id), 0u) << refusals.at(id);
   const JobsSnapshot snap = client_->read_jobs();
   ASSERT_TRUE(snap.detail.count(id));
