@@ -9,11 +9,13 @@
 #include "slurm_cluster.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <string>
@@ -541,6 +543,94 @@ TEST_F(SlurmCluster, ExecutorGivesEachRunItsCpuAndMemoryGrant) {
   EXPECT_NE(allocations[1].find(" TRES=cpu=2,mem=1G,"), std::string::npos) << allocations[1];
   // What each run saw: its lease, CPUs and memory (MB) on its node.
   EXPECT_EQ(slurp(j.checkpoint_dir + "/grants"), "1 3 1536\n2 2 1024\n");
+}
+
+// Last in the suite: it takes about 36 s (Slurm marks a node whose slurmd
+// stopped answering DOWN after 26-31 s here with SlurmdTimeout=10; 3 was no
+// faster) and restarts a slurmd.
+TEST_F(SlurmCluster, ExecutorEndsARunOnADownNodeOnlyOnceItsProcessesAreGone) {
+  // slurmd of n2 killed with -9 while the job runs there: Slurm marks n2
+  // DOWN and requeues the job (not held), but the job's processes keep
+  // running. The executor holds the job and reports the run ended only when
+  // slurmd is back and has killed them.
+  ExecutorJob j;
+  j.job = "down1";
+  j.checkpoint_dir = job_dir("down1");
+  j.progress_file = j.checkpoint_dir + "/progress";
+  j.log_path = j.checkpoint_dir + ".log";
+  j.shell_command =
+      "echo $$ >\"$FAIRGPU_CHECKPOINT_DIR/pid.$FAIRGPU_LEASE_ID\"; "
+      "echo 1 >\"$FAIRGPU_PROGRESS_FILE\"; exec sleep 600";
+  SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
+  exec.admit(j);
+  const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return testing_support::since(start); };
+  std::vector<RunEvent> ends;
+  auto poll = [&] {
+    for (const RunEvent& e : exec.poll(now()))
+      if (e.kind == RunEvent::Kind::kEnded) ends.push_back(e);
+  };
+  exec.apply({RunStart{1, "down1", "p100", {{"n2", {0}}}}}, {}, now());
+  ASSERT_TRUE(wait_file(j.checkpoint_dir + "/pid.1"));
+  const pid_t run = std::stoi(slurp(j.checkpoint_dir + "/pid.1"));
+  auto alive = [](pid_t pid) {
+    if (::kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return !(close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z');
+  };
+  const std::string slurmd_pid_file = cluster_->dir() + "/slurmd-n2.pid";
+  const pid_t slurmd = std::stoi(slurp(slurmd_pid_file));
+  ASSERT_EQ(::kill(slurmd, SIGKILL), 0);
+  // Until Slurm shows n2 DOWN and the job requeued, then 3 s more: the
+  // processes run on, the job is held, the run has not ended.
+  std::optional<double> down_at;
+  while (now() < 90 && (!down_at || now() < *down_at + 3)) {
+    poll();
+    if (!down_at)
+      for (const NodeInfo& n : client_->read_nodes())
+        if (n.name == "n2" && n.base_state == "DOWN") down_at = now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(down_at) << "n2 not DOWN within 90 s";
+  std::cout << "n2 DOWN " << *down_at << " s after its slurmd was killed\n";
+  const JobDetail d = client_->read_jobs().detail.at(exec.slurm_id("down1"));
+  EXPECT_EQ(d.state, JobState::kPending);
+  EXPECT_TRUE(d.held);
+  EXPECT_TRUE(alive(run)) << "the run's processes are gone: nothing to check";
+  EXPECT_TRUE(ends.empty()) << "ended while its processes still run: " << ends[0].detail;
+  for (const ExecutorNode& n : exec.nodes()) EXPECT_NE(n.name, "n2");
+
+  // slurmd back: it kills what was left; then, and only then, the run ends.
+  const std::string restart =
+      "env FAIRGPU_SLURM_TEST_CLUSTER=" + cluster_->dir() + " SLURM_CONF=" + cluster_->conf() +
+      " " + testing_support::find_program("slurmd") + " -f " + cluster_->conf() + " -N n2";
+  ASSERT_EQ(std::system(restart.c_str()), 0);
+  bool was_alive_at_end = true;
+  while (now() < *down_at + 60 && ends.empty()) {
+    poll();
+    if (!ends.empty()) was_alive_at_end = alive(run);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_FALSE(was_alive_at_end) << "reported ended while its processes ran";
+  EXPECT_EQ(ends[0].lease, 1);
+  EXPECT_FALSE(ends[0].revoked);
+  EXPECT_EQ(ends[0].detail, "node failure: requeued by Slurm");
+  // Held and fenced no more: its next lease runs it elsewhere.
+  exec.apply({RunStart{2, "down1", "v100", {{"n1", {0}}}}}, {}, now());
+  EXPECT_TRUE(wait_file(j.checkpoint_dir + "/pid.2"));
+  client_->cancel({exec.slurm_id("down1")});
+  // n2 back in service for whatever runs after this test.
+  EXPECT_TRUE(testing_support::wait_for(
+      [&] {
+        for (const NodeInfo& n : client_->read_nodes())
+          if (n.name == "n2") return n.usable();
+        return false;
+      },
+      kWaitS));
 }
 
 }  // namespace
