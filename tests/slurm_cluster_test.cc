@@ -9,11 +9,13 @@
 #include "slurm_cluster.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <string>
@@ -333,6 +335,65 @@ TEST_F(SlurmCluster, UnreachableControllerIsAOneLineErrorWithinTheTimeout) {
   EXPECT_LT(testing_support::since(start), 20.0);  // killed at its deadline, not left hanging
 }
 
+TEST_F(SlurmCluster, ABatchOrCancelThatCannotReachSlurmctldFailsAsAWhole) {
+  // No controller at that port; Slurm's commands give up in about 1 s
+  // (MessageTimeout=2), well within fairgpu's timeout: their own message
+  // says so for each job, which must not read as that job's refusal.
+  std::string conf = slurp(cluster_->conf());
+  const auto at = conf.find("SlurmctldPort=");
+  ASSERT_NE(at, std::string::npos);
+  conf.replace(at, conf.find('\n', at) - at, "SlurmctldPort=9");
+  conf += "MessageTimeout=2\n";
+  const std::string bad = cluster_->dir() + "/unreachable-fast.conf";
+  std::ofstream(bad) << conf;
+  SlurmSettings s;
+  s.conf = bad;
+  s.timeout_s = 15;
+  CommandLineSlurm client(s);
+  RoundWrites w;
+  w.hold = {1};
+  w.pins = {{2, {"n1"}}};
+  w.release = {2};
+  for (const std::function<void()>& call :
+       std::vector<std::function<void()>>{[&] { client.apply(w); },
+                                          [&] {
+                                            client.cancel({1, 2});
+                                          }}) {
+    try {
+      call();
+      ADD_FAILURE() << "answered without a controller";
+    } catch (const SlurmError& e) {
+      EXPECT_NE(std::string(e.what()).find("slurmctld unreachable"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(SlurmCluster, ALongCommandInABatchIsReadBackAndItsRefusalKeptToItsJob) {
+  // scontrol echoes each command of a batch through readline: a line as
+  // wide as the terminal (80 columns) came back with cursor movements, and
+  // the batch could not be read back.
+  SubmitSpec s = spec("long1", "exit 0", 1);
+  const std::int64_t id = client_->submit(s);
+  const std::int64_t unknown = 99999999, unknown_short = 9999;
+  RoundWrites w;
+  RoundWrites::Pin far{unknown, {}};
+  for (int i = 0; i < 40; ++i) far.nodes.push_back(i % 2 ? "n2" : "n1");
+  far.cpus = 2;
+  far.memory_mb_per_node = 4000;
+  w.pins = {far, {unknown_short, {"n1"}, 2, 40}, {id, {"n1"}, 2, 4000}};
+  const auto refusals = client_->apply(w);
+  EXPECT_GT(round_commands(w)[0].size(), 150u);
+  EXPECT_EQ(std::string("scontrol: ").size() + round_commands(w)[1].size(), 80u);
+  EXPECT_EQ(refusals.size(), 2u);
+  EXPECT_EQ(refusals.count(unknown), 1u);
+  EXPECT_EQ(refusals.count(unknown_short), 1u);
+  EXPECT_EQ(refusals.count(id), 0u) << refusals.at(id);
+  const JobsSnapshot snap = client_->read_jobs();
+  ASSERT_TRUE(snap.detail.count(id));
+  EXPECT_EQ(snap.detail.at(id).required_nodes, (std::vector<std::string>{"n1"}));
+  client_->cancel({id});
+}
+
 TEST_F(SlurmCluster, BadConfigurationIsRefusedInOneLine) {
   client_->check();  // the suite's own settings are good
   SlurmSettings s = client_->settings();
@@ -427,6 +488,149 @@ TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
   const JobDetail& d = snap.detail.at(exec.slurm_id("exec1"));
   EXPECT_EQ(d.nodes, (std::vector<std::string>{"n3"}));
   EXPECT_EQ(d.restarts, 1);
+}
+
+TEST_F(SlurmCluster, ExecutorGivesEachRunItsCpuAndMemoryGrant) {
+  // Each run records what Slurm allocated it; SIGUSR1 ends it.
+  ExecutorJob j;
+  j.job = "grant1";
+  j.checkpoint_dir = job_dir("grant1");
+  j.progress_file = j.checkpoint_dir + "/progress";
+  j.log_path = j.checkpoint_dir + ".log";
+  j.shell_command =
+      "echo \"$FAIRGPU_LEASE_ID $SLURM_CPUS_ON_NODE $SLURM_MEM_PER_NODE\" "
+      ">>\"$FAIRGPU_CHECKPOINT_DIR/grants\"; trap 'exit 0' USR1; "
+      "echo 1 >\"$FAIRGPU_PROGRESS_FILE\"; while :; do sleep 0.1; done";
+  SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
+  exec.admit(j);
+  const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return testing_support::since(start); };
+  auto wait_event = [&](RunEvent::Kind kind, std::int64_t lease) {
+    while (now() < kWaitS) {
+      for (const RunEvent& e : exec.poll(now()))
+        if (e.kind == kind && e.lease == lease) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "no event of kind " << static_cast<int>(kind) << " for lease " << lease;
+    return false;
+  };
+  // `scontrol -o show job` of the job while each run ran.
+  std::vector<std::string> allocations;
+  // Synergy's grant of a run: CPUs and memory (GB) on its node.
+  auto run = [&](std::int64_t lease, const std::string& node, double cpus, double memory_gb) {
+    Placement p{node, {0}};
+    p.cpus = cpus;
+    p.memory_gb = memory_gb;
+    exec.apply({RunStart{lease, "grant1", "", {p}}}, {}, now());
+    ASSERT_TRUE(wait_event(RunEvent::Kind::kProgress, lease));
+    // What Slurm's allocation says.
+    CommandSpec show;
+    show.argv = {"scontrol", "-o", "show", "job", std::to_string(exec.slurm_id("grant1"))};
+    show.env.emplace_back("SLURM_CONF", cluster_->conf());
+    show.timeout_s = 30;
+    const CommandResult shown = run_command(show);
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    allocations.push_back(shown.out);
+    exec.apply({}, {lease}, now());
+    ASSERT_TRUE(wait_event(RunEvent::Kind::kEnded, lease));
+  };
+  run(1, "n2", 3, 1.5);
+  run(2, "n3", 2, 1);
+  ASSERT_EQ(allocations.size(), 2u);
+  EXPECT_NE(allocations[0].find(" NumCPUs=3 "), std::string::npos) << allocations[0];
+  EXPECT_NE(allocations[0].find(" TRES=cpu=3,mem=1.50G,"), std::string::npos) << allocations[0];
+  EXPECT_NE(allocations[1].find(" NumCPUs=2 "), std::string::npos) << allocations[1];
+  EXPECT_NE(allocations[1].find(" TRES=cpu=2,mem=1G,"), std::string::npos) << allocations[1];
+  // What each run saw: its lease, CPUs and memory (MB) on its node.
+  EXPECT_EQ(slurp(j.checkpoint_dir + "/grants"), "1 3 1536\n2 2 1024\n");
+}
+
+// Last in the suite: it takes about 36 s (Slurm marks a node whose slurmd
+// stopped answering DOWN after 26-31 s here with SlurmdTimeout=10; 3 was no
+// faster) and restarts a slurmd.
+TEST_F(SlurmCluster, ExecutorEndsARunOnADownNodeOnlyOnceItsProcessesAreGone) {
+  // slurmd of n2 killed with -9 while the job runs there: Slurm marks n2
+  // DOWN and requeues the job (not held), but the job's processes keep
+  // running. The executor holds the job and reports the run ended only when
+  // slurmd is back and has killed them.
+  ExecutorJob j;
+  j.job = "down1";
+  j.checkpoint_dir = job_dir("down1");
+  j.progress_file = j.checkpoint_dir + "/progress";
+  j.log_path = j.checkpoint_dir + ".log";
+  j.shell_command =
+      "echo $$ >\"$FAIRGPU_CHECKPOINT_DIR/pid.$FAIRGPU_LEASE_ID\"; "
+      "echo 1 >\"$FAIRGPU_PROGRESS_FILE\"; exec sleep 600";
+  SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
+  exec.admit(j);
+  const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return testing_support::since(start); };
+  std::vector<RunEvent> ends;
+  auto poll = [&] {
+    for (const RunEvent& e : exec.poll(now()))
+      if (e.kind == RunEvent::Kind::kEnded) ends.push_back(e);
+  };
+  exec.apply({RunStart{1, "down1", "p100", {{"n2", {0}}}}}, {}, now());
+  ASSERT_TRUE(wait_file(j.checkpoint_dir + "/pid.1"));
+  const pid_t run = std::stoi(slurp(j.checkpoint_dir + "/pid.1"));
+  auto alive = [](pid_t pid) {
+    if (::kill(pid, 0) != 0) return false;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return !(close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z');
+  };
+  const std::string slurmd_pid_file = cluster_->dir() + "/slurmd-n2.pid";
+  const pid_t slurmd = std::stoi(slurp(slurmd_pid_file));
+  ASSERT_EQ(::kill(slurmd, SIGKILL), 0);
+  // Until Slurm shows n2 DOWN and the job requeued, then 3 s more: the
+  // processes run on, the job is held, the run has not ended.
+  std::optional<double> down_at;
+  while (now() < 90 && (!down_at || now() < *down_at + 3)) {
+    poll();
+    if (!down_at)
+      for (const NodeInfo& n : client_->read_nodes())
+        if (n.name == "n2" && n.base_state == "DOWN") down_at = now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(down_at) << "n2 not DOWN within 90 s";
+  std::cout << "n2 DOWN " << *down_at << " s after its slurmd was killed\n";
+  const JobDetail d = client_->read_jobs().detail.at(exec.slurm_id("down1"));
+  EXPECT_EQ(d.state, JobState::kPending);
+  EXPECT_TRUE(d.held);
+  EXPECT_TRUE(alive(run)) << "the run's processes are gone: nothing to check";
+  EXPECT_TRUE(ends.empty()) << "ended while its processes still run: " << ends[0].detail;
+  for (const ExecutorNode& n : exec.nodes()) EXPECT_NE(n.name, "n2");
+
+  // slurmd back: it kills what was left; then, and only then, the run ends.
+  const std::string restart =
+      "env FAIRGPU_SLURM_TEST_CLUSTER=" + cluster_->dir() + " SLURM_CONF=" + cluster_->conf() +
+      " " + testing_support::find_program("slurmd") + " -f " + cluster_->conf() + " -N n2";
+  ASSERT_EQ(std::system(restart.c_str()), 0);
+  bool was_alive_at_end = true;
+  while (now() < *down_at + 60 && ends.empty()) {
+    poll();
+    if (!ends.empty()) was_alive_at_end = alive(run);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_FALSE(was_alive_at_end) << "reported ended while its processes ran";
+  EXPECT_EQ(ends[0].lease, 1);
+  EXPECT_FALSE(ends[0].revoked);
+  EXPECT_EQ(ends[0].detail, "node failure: requeued by Slurm");
+  // Held and fenced no more: its next lease runs it elsewhere.
+  exec.apply({RunStart{2, "down1", "v100", {{"n1", {0}}}}}, {}, now());
+  EXPECT_TRUE(wait_file(j.checkpoint_dir + "/pid.2"));
+  client_->cancel({exec.slurm_id("down1")});
+  // n2 back in service for whatever runs after this test.
+  EXPECT_TRUE(testing_support::wait_for(
+      [&] {
+        for (const NodeInfo& n : client_->read_nodes())
+          if (n.name == "n2") return n.usable();
+        return false;
+      },
+      kWaitS));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The Slurm executor (src/live/slurm/executor.h) on a scripted Slurm: a
 // fake SlurmClient whose jobs move only when a test says so, so each step of
 // the lease life cycle (start, revoke + grace + requeuehold, exit, node
-// failure and fencing, refused start, restart) is checked exactly. The same
+// failure and fencing, refused start, restart, slurmctld unreachable part-way
+// through a round, strays of a crash between sbatch and the store, CPU and
+// memory grants) is checked exactly. The same
 // executor against a real Slurm: SlurmCluster.ExecutorRunsRevokesAndRestartsAJob.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -30,16 +32,39 @@ class FakeSlurm : public SlurmClient {
     bool held = true;
     std::vector<std::string> nodes, pinned;
     int restarts = 0, exit_code = 0;
+    std::string comment, user = "fairgpu";
   };
 
   std::int64_t submit(const SubmitSpec& spec) override {
+    if (down) throw SlurmError("sbatch: slurmctld unreachable");
+    ++submits;
     const std::int64_t id = next_id_++;
     jobs[id].name = "fairgpu-" + spec.job;
+    jobs[id].comment = spec.comment;
     return id;
   }
+  // slurmctld unreachable: every call throws. With fail_after >= 0, the
+  // next apply carries out that many commands, then dies (a round cut off).
   std::map<std::int64_t, std::string> apply(const RoundWrites& w) override {
+    if (down) throw SlurmError("scontrol: slurmctld unreachable");
     ++apply_calls;
-    for (const auto& c : round_commands(w)) commands.push_back(c);
+    const std::vector<std::string> cmds = round_commands(w);
+    if (fail_after >= 0) {
+      const int n = fail_after;
+      fail_after = -1;
+      RoundWrites done;  // the first n commands of the round, in its order
+      int k = 0;
+      for (auto id : w.requeue_hold)
+        if (k++ < n) done.requeue_hold.push_back(id);
+      for (auto id : w.hold)
+        if (k++ < n) done.hold.push_back(id);
+      for (const auto& p : w.pins)
+        if (k++ < n) done.pins.push_back(p);
+      if (!w.release.empty() && k++ < n) done.release = w.release;
+      apply(done);
+      throw SlurmError("scontrol: no answer within 30 s");
+    }
+    for (const auto& c : cmds) commands.push_back(c);
     std::map<std::int64_t, std::string> refused;
     for (auto id : w.requeue_hold) {
       Job& j = jobs.at(id);
@@ -61,14 +86,20 @@ class FakeSlurm : public SlurmClient {
   }
   std::map<std::int64_t, std::string> signal_checkpoint(
       const std::vector<std::int64_t>& ids) override {
+    if (down) throw SlurmError("scancel: slurmctld unreachable");
     signalled.insert(signalled.end(), ids.begin(), ids.end());
     return {};
   }
   std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& ids) override {
-    for (auto id : ids) jobs.at(id).state = JobState::kCancelled;
+    if (down) throw SlurmError("scancel: slurmctld unreachable");
+    for (auto id : ids) {
+      jobs.at(id).state = JobState::kCancelled;
+      cancelled.push_back(id);
+    }
     return {};
   }
   JobsSnapshot read_jobs() override {
+    if (down) throw SlurmError("squeue: slurmctld unreachable");
     ++reads;
     JobsSnapshot s;
     for (const auto& [id, j] : jobs) {
@@ -81,12 +112,15 @@ class FakeSlurm : public SlurmClient {
       d.required_nodes = j.pinned;
       d.restarts = j.restarts;
       d.exit_code = j.exit_code;
+      d.comment = j.comment;
+      d.user = j.user;
       for (const auto& n : j.nodes) d.per_node.push_back({n, "v100", per_node_indices[id]});
       s.detail[id] = d;
     }
     return s;
   }
   std::vector<NodeInfo> read_nodes() override {
+    if (down) throw SlurmError("scontrol: slurmctld unreachable");
     ++node_reads;
     return nodes;
   }
@@ -106,8 +140,10 @@ class FakeSlurm : public SlurmClient {
   std::map<std::int64_t, std::vector<int>> per_node_indices;
   std::set<std::int64_t> refuse_pins;
   std::vector<std::string> commands;
-  std::vector<std::int64_t> signalled;
-  int apply_calls = 0, reads = 0, node_reads = 0;
+  std::vector<std::int64_t> signalled, cancelled;
+  int apply_calls = 0, reads = 0, node_reads = 0, submits = 0;
+  bool down = false;
+  int fail_after = -1;
 
  private:
   std::int64_t next_id_ = 100;
@@ -150,6 +186,9 @@ class SlurmExecutorTest : public ::testing::Test {
   static RunStart start(std::int64_t lease, const std::string& job, const std::string& node,
                         const std::string& type = "v100") {
     return RunStart{lease, job, type, {{node, {0}}}};
+  }
+  std::string pin(std::int64_t id, const std::string& node) {
+    return "update JobId=" + std::to_string(id) + " NodeList=" + node + " StartTime=now";
   }
   static std::vector<RunEvent> of_kind(const std::vector<RunEvent>& events, RunEvent::Kind k) {
     std::vector<RunEvent> out;
@@ -320,6 +359,149 @@ TEST_F(SlurmExecutorTest, AfterARestartAdoptedJobsAreReconciledWithSlurm) {
   EXPECT_EQ(done[0].lease, 1);
   EXPECT_EQ(done[0].exit_code, 0);
   again.apply({start(3, "b", "n1")}, {}, 7);  // b is held: it may start
+}
+
+TEST_F(SlurmExecutorTest, ARoundCutOffBetweenPinsAndReleaseIsRedoneAtTheNextPoll) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  // scontrol dies after the two pins: both jobs pinned, still held.
+  fake_.fail_after = 2;
+  EXPECT_THROW(exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0), SlurmError);
+  EXPECT_TRUE(fake_.jobs.at(a).held && fake_.jobs.at(b).held);
+  EXPECT_EQ(fake_.jobs.at(a).pinned, (std::vector<std::string>{"n1"}));
+  // slurmctld down for a while: polls fail, nothing is reported or lost.
+  fake_.down = true;
+  EXPECT_THROW(exec_.poll(1), SlurmError);
+  EXPECT_THROW(exec_.poll(2), SlurmError);
+  fake_.down = false;
+  fake_.commands.clear();
+  EXPECT_TRUE(exec_.poll(3).empty());
+  EXPECT_EQ(fake_.commands,
+            (std::vector<std::string>{pin(a, "n1"), pin(b, "n2"),
+                                      "release " + std::to_string(a) + "," + std::to_string(b)}));
+  fake_.schedule();
+  const auto running = of_kind(exec_.poll(4), RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 2u);
+  EXPECT_EQ(running[0].lease, 1);
+  EXPECT_EQ(running[1].lease, 2);
+  // Once released, a poll sends nothing more.
+  fake_.commands.clear();
+  exec_.poll(5);
+  EXPECT_TRUE(fake_.commands.empty());
+}
+
+TEST_F(SlurmExecutorTest, ARevokeAndACancelThatFailedAreRedoneOnceSlurmAnswers) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  // The revoke's signal and its requeuehold after the grace period, and a
+  // cancel, all while slurmctld is down.
+  fake_.down = true;
+  exec_.apply({}, {1}, 10);  // the signal is best effort: no throw
+  EXPECT_NO_THROW(exec_.cancel("b"));
+  EXPECT_THROW(exec_.poll(21), SlurmError);  // requeuehold due, not sent
+  EXPECT_EQ(fake_.jobs.at(a).state, JobState::kRunning);
+  EXPECT_EQ(fake_.jobs.at(b).state, JobState::kRunning);
+  fake_.down = false;
+  // Slurm shows a still running, b not cancelled: both sent again.
+  EXPECT_TRUE(exec_.poll(22).empty());
+  EXPECT_EQ(fake_.jobs.at(a).state, JobState::kPending);
+  EXPECT_TRUE(fake_.jobs.at(a).held);
+  EXPECT_EQ(fake_.jobs.at(a).restarts, 1);
+  EXPECT_EQ(fake_.cancelled, (std::vector<std::int64_t>{b}));
+  const auto ended = of_kind(exec_.poll(23), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_TRUE(ended[0].revoked);
+  EXPECT_EQ(ended[1].lease, 2);
+  EXPECT_EQ(ended[1].detail, "cancelled");
+  EXPECT_EQ(fake_.cancelled.size(), 1u);  // once
+}
+
+TEST_F(SlurmExecutorTest, AnEndSeenByAPollWhoseWritesFailIsReportedByTheNext) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  // a finishes; b (idle) was released by someone else, so the poll must
+  // write (hold b), and that write fails.
+  fake_.jobs.at(a).state = JobState::kCompleted;
+  fake_.jobs.at(b).held = false;
+  fake_.fail_after = 0;
+  EXPECT_THROW(exec_.poll(2), SlurmError);
+  const auto ended = of_kind(exec_.poll(3), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_EQ(ended[0].exit_code, 0);
+  EXPECT_TRUE(fake_.jobs.at(b).held);
+}
+
+TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignOnesLeft) {
+  SlurmExecutor exec(fake_, SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1", "fairgpu"});
+  // What a crash between sbatch and the store left: a's held job (and a
+  // second one, from a retried sbatch that timed out but went through), b's
+  // (b is no longer stored: cancelled), another instance's, another user's,
+  // and a finished one of a.
+  auto add = [&](const std::string& name, const std::string& comment, const std::string& user,
+                 JobState state) {
+    const std::int64_t id = fake_.submit(SubmitSpec{});
+    fake_.jobs.at(id) = FakeSlurm::Job{};
+    fake_.jobs.at(id).name = name;
+    fake_.jobs.at(id).comment = comment;
+    fake_.jobs.at(id).user = user;
+    fake_.jobs.at(id).state = state;
+    return id;
+  };
+  const std::int64_t a1 = add("fairgpu-a", "fairgpu-instance=t1", "fairgpu", JobState::kPending);
+  const std::int64_t a2 = add("fairgpu-a", "fairgpu-instance=t1", "fairgpu", JobState::kPending);
+  const std::int64_t b = add("fairgpu-b", "fairgpu-instance=t1", "fairgpu", JobState::kPending);
+  const std::int64_t other = add("fairgpu-a", "fairgpu-instance=t2", "fairgpu", JobState::kPending);
+  const std::int64_t spoof = add("fairgpu-a", "fairgpu-instance=t1", "mallory", JobState::kPending);
+  add("fairgpu-a", "fairgpu-instance=t1", "fairgpu", JobState::kCompleted);
+  const int submits = fake_.submits;
+  exec.poll(0);
+  EXPECT_EQ(exec.strays().size(), 2u);
+  // a is admitted (its id was never stored): its held job is taken over.
+  EXPECT_EQ(exec.admit(job("a")), std::to_string(a1));
+  EXPECT_EQ(fake_.submits, submits);
+  EXPECT_EQ(exec.cancel_strays(), (std::vector<std::int64_t>{a2, b}));
+  EXPECT_EQ(fake_.jobs.at(a2).state, JobState::kCancelled);
+  EXPECT_EQ(fake_.jobs.at(b).state, JobState::kCancelled);
+  EXPECT_EQ(fake_.jobs.at(other).state, JobState::kPending);
+  EXPECT_EQ(fake_.jobs.at(spoof).state, JobState::kPending);
+  // The taken-over job runs as a submitted one would.
+  exec.poll(1);
+  exec.apply({start(1, "a", "n1")}, {}, 2);
+  EXPECT_EQ(fake_.commands.back(), "release " + std::to_string(a1));
+  fake_.schedule();
+  EXPECT_EQ(of_kind(exec.poll(3), RunEvent::Kind::kRunning).size(), 1u);
+  // New jobs carry the tag; nothing is a stray any more.
+  const std::int64_t c = std::stoll(exec.admit(job("c")));
+  EXPECT_EQ(fake_.jobs.at(c).comment, "fairgpu-instance=t1");
+  exec.poll(4);
+  EXPECT_TRUE(exec.strays().empty());
+}
+
+TEST_F(SlurmExecutorTest, ARunsCpuAndMemoryGrantGoWithItsPin) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  RunStart s = start(1, "a", "n1");
+  // Rounded down to whole CPUs and MB: the grants of a node never add up to
+  // more than it has (three thirds of 8000 MB: 2666 MB each).
+  s.placement[0].cpus = 2.5;
+  s.placement[0].memory_gb = 8000.0 / 1024 / 3;
+  exec_.apply({s}, {}, 0);
+  EXPECT_EQ(fake_.commands.front(), pin(a, "n1") + " NumCPUs=2 MinMemoryNode=2666");
+}
+
+TEST_F(SlurmExecutorTest, NodesRegisteringAfterAControllerRestartAreSettlingNotLost) {
+  fake_.nodes.push_back(node("n3", "UNKNOWN", "k80", 4));
+  fake_.nodes.push_back(node("n4", "DOWN+NOT_RESPONDING", "k80", 4));
+  fake_.nodes.push_back(node("n5", "UNKNOWN+NOT_RESPONDING", "k80", 4));
+  EXPECT_EQ(exec_.nodes().size(), 2u);
+  EXPECT_EQ(exec_.settling_nodes(), (std::set<std::string>{"n3"}));
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   StoreSnapshot snap = store_->load();
   const double t = now();
   // Tenants added or changed through the API override the config's.
+  std::string slurm_instance;
   for (const auto& [key, value] : snap.meta) {
+    if (key == "slurm_instance") slurm_instance = value;
     if (key.rfind("node_token:", 0) == 0) node_tokens_[key.substr(11)] = value;
     if (key.rfind("drain_reason:", 0) == 0 && !value.empty()) drain_reason_[key.substr(13)] = value;
     if (key.rfind("tenant_slot:", 0) == 0) tenant_slot_[key.substr(12)] = std::stoi(value);
@@ -97,7 +99,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   rebuild_needed_ = true;
 
   if (slurm_) {
-    adopt_slurm_jobs();
+    adopt_slurm_jobs(slurm_instance);
     return;
   }
   agents_ = std::make_unique<AgentExecutor>(config_, static_cast<LeaseHost&>(*this), clock_);
@@ -955,6 +957,8 @@ double Manager::schedule(double at) {
     for (auto it = leases_.begin(); it != leases_.end();) {
       StoredLease& l = (it++)->second;
       if (!l.profiling || l.status != "active" || l.end > t) continue;
+      // Slurm unreachable: the run may not have started; not its failure.
+      if (slurm_unreachable_) continue;
       JobEntry& e = job_by_id(l.job);
       revoke(l, tickets);
       ++e.s.failures;

@@ -303,10 +303,14 @@ class Manager : private LeaseHost {
   void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
   // Backend slurm (manager_slurm.cc).
   void connect_slurm();     // the client, checked (before the store is opened)
-  void adopt_slurm_jobs();  // the stored jobs handed to the Slurm executor
+  // The stored jobs handed to the Slurm executor, with the store's instance
+  // tag (meta slurm_instance; "" = none yet: one is made and stored).
+  void adopt_slurm_jobs(const std::string& stored_instance);
   void tick_slurm();        // one exchange with Slurm (outside mu_ but for its ends)
   ExecutorJob executor_job(const JobEntry& e) const;
-  void sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& tickets);
+  // `settling`: nodes neither offered nor lost (registering again).
+  void sync_slurm_nodes(const std::vector<ExecutorNode>& seen,
+                        const std::set<std::string>& settling, Tickets& tickets);
   void slurm_event(RunEvent event, Tickets& tickets);
   // Starts and revokes for the executor: agents at once (their starts wait
   // for their tickets), Slurm at the next tick, once durable.
@@ -382,6 +386,7 @@ class Manager : private LeaseHost {
   std::map<std::string, std::int64_t> slurm_ids_;  // by job; persisted as meta slurm_job:ID
   std::mutex slurm_io_;                            // one exchange with Slurm at a time
   std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;
+  bool slurm_unreachable_ = false;  // the last tick's poll failed (profiling runs not timed out)
   double slurm_last_exchange_s_ = 0.0;
 
   std::mutex run_mu_;

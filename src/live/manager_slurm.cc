@@ -14,9 +14,23 @@
 //     several types) is "lost" here: its leases are revoked, and the
 //     executor reports each run ended only once Slurm shows its processes
 //     gone (a held job on a node that responds again);
-//   - the job's Slurm id is stored as meta "slurm_job:<job>"; a job without
-//     one after a restart is submitted again.
+//   - the job's Slurm id is stored as meta "slurm_job:<job>". Each job is
+//     submitted with Comment=fairgpu-instance=<tag>, a random tag stored once
+//     per store (meta "slurm_instance"): a job without a stored id (a crash
+//     between sbatch and the store, an sbatch that timed out but went
+//     through) takes over its Slurm job found by name and tag instead of
+//     submitting again, and such jobs that no stored job owns (a cancel that
+//     never reached Slurm, a duplicate) are cancelled;
+//   - Slurm unreachable (slurmctld down or restarting): a tick whose poll
+//     fails keeps its starts, revokes and submissions for the next one; the
+//     API keeps answering, nodes and runs stay as they are (a node that
+//     Slurm shows UNKNOWN while it registers again is not lost), and
+//     fairgpu_slurm_errors_total counts the failed exchanges. What a failed
+//     exchange left half done is redone from what Slurm shows (executor.h).
 #include <fmt/format.h>
+#include <pwd.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -39,6 +53,27 @@ using namespace request;
 namespace {
 
 constexpr const char* kSlurmJobMeta = "slurm_job:";
+constexpr const char* kSlurmInstanceMeta = "slurm_instance";
+
+// A new instance tag: 64 random bits from the kernel.
+std::string new_instance_tag() {
+  unsigned char bytes[8];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("getrandom failed");
+    got += static_cast<std::size_t>(n);
+  }
+  std::string tag = "fairgpu-instance=";
+  for (unsigned char b : bytes) tag += fmt::format("{:02x}", b);
+  return tag;
+}
+
+std::string effective_user() {
+  const passwd* pw = ::getpwuid(::geteuid());
+  return pw ? pw->pw_name : std::to_string(::geteuid());
+}
 
 // The last 2 KiB of a job's log (what the agents report as log_tail).
 std::string log_tail(const std::string& path) {
@@ -79,7 +114,13 @@ void Manager::connect_slurm() {
   executor_ = slurm_.get();
 }
 
-void Manager::adopt_slurm_jobs() {
+void Manager::adopt_slurm_jobs(const std::string& stored_instance) {
+  std::string instance = stored_instance;
+  if (instance.empty()) {
+    instance = new_instance_tag();
+    store_->wait(store_->put(StoredMeta{kSlurmInstanceMeta, instance}));
+  }
+  slurm_->set_identity(instance, effective_user());
   // Reconcile: every stored job not finished is taken back with its Slurm id
   // (read by the constructor) and its run (a lease active, exited or being
   // revoked); the first poll compares them with Slurm's queue.
@@ -195,29 +236,47 @@ void Manager::tick_slurm() {
   std::vector<std::string> retry;
   std::vector<RunEvent> events;
   std::vector<ExecutorNode> nodes;
-  bool read = false;
-  for (const ExecutorJob& j : admits) {
-    try {
-      admitted.push_back({j.job, std::stoll(slurm_->admit(j))});
-    } catch (const InputError& e) {
-      refused.push_back({j.job, e.what()});
-    } catch (const std::exception& e) {
-      retry.push_back(j.job);
-      log::warn("slurm_submit_failed", {{"job", j.job}, {"error", e.what()}});
-    }
-  }
+  std::set<std::string> settling;
+  bool polled = false, applied = false, read = false;
   try {
-    // The poll first: after a restart it settles the adopted jobs before
-    // they are started again.
+    // Cancels are marked first (sent now, or by the poll once Slurm
+    // answers). The poll comes before the rest: after a restart it settles
+    // the adopted jobs before they are started again, and it finds the
+    // strays the submissions below take over.
     for (const std::string& job : cancels) slurm_->cancel(job);
     events = slurm_->poll(now());
+    polled = true;
+    for (const ExecutorJob& j : admits) {
+      try {
+        admitted.push_back({j.job, std::stoll(slurm_->admit(j))});
+      } catch (const InputError& e) {
+        refused.push_back({j.job, e.what()});
+      } catch (const std::exception& e) {
+        retry.push_back(j.job);
+        log::warn("slurm_submit_failed", {{"job", j.job}, {"error", e.what()}});
+      }
+    }
+    // From here on the executor holds the starts and revokes: a write that
+    // fails is redone from what Slurm shows at its next poll.
+    applied = true;
     slurm_->apply(starts, revokes, now());
+    for (std::int64_t id : slurm_->cancel_strays())
+      log::warn("slurm_stray_cancelled", {{"slurm_job", id}});
     nodes = slurm_->nodes();
+    settling = slurm_->settling_nodes();
     read = true;
   } catch (const std::exception& e) {
     // Slurm unreachable (slurmctld restarting): the next tick tries again.
     ++slurm_errors_;
     log::warn("slurm_exchange_failed", {{"error", e.what()}});
+  }
+  if (!polled)  // not tried: submitted at the next tick
+    for (const ExecutorJob& j : admits) retry.push_back(j.job);
+  if (!applied) {  // not handed to the executor: sent at the next tick
+    std::lock_guard lock(mu_);
+    out_starts_.insert(out_starts_.begin(), std::make_move_iterator(starts.begin()),
+                       std::make_move_iterator(starts.end()));
+    out_revokes_.insert(out_revokes_.begin(), revokes.begin(), revokes.end());
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -244,7 +303,8 @@ void Manager::tick_slurm() {
       tickets.push_back(persist(e));
     }
     for (RunEvent& ev : events) slurm_event(std::move(ev), tickets);
-    if (read) sync_slurm_nodes(nodes, tickets);
+    if (read) sync_slurm_nodes(nodes, settling, tickets);
+    slurm_unreachable_ = !polled;
     activate_pending(tickets);
   }
   if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
@@ -279,7 +339,8 @@ void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
   }
 }
 
-void Manager::sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& tickets) {
+void Manager::sync_slurm_nodes(const std::vector<ExecutorNode>& seen,
+                               const std::set<std::string>& settling, Tickets& tickets) {
   const double t = now();
   std::set<std::string> offered;
   bool changed = false;
@@ -318,7 +379,8 @@ void Manager::sync_slurm_nodes(const std::vector<ExecutorNode>& seen, Tickets& t
     changed = true;
   }
   for (auto& [name, n] : nodes_) {
-    if (offered.count(name) || n.s.state != "ready") continue;
+    // Registering again after slurmctld restarted: neither offered nor lost.
+    if (offered.count(name) || settling.count(name) || n.s.state != "ready") continue;
     n.s.state = "lost";  // drained, down or not responding in Slurm
     evict_node(name, tickets);
     tickets.push_back(persist(n));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,6 +35,18 @@ std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   return line.empty() ? "(no output)" : line;
+}
+
+// The line of scontrol's or scancel's output that says slurmctld could not
+// be reached ("" when none does). Each such command takes about 9 s to give
+// up.
+std::string unreachable_line(const std::string& output) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("Unable to contact slurm controller") != std::string::npos ||
+        line.find("Unexpected message received") != std::string::npos)
+      return line;
+  return "";
 }
 
 std::string join_ids(const std::vector<std::int64_t>& ids, const char* sep) {
@@ -75,6 +88,9 @@ void check_submit(const SubmitSpec& spec) {
   }
   for (const auto& kv : spec.env)
     if (!valid_env_name(kv.first)) refuse("env", "bad variable name '" + kv.first + "'");
+  for (char c : spec.comment)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_.:=", c)))
+      refuse("comment", "only letters, digits and '-_.:='");
 }
 
 }  // namespace
@@ -134,8 +150,12 @@ std::vector<std::string> round_commands(const RoundWrites& writes) {
   for (const auto& pin : writes.pins) {
     std::string nodes;
     for (const auto& n : pin.nodes) nodes += (nodes.empty() ? "" : ",") + n;
-    cmds.push_back("update JobId=" + std::to_string(pin.job) + " NodeList=" + nodes +
-                   " StartTime=now");
+    std::string cmd =
+        "update JobId=" + std::to_string(pin.job) + " NodeList=" + nodes + " StartTime=now";
+    if (pin.cpus > 0) cmd += " NumCPUs=" + std::to_string(pin.cpus);
+    if (pin.memory_mb_per_node > 0)
+      cmd += " MinMemoryNode=" + std::to_string(pin.memory_mb_per_node);
+    cmds.push_back(std::move(cmd));
   }
   if (!writes.release.empty()) cmds.push_back("release " + join_ids(writes.release, ","));
   return cmds;
@@ -167,6 +187,11 @@ CommandResult CommandLineSlurm::run(std::vector<std::string> argv, const std::st
   spec.timeout_s = timeout_s > 0 ? timeout_s : settings_.timeout_s;
   spec.merge_stderr = merge;
   if (!settings_.conf.empty()) spec.env.emplace_back("SLURM_CONF", settings_.conf);
+  // scontrol reads a batch through readline, which wraps its echo of a line
+  // longer than the terminal's width (80 columns unless COLUMNS says
+  // otherwise) with cursor movements, so the echo no longer matches the
+  // command (a pin with a CPU and memory grant is about 80 columns).
+  spec.env.emplace_back("COLUMNS", "1000000");
   const std::string name = spec.argv[0];
   CommandResult r;
   try {
@@ -210,6 +235,7 @@ std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
   if (!settings_.partition.empty()) argv.push_back("--partition=" + settings_.partition);
   argv.push_back("--output=" + (spec.log_path.empty() ? std::string("/dev/null") : spec.log_path));
   if (!spec.working_dir.empty()) argv.push_back("--chdir=" + spec.working_dir);
+  if (!spec.comment.empty()) argv.push_back("--comment=" + spec.comment);
   // Not ALL: nothing of fairgpu's own environment reaches the job.
   std::string exports =
       "--export=FAIRGPU_JOB_ID=" + spec.job + ",FAIRGPU_CHECKPOINT_DIR=" + spec.checkpoint_dir;
@@ -236,6 +262,8 @@ std::map<std::int64_t, std::string> CommandLineSlurm::apply(const RoundWrites& w
   const CommandResult r = run({settings_.scontrol}, input, /*merge=*/true);
   const std::string& out = r.out;
   const int status = r.exit_code;
+  if (const std::string why = unreachable_line(out); !why.empty())
+    throw SlurmError("scontrol: slurmctld unreachable: " + why);
   std::vector<std::string> errors;
   try {
     errors = split_batch_output(out, cmds);
@@ -281,6 +309,8 @@ std::map<std::int64_t, std::string> CommandLineSlurm::scancel(std::vector<std::s
   const CommandResult r = run(argv, "", /*merge=*/true, timeout_s);
   const std::string& out = r.out;
   const int status = r.exit_code;
+  if (const std::string why = unreachable_line(out); !why.empty())
+    throw SlurmError("scancel: slurmctld unreachable: " + why);
   // "scancel: error: Kill job error on job id 8: Job can not be altered now"
   std::istringstream lines(out);
   std::string line;

@@ -8,15 +8,20 @@
 // - submit: one `sbatch --parsable --hold --requeue` per job, the script a
 //   wrapper (submit_script) read from sbatch's stdin;
 // - apply: every write of a scheduling round (requeuehold, hold, pin =
-//   `update JobId=J NodeList=... StartTime=now`, release) through ONE
-//   `scontrol` process reading the commands on stdin;
+//   `update JobId=J NodeList=... StartTime=now [NumCPUs=C MinMemoryNode=M]`,
+//   release) through ONE `scontrol` process reading the commands on stdin
+//   (COLUMNS set wide: readline would wrap the echo of a long line);
 // - signal_checkpoint: `scancel --signal=USR1 --full` (the executor follows
 //   it with requeuehold after the grace period: a signal sent before the
 //   job's script started is lost, requeuehold always reaches the job);
 // - read_jobs: one `squeue` plus one `scontrol -d -o show job`;
 // - read_nodes: one `scontrol -d -o show node`.
 // A command that cannot start, times out, or fails as a whole throws
-// SlurmError (one line); per-job refusals inside a batch are returned.
+// SlurmError (one line); per-job refusals inside a batch are returned. A
+// batch or scancel that could not reach slurmctld ("Unable to contact slurm
+// controller", or "Unexpected message received" while it shuts down) throws
+// too: nothing it says about single jobs can be trusted, and the executor
+// redoes what Slurm does not show done at its next poll.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +69,10 @@ struct SubmitSpec {
   std::string progress_file;  // FAIRGPU_PROGRESS_FILE; no ','
   std::string log_path;       // the job's stdout+stderr; no '%' or '\' (Slurm patterns)
   std::string working_dir;    // "" = the submitter's
+  // Slurm's Comment: the submitting fairgpu's instance tag, so that after a
+  // crash between sbatch and storing the id, the job is found again by name
+  // and tag (letters, digits, '-', '_', '.', ':', '='; "" = none).
+  std::string comment;
   // The job's own variables, exported by the wrapper (any value).
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -90,10 +99,14 @@ struct RoundWrites {
   struct Pin {
     std::int64_t job = 0;
     std::vector<std::string> nodes;
+    // The run's CPU and memory grant (0: none; the job keeps what it has):
+    // NumCPUs= (all nodes) and MinMemoryNode= (MB), in the same update.
+    int cpus = 0;
+    std::int64_t memory_mb_per_node = 0;
   };
   std::vector<std::int64_t> requeue_hold;  // running or ended → pending, held
   std::vector<std::int64_t> hold;          // pending → held (e.g. requeued by a node failure)
-  std::vector<Pin> pins;                   // NodeList=... StartTime=now
+  std::vector<Pin> pins;                   // NodeList=... StartTime=now [NumCPUs= MinMemoryNode=]
   std::vector<std::int64_t> release;       // one `release J,K,...`
   bool empty() const {
     return requeue_hold.empty() && hold.empty() && pins.empty() && release.empty();

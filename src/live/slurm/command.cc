@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,6 +58,7 @@ CommandResult run_command(const CommandSpec& spec) {
       close_fd(*fd);
     throw std::runtime_error("run_command: cannot make pipes: " + why);
   }
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const std::string why = std::strerror(errno);
@@ -66,6 +68,13 @@ CommandResult run_command(const CommandSpec& spec) {
     throw std::runtime_error("run_command: fork: " + why);
   }
   if (pid == 0) {
+    // The command dies with this process: an orphaned `scancel --signal`
+    // keeps retrying a job that is not running and signals its NEXT run (a
+    // fairgpu killed right after a revoke then saw that run end as finished),
+    // and an orphaned scontrol batch would apply a dead instance's writes
+    // once slurmctld answers.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::setpgid(0, 0);
     ::dup2(in_pair[1], 0);
     ::dup2(out_pipe[1], 1);

@@ -1,6 +1,8 @@
 #include "live/slurm/executor.h"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 
@@ -24,7 +26,11 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
     for (const NodeGpus& g : d.per_node) ours[g.node].insert(g.indices.begin(), g.indices.end());
   }
   std::vector<ExecutorNode> out;
+  settling_.clear();
   for (const NodeInfo& n : infos) {
+    if (n.base_state == "UNKNOWN" &&
+        std::find(n.flags.begin(), n.flags.end(), "NOT_RESPONDING") == n.flags.end())
+      settling_.insert(n.name);
     if (!n.usable()) continue;
     if (!options_.partition.empty() && std::find(n.partitions.begin(), n.partitions.end(),
                                                  options_.partition) == n.partitions.end())
@@ -57,6 +63,22 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
 std::string SlurmExecutor::admit(const ExecutorJob& job) {
   if (jobs_.count(job.job))
     throw std::logic_error("slurm executor: job " + job.job + " admitted twice");
+  if (auto stray = strays_.find(job.job); stray != strays_.end()) {
+    // Submitted already (the id never reached the store): taken over. The
+    // next poll settles it like a job adopted after a restart.
+    const std::int64_t id = stray->second.front();
+    stray->second.erase(stray->second.begin());
+    if (stray->second.empty()) strays_.erase(stray);
+    std::error_code ec;
+    std::filesystem::create_directories(job.checkpoint_dir, ec);
+    Tracked t;
+    t.spec = job;
+    t.slurm_id = id;
+    t.phase = Phase::kAdopted;
+    jobs_[job.job] = std::move(t);
+    job_of_slurm_id_[id] = job.job;
+    return std::to_string(id);
+  }
   SubmitSpec s;
   s.job = job.job;
   s.argv = job.argv;
@@ -67,6 +89,7 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
   s.checkpoint_dir = job.checkpoint_dir;
   s.progress_file = job.progress_file;
   s.log_path = job.log_path;
+  s.comment = options_.instance;
   const std::int64_t id = client_.submit(s);
   Tracked t;
   t.spec = job;
@@ -172,8 +195,22 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
     write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type);
     RoundWrites::Pin pin;
     pin.job = t.slurm_id;
-    for (const Placement& p : s.placement) pin.nodes.push_back(p.node);
+    // The plan's CPU and memory grant (Synergy's, or every policy's
+    // GPU-proportional share): CPUs over all nodes, memory per node, in what
+    // Slurm counts (whole CPUs, MB), rounded down so that the grants of one
+    // node never add up to more than it has (at least 1 of each).
+    double cpus = 0, memory_gb = 0;
+    for (const Placement& p : s.placement) {
+      pin.nodes.push_back(p.node);
+      cpus += p.cpus;
+      memory_gb = std::max(memory_gb, p.memory_gb);
+    }
+    if (cpus > 0) pin.cpus = std::max(1, static_cast<int>(std::floor(cpus + 1e-6)));
+    if (memory_gb > 0)
+      pin.memory_mb_per_node =
+          std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(memory_gb * 1024 + 1e-6)));
     t.nodes = pin.nodes;
+    t.pin = pin;
     w.pins.push_back(std::move(pin));
     w.release.push_back(t.slurm_id);
     t.lease = s.lease;
@@ -200,8 +237,22 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
 void SlurmExecutor::cancel(const std::string& job) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
-  it->second.cancelled = true;
-  client_.cancel({it->second.slurm_id});
+  Tracked& t = it->second;
+  t.cancelled = true;
+  try {
+    client_.cancel({t.slurm_id});
+    t.cancel_sent = true;
+  } catch (const SlurmError&) {
+    // Slurm unreachable: the next poll that reads Slurm sends it again.
+  }
+}
+
+std::vector<std::int64_t> SlurmExecutor::cancel_strays() {
+  std::vector<std::int64_t> ids;
+  for (const auto& [job, stray] : strays_) ids.insert(ids.end(), stray.begin(), stray.end());
+  strays_.clear();
+  if (!ids.empty()) client_.cancel(ids);
+  return ids;
 }
 
 std::vector<RunEvent> SlurmExecutor::poll(double now) {
@@ -222,7 +273,26 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   }
   flush(due, events);
 
+  strays_.clear();
   const JobsSnapshot snap = client_.read_jobs();
+  // Cancels that did not reach Slurm (unreachable then), while not final.
+  std::vector<std::int64_t> cancels;
+  for (auto& [name, t] : jobs_) {
+    if (!t.cancelled || t.cancel_sent || t.phase == Phase::kDone) continue;
+    auto it = snap.detail.find(t.slurm_id);
+    if (it != snap.detail.end() && !is_final(it->second.state)) cancels.push_back(t.slurm_id);
+  }
+  if (!cancels.empty()) client_.cancel(cancels);
+  for (auto& [name, t] : jobs_)
+    if (t.cancelled) t.cancel_sent = true;
+  if (!options_.instance.empty()) {
+    for (const auto& [id, d] : snap.detail) {  // by id: lowest first
+      if (job_of_slurm_id_.count(id) || is_final(d.state) || d.comment != options_.instance ||
+          (!options_.user.empty() && d.user != options_.user) || d.name.rfind("fairgpu-", 0) != 0)
+        continue;
+      strays_[d.name.substr(8)].push_back(id);
+    }
+  }
   std::optional<std::vector<NodeInfo>> node_infos;
   // A node that answers again: its slurmd has killed what a failed run left.
   auto node_responds = [&](const std::string& node) {
@@ -307,6 +377,11 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         } else if (is_final(d.state)) {
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
+        } else if (pending && d.held) {
+          // Its round's scontrol failed before the release (or the pin):
+          // both again (a pin is idempotent).
+          writes.pins.push_back(t.pin);
+          writes.release.push_back(t.slurm_id);
         }
         break;
       case Phase::kRunning:
@@ -335,8 +410,9 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           ended(t, events, t.start_refused.empty(), why);
           t.start_refused.clear();
           t.phase = Phase::kIdle;
-        } else if (is_final(d.state)) {
-          writes.requeue_hold.push_back(t.slurm_id);  // refused or raced: again
+        } else if (is_final(d.state) || d.state == JobState::kRunning) {
+          // Refused, raced, or its scontrol failed (it still runs): again.
+          writes.requeue_hold.push_back(t.slurm_id);
         } else if (pending && !d.held) {
           // Released but never started (its node drained meanwhile): Slurm
           // refuses to requeue a pending job; a hold stops it.
@@ -361,7 +437,14 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
     }
   }
-  flush(writes, events);
+  try {
+    flush(writes, events);
+  } catch (const SlurmError&) {
+    // The phases above already moved on: their events are not lost, the
+    // next poll hands them over (and redoes the writes from Slurm's state).
+    carried_ = std::move(events);
+    throw;
+  }
   return events;
 }
 

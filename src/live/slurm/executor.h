@@ -17,6 +17,22 @@
 // one scontrol; each poll reads one squeue plus one scontrol show job (and
 // the nodes only while a job waits on a failed node).
 //
+// Every write is redone from what Slurm shows: a round that failed part-way
+// (slurmctld down or restarting, scontrol killed between the pins and the
+// release) leaves the job's phase saying what was meant, and the next poll
+// that reads Slurm sends again what is not done (a start still held: pin and
+// release; a revoke still running: requeuehold; a cancel not yet final:
+// scancel; an idle job released: requeuehold). An exchange that fails throws
+// SlurmError; the executor's state stays valid for the next one.
+//
+// Strays: with an instance tag, each job is submitted with Comment=<tag>.
+// A Slurm job carrying the tag, fairgpu's name (fairgpu-<job>) and the
+// submitting user, not final and not tracked here is a stray: submitted by
+// this fairgpu (same store) whose id never reached the store (a crash right
+// after sbatch, or an sbatch that timed out but went through). admit() takes
+// a stray of its job over instead of submitting again; cancel_strays()
+// scancels the others (no stored job owns them).
+//
 // Devices: Slurm picks the GPU indices on the pinned node itself; the plan's
 // device ids count GPUs per node. nodes() leaves out GPUs held by jobs that
 // are not fairgpu's, nodes that are drained, down or not responding, nodes
@@ -26,6 +42,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +55,8 @@ namespace fairgpu::live::slurm {
 struct SlurmExecutorOptions {
   std::string partition;  // "" = every partition
   double grace_s = 10;    // between the checkpoint signal and requeuehold
+  std::string instance{};  // the Comment of this fairgpu's jobs ("" = no strays handled)
+  std::string user{};      // the user fairgpu submits as (strays: "" = any)
 };
 
 class SlurmExecutor : public Executor {
@@ -52,8 +71,24 @@ class SlurmExecutor : public Executor {
   void cancel(const std::string& job) override;
   std::vector<RunEvent> poll(double now) override;
 
+  // The tag and user of SlurmExecutorOptions (known once the store is read).
+  void set_identity(std::string instance, std::string user) {
+    options_.instance = std::move(instance);
+    options_.user = std::move(user);
+  }
   // The Slurm job id of a fairgpu job (0 when unknown).
   std::int64_t slurm_id(const std::string& job) const;
+
+  // Strays found by the last poll (fairgpu job -> Slurm ids, lowest first)
+  // that no admit() took over since.
+  const std::map<std::string, std::vector<std::int64_t>>& strays() const { return strays_; }
+  // Cancels every stray left (call after the admits that follow a poll);
+  // returns their Slurm ids. Throws SlurmError when scancel fails.
+  std::vector<std::int64_t> cancel_strays();
+  // Nodes that the last nodes() found in state UNKNOWN without
+  // NOT_RESPONDING: registering after slurmctld restarted, neither offered
+  // nor lost (their runs go on).
+  const std::set<std::string>& settling_nodes() const { return settling_; }
 
  private:
   enum class Phase {
@@ -77,6 +112,8 @@ class SlurmExecutor : public Executor {
     std::int64_t reported_iterations = -1;
     int exit_code = -1, signal = 0;  // the run's, when Slurm showed them
     bool cancelled = false;
+    bool cancel_sent = false;   // scancel answered (redone while not final)
+    RoundWrites::Pin pin;       // the current start's (redone while it is held)
     std::string start_refused;  // why Slurm refused the current start
   };
 
@@ -89,6 +126,8 @@ class SlurmExecutor : public Executor {
   std::map<std::string, Tracked> jobs_;
   std::map<std::int64_t, std::string> job_of_slurm_id_;
   std::vector<RunEvent> carried_;  // events found outside poll (refused starts)
+  std::map<std::string, std::vector<std::int64_t>> strays_;
+  std::set<std::string> settling_;
 };
 
 }  // namespace fairgpu::live::slurm
