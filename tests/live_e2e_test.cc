@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "contended_share.h"
 #include "live_daemon.h"
 #include "polling.h"
 #include "run_binary.h"
@@ -335,66 +336,36 @@ class LiveEndToEnd : public ::testing::Test {
     sqlite3_finalize(st);
     sqlite3_close(db);
   }
-  // The intervals during which every tenant has at least `n` unfinished
-  // jobs (submitted, not yet finished), from the store's jobs. On a loaded
-  // machine the submissions trickle in and overlap the first finishes, so
-  // this is a union of intervals, not one from the last submission on.
-  std::vector<std::pair<double, double>> contended_intervals(int n) {
-    std::vector<std::tuple<double, std::string, int>> changes;  // (time, tenant, +1 | -1)
-    std::map<std::string, int> unfinished;
+  // The contended share (tests/contended_share.h) from the store: jobs'
+  // submission and finish times, the leases the server committed (not
+  // profiling, once launched).
+  testing_support::ContendedShare held_while_contended(int n) {
+    std::vector<testing_support::JobSpan> spans;
+    std::vector<testing_support::LeaseSpan> leases;
     sqlite3* db = nullptr;
     sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
     sqlite3_busy_timeout(db, 2000);
     sqlite3_stmt* st = nullptr;
     sqlite3_prepare_v2(db, "SELECT tenant, submitted_at, finished_at FROM jobs", -1, &st, nullptr);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      const std::string tenant = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-      unfinished[tenant] = 0;
-      changes.emplace_back(sqlite3_column_double(st, 1), tenant, +1);
-      changes.emplace_back(sqlite3_column_double(st, 2), tenant, -1);
-    }
+    while (sqlite3_step(st) == SQLITE_ROW)
+      spans.push_back({reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                       sqlite3_column_double(st, 1), sqlite3_column_double(st, 2)});
     sqlite3_finalize(st);
-    sqlite3_close(db);
-    std::sort(changes.begin(), changes.end());
-    std::vector<std::pair<double, double>> out;
-    double opened = 0.0;
-    bool open = false;
-    for (std::size_t i = 0; i < changes.size();) {
-      const double t = std::get<0>(changes[i]);
-      for (; i < changes.size() && std::get<0>(changes[i]) == t; ++i)
-        unfinished[std::get<1>(changes[i])] += std::get<2>(changes[i]);
-      bool all = !unfinished.empty();
-      for (const auto& [tenant, count] : unfinished) all = all && count >= n;
-      if (all && !open) opened = t;
-      if (!all && open) out.emplace_back(opened, t);
-      open = all;
-    }
-    return out;
-  }
-  // GPU-seconds of each tenant's leases (not profiling, once launched)
-  // inside [from, to], from the store.
-  std::map<std::string, double> gpu_seconds_by_tenant(double from, double to) {
-    std::map<std::string, double> out;
-    sqlite3* db = nullptr;
-    sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-    sqlite3_busy_timeout(db, 2000);
-    sqlite3_stmt* st = nullptr;
     sqlite3_prepare_v2(db,
                        "SELECT jobs.tenant, leases.devices, leases.start, leases.end FROM leases "
                        "JOIN jobs ON leases.job = jobs.id WHERE leases.profiling = 0 AND "
                        "leases.status != 'pending'",
                        -1, &st, nullptr);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      const double devices = static_cast<double>(
-          json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 1))).size());
-      const double overlap =
-          std::min(to, sqlite3_column_double(st, 3)) - std::max(from, sqlite3_column_double(st, 2));
-      if (overlap > 0)
-        out[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] += devices * overlap;
-    }
+    while (sqlite3_step(st) == SQLITE_ROW)
+      leases.push_back(
+          {reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+           static_cast<double>(
+               json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 1))).size()),
+           sqlite3_column_double(st, 2), sqlite3_column_double(st, 3)});
     sqlite3_finalize(st);
     sqlite3_close(db);
-    return out;
+    return testing_support::held_while_contended(testing_support::contended_intervals(spans, n),
+                                                 leases);
   }
   int device_samples_ = 0;
 
@@ -429,20 +400,16 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   // Same job type everywhere, weights 2:1: oef-coop's allocation gives alice
   // two thirds of the GPU time the two hold while both have more jobs left
   // than half the GPUs. Measured from the store, whatever the machine's
-  // load: the contended interval from the jobs' submission and finish
+  // load: the contended intervals from the jobs' submission and finish
   // times, the GPU time from the leases the server committed (devices x the
-  // part of [start, end] inside that interval; a lease's end is where the
+  // part of [start, end] inside those intervals; a lease's end is where the
   // policy's round ended it).
-  double alice = 0.0, bob = 0.0, contended = 0.0;
-  for (const auto& [from, to] : contended_intervals(4)) {
-    const auto held = gpu_seconds_by_tenant(from, to);
-    alice += held.count("alice") ? held.at("alice") : 0.0;
-    bob += held.count("bob") ? held.at("bob") : 0.0;
-    contended += to - from;
-  }
-  ASSERT_GT(contended, 4.0) << "both tenants waited for less than two rounds";
-  std::cout << "GPU-seconds while both wait (" << contended << " s): alice " << alice << ", bob "
-            << bob << "; alice's share " << alice / (alice + bob) << "\n";
+  const auto held = held_while_contended(4);
+  ASSERT_GT(held.seconds, 4.0) << "both tenants waited for less than two rounds";
+  const double alice = held.gpu_seconds.count("alice") ? held.gpu_seconds.at("alice") : 0.0;
+  const double bob = held.gpu_seconds.count("bob") ? held.gpu_seconds.at("bob") : 0.0;
+  std::cout << "GPU-seconds while both wait (" << held.seconds << " s): alice " << alice
+            << ", bob " << bob << "; alice's share " << alice / (alice + bob) << "\n";
   EXPECT_NEAR(alice / (alice + bob), 2.0 / 3.0, 0.06);
 }
 

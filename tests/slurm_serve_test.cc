@@ -39,6 +39,7 @@
 
 #include "fairgpu/input_error.h"
 #include "live/config.h"
+#include "contended_share.h"
 #include "run_binary.h"
 #include "slurm_cluster.h"
 
@@ -404,28 +405,23 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
 
   // Weights 2:1, one job type: while both tenants have more than four
   // unfinished jobs, alice holds two thirds of the GPU time of the leases
-  // the server committed.
-  double from = 0, to = std::numeric_limits<double>::infinity();
-  std::map<std::string, std::vector<double>> finishes;
-  for (const auto& row : query("SELECT tenant, submitted_at, finished_at FROM jobs")) {
-    from = std::max(from, std::stod(row[1]));
-    finishes[row[0]].push_back(std::stod(row[2]));
-  }
-  for (auto& [tenant, f] : finishes) {
-    std::sort(f.begin(), f.end());
-    to = std::min(to, f[f.size() - 5]);
-  }
-  ASSERT_GT(to - from, 4.0) << "both tenants waited for less than two rounds";
-  std::map<std::string, double> held;
+  // the server committed (tests/contended_share.h).
+  std::vector<testing_support::JobSpan> spans;
+  for (const auto& row : query("SELECT tenant, submitted_at, finished_at FROM jobs"))
+    spans.push_back({row[0], std::stod(row[1]), std::stod(row[2])});
+  std::vector<testing_support::LeaseSpan> leases;
   for (const auto& row : query("SELECT jobs.tenant, leases.devices, leases.start, leases.end FROM "
                                "leases JOIN jobs ON leases.job = jobs.id WHERE "
-                               "leases.profiling = 0 AND leases.status != 'pending'")) {
-    const double overlap = std::min(to, std::stod(row[3])) - std::max(from, std::stod(row[2]));
-    if (overlap > 0) held[row[0]] += static_cast<double>(json::parse(row[1]).size()) * overlap;
-  }
-  const double alice = held["alice"], bob = held["bob"];
-  std::cout << "GPU-seconds while both wait (" << to - from << " s): alice " << alice << ", bob "
-            << bob << "; alice's share " << alice / (alice + bob) << "\n";
+                               "leases.profiling = 0 AND leases.status != 'pending'"))
+    leases.push_back({row[0], static_cast<double>(json::parse(row[1]).size()), std::stod(row[2]),
+                      std::stod(row[3])});
+  const auto held = testing_support::held_while_contended(
+      testing_support::contended_intervals(spans, 5), leases);
+  ASSERT_GT(held.seconds, 4.0) << "both tenants waited for less than two rounds";
+  const double alice = held.gpu_seconds.count("alice") ? held.gpu_seconds.at("alice") : 0.0;
+  const double bob = held.gpu_seconds.count("bob") ? held.gpu_seconds.at("bob") : 0.0;
+  std::cout << "GPU-seconds while both wait (" << held.seconds << " s): alice " << alice
+            << ", bob " << bob << "; alice's share " << alice / (alice + bob) << "\n";
   EXPECT_NEAR(alice / (alice + bob), 2.0 / 3.0, 0.08);
 }
 
