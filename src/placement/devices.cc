@@ -64,7 +64,7 @@ void FreeDevices::move_bucket(std::uint32_t node, int from, int to) {
   dst.push_back(node);
 }
 
-bool FreeDevices::take(const std::vector<DeviceRef>& devices) {
+bool FreeDevices::take(std::span<const DeviceRef> devices) {
   for (DeviceRef d : devices)
     if (!is_free(d)) return false;
   for (DeviceRef d : devices) {

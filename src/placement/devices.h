@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "fairgpu/scheduler.h"
@@ -26,7 +27,7 @@ class FreeDevices {
     return words_[first_word_[d.node] + d.gpu / 64] >> (d.gpu % 64) & 1;
   }
   // Takes specific devices (a renewal); false, taking nothing, if any is not free.
-  bool take(const std::vector<DeviceRef>& devices);
+  bool take(std::span<const DeviceRef> devices);
   // Gives back devices taken from this set (by take or pick).
   void give_back(const std::vector<DeviceRef>& devices);
   // g devices of one type, consolidated: the fullest node that still fits all
