@@ -29,7 +29,11 @@ FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
   for (std::uint32_t n = 0; n < nodes.size(); ++n) {
     const std::size_t first = s.model->node_first_device[n];
     for (int g = 0; g < nodes[n].gpus; ++g) {
-      const std::int64_t owner = s.device_owner[first + static_cast<std::size_t>(g)];
+      const std::size_t flat = first + static_cast<std::size_t>(g);
+      constexpr std::size_t kAhead = 64;  // devices: about eight jobs' worth
+      if (flat + kAhead < s.device_owner.size() && s.device_owner[flat + kAhead] >= 0)
+        __builtin_prefetch(&s.jobs[static_cast<std::size_t>(s.device_owner[flat + kAhead])].lease_end);
+      const std::int64_t owner = s.device_owner[flat];
       if (owner >= 0 && owner != last_owner) {
         last_owner = owner;
         last_ended = s.lease_ended(s.jobs[static_cast<std::size_t>(owner)]);

@@ -145,27 +145,31 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   flagged_.resize(s.jobs.size(), 0);
   std::vector<char>& taken = taken_;
   std::vector<char>& flagged = flagged_;
-  // The jobs' views, gathered with the next jobs fetched ahead.
+  // The jobs' views, gathered with the next jobs fetched ahead: over all
+  // entities' jobs in one list, as most entities hold a job or two.
   const bool type_bits = k <= 8;
   view_.resize(s.jobs.size());
   view_devices_.clear();
-  for (const RoundingEntity& ent : entities) {
-    constexpr std::size_t kAhead = 8;
-    for (std::size_t r = 0; r < ent.jobs.size(); ++r) {
-      if (r + kAhead < ent.jobs.size()) {
-        const Job& ahead = s.jobs[ent.jobs[r + kAhead]];
+  all_jobs_.clear();
+  for (const RoundingEntity& ent : entities)
+    all_jobs_.insert(all_jobs_.end(), ent.jobs.begin(), ent.jobs.end());
+  {
+    constexpr std::size_t kAhead = 16;
+    const std::size_t count = all_jobs_.size();
+    for (std::size_t r = 0; r < count; ++r) {
+      if (r + kAhead < count) {
+        const Job& ahead = s.jobs[all_jobs_[r + kAhead]];
         __builtin_prefetch(&ahead.workers);
-        __builtin_prefetch(&ahead.state);
         __builtin_prefetch(&ahead.run_start);
-        __builtin_prefetch(&ahead.last_stop);
+        __builtin_prefetch(&view_[all_jobs_[r + kAhead]]);
       }
-      if (r + kAhead / 2 < ent.jobs.size()) {  // its vectors, the job now in cache
-        const Job& ahead = s.jobs[ent.jobs[r + kAhead / 2]];
+      if (r + kAhead / 2 < count) {  // its vectors, the job now in cache
+        const Job& ahead = s.jobs[all_jobs_[r + kAhead / 2]];
         if (type_bits) __builtin_prefetch(ahead.rate_best.data());
         if (ahead.state == JobState::kRunning) __builtin_prefetch(ahead.devices.data());
       }
-      const Job& j = s.jobs[ent.jobs[r]];
-      JobView& v = view_[ent.jobs[r]];
+      const Job& j = s.jobs[all_jobs_[r]];
+      JobView& v = view_[all_jobs_[r]];
       v.run_start = j.run_start;
       v.last_stop = j.last_stop;
       v.workers = j.workers;
@@ -450,8 +454,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       const std::span<const DeviceRef> held_now = devices_of(a.job);
       if (!std::equal(a.devices.begin(), a.devices.end(), held_now.begin(), held_now.end()))
         continue;
-      bool room = false;  // some type with its gang free (else the job is not read)
-      for (std::size_t t = 0; t < k && !room; ++t) room = free.free_of_type(t) >= v.workers;
+      bool room = false;  // a type it runs on with its gang free (else the job is not read)
+      for (std::size_t t = 0; t < k && !room; ++t)
+        room = (!type_bits || (v.types >> t & 1)) && free.free_of_type(t) >= v.workers;
       if (!room) continue;
       const Job& j = s.jobs[a.job];
       std::size_t best_type = k;
