@@ -20,7 +20,8 @@ FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
   words_.assign(words, 0);
   free_.assign(nodes.size(), 0);
   free_count_.assign(k, 0);
-  buckets_.assign(k, std::vector<std::vector<std::uint32_t>>(static_cast<std::size_t>(max_gpus) + 1));
+  buckets_.assign(k,
+                  std::vector<std::vector<std::uint32_t>>(static_cast<std::size_t>(max_gpus) + 1));
   pos_.assign(nodes.size(), 0);
   // A job's devices sit next to each other: its lease is looked up once per
   // run of its devices, not once per device.
@@ -32,7 +33,8 @@ FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
       const std::size_t flat = first + static_cast<std::size_t>(g);
       constexpr std::size_t kAhead = 64;  // devices: about eight jobs' worth
       if (flat + kAhead < s.device_owner.size() && s.device_owner[flat + kAhead] >= 0)
-        __builtin_prefetch(&s.jobs[static_cast<std::size_t>(s.device_owner[flat + kAhead])].lease_end);
+        __builtin_prefetch(
+            &s.jobs[static_cast<std::size_t>(s.device_owner[flat + kAhead])].lease_end);
       const std::int64_t owner = s.device_owner[flat];
       if (owner >= 0 && owner != last_owner) {
         last_owner = owner;

@@ -43,8 +43,8 @@ class FreeDevices {
   // Node n's free devices: bit g of words_[first_word_[n] + g / 64].
   std::vector<std::uint64_t> words_;
   std::vector<std::size_t> first_word_;
-  std::vector<int> free_;           // node -> free devices
-  std::vector<int> free_count_;     // per type
+  std::vector<int> free_;        // node -> free devices
+  std::vector<int> free_count_;  // per type
   // buckets_[type][c] = nodes of `type` with exactly c free devices.
   std::vector<std::vector<std::vector<std::uint32_t>>> buckets_;
   std::vector<std::size_t> pos_;  // node -> position in its bucket
