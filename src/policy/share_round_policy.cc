@@ -362,9 +362,10 @@ class ShareRoundPolicy final : public RoundPolicy {
     members.resize(s.active.size());
     if (by_tenant) tenant_first_.assign(n_tenants + 1, 0);
     for (std::size_t r = 0; r < s.active.size(); ++r) {
-      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::workers);
+      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::job_type);
       const Job& j = s.jobs[s.active[r]];
-      members[r] = {j.tenant, j.job_type, tenant_demands_ ? j.workers : 0, s.active[r], j.workers};
+      members[r] = {j.tenant,  j.job_type,         tenant_demands_ ? j.workers : 0, s.active[r],
+                    j.workers, j.rate_best.data(), j.ref_rate};
       if (by_tenant) ++tenant_first_[j.tenant + 1];
     }
     if (by_tenant) {
@@ -380,6 +381,14 @@ class ShareRoundPolicy final : public RoundPolicy {
     } else {
       std::sort(members.begin(), members.end());
     }
+    // Where each row starts, so the rates of a row's first job can be
+    // fetched a few rows ahead (the job itself is not read again).
+    row_first_.clear();
+    for (std::size_t m = 0; m < members.size(); ++m)
+      if (m == 0 || members[m].tenant != members[m - 1].tenant ||
+          members[m].job_type != members[m - 1].job_type || members[m].gang != members[m - 1].gang)
+        row_first_.push_back(m);
+    std::size_t row = 0;
     for (std::size_t m = 0; m < members.size();) {
       const std::size_t tenant = members[m].tenant;
       double demand = 0.0;
@@ -388,6 +397,11 @@ class ShareRoundPolicy final : public RoundPolicy {
         const std::size_t type = members[m].job_type;
         const int gang = members[m].gang;
         placement::RoundingEntity& ent = next_entity();
+        const Member& first = members[m];
+        constexpr std::size_t kAhead = 4;
+        if (row + kAhead < row_first_.size())
+          __builtin_prefetch(members[row_first_[row + kAhead]].rate_best);
+        ++row;
         for (; m < members.size() && members[m].tenant == tenant &&
                members[m].job_type == type && members[m].gang == gang;
              ++m) {
@@ -397,9 +411,8 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (gang == 0) {
           types.emplace_back(s.model->profiles.job_types[type].name, speedup_of(s, type));
         } else {
-          const Job& j = s.jobs[ent.jobs.front()];
           std::vector<double> w(problem_.num_types());
-          for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.ref_rate;
+          for (std::size_t t = 0; t < w.size(); ++t) w[t] = first.rate_best[t] / first.ref_rate;
           types.emplace_back(class_name(s, type, gang), std::move(w));
         }
         ent.key = rounding_key(tenant, type, gang);
@@ -484,11 +497,17 @@ class ShareRoundPolicy final : public RoundPolicy {
     std::size_t tenant, job_type;
     int gang;
     std::size_t job;
-    int workers;  // the job's (a function of `job`: not part of the order)
-    auto operator<=>(const Member&) const = default;
+    // The job's (functions of `job`: not part of the order), read with the
+    // fields above so the job is not read again for its row's speedups.
+    int workers;
+    const double* rate_best;
+    double ref_rate;
+    bool operator<(const Member& o) const {
+      return std::tie(tenant, job_type, gang, job) < std::tie(o.tenant, o.job_type, o.gang, o.job);
+    }
   };
   std::vector<Member> members_, sorted_members_;
-  std::vector<std::size_t> tenant_first_, tenant_fill_;
+  std::vector<std::size_t> tenant_first_, tenant_fill_, row_first_;
   std::vector<std::size_t> jobs_;          // job level: the active jobs
   std::vector<std::size_t> job_group_;     // job level: row of x_ for each of jobs_
   std::vector<std::size_t> group_size_;    // job level: jobs per row of x_
