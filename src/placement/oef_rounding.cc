@@ -366,15 +366,6 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // for a gang try that gang first and the rest of their jobs last.
   auto hand_out_leftovers = [&] {
     if (free.total_free() == 0) return;
-    // On equal deficits, an entity whose next job runs now goes first: it is
-    // renewed in place rather than another job restarted there.
-    std::vector<char> renews(n, 0);
-    for (std::size_t e = 0; e < n; ++e)
-      for (std::size_t i : ordered(e))
-        if (!taken[i]) {
-          renews[e] = view[i].running;
-          break;
-        }
     // Whether any job left could still be renewed or started: a start needs
     // its gang free on the types it runs on, a renewal its gang free at all.
     // Checked before each entity, it ends the passes once the free GPUs are
@@ -407,10 +398,24 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       }
       return false;
     };
+    // Every pass below checks this before it acts: when nothing fits now,
+    // the order is not worth building.
+    if (!some_job_fits()) return;
+    // On equal deficits, an entity whose next job runs now goes first: it is
+    // renewed in place rather than another job restarted there.
+    std::vector<char> renews(n, 0);
+    for (std::size_t e = 0; e < n; ++e)
+      for (std::size_t i : ordered(e))
+        if (!taken[i]) {
+          renews[e] = view[i].running;
+          break;
+        }
+    std::vector<double> deficit(n);
+    for (std::size_t e = 0; e < n; ++e) deficit[e] = want_total[e] - held_total[e];
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const double da = want_total[a] - held_total[a], db = want_total[b] - held_total[b];
+      const double da = deficit[a], db = deficit[b];
       if (std::fabs(da - db) > 1e-9) return da > db;
       return renews[a] > renews[b];
     });
