@@ -153,10 +153,15 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   all_jobs_.clear();
   for (const RoundingEntity& ent : entities)
     all_jobs_.insert(all_jobs_.end(), ent.jobs.begin(), ent.jobs.end());
+  // Each entity's largest gang (for its credit clamp), taken here rather than
+  // in a later pass over the view at its jobs' scattered places.
+  largest_gang_.assign(n, 0);
   {
     constexpr std::size_t kAhead = 16;
     const std::size_t count = all_jobs_.size();
+    std::size_t e_of_r = 0, e_end = n > 0 ? entities[0].jobs.size() : 0;
     for (std::size_t r = 0; r < count; ++r) {
+      while (r >= e_end) e_end += entities[++e_of_r].jobs.size();
       if (r + kAhead < count) {
         const Job& ahead = s.jobs[all_jobs_[r + kAhead]];
         __builtin_prefetch(&ahead.workers);
@@ -181,6 +186,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (type_bits)
         for (std::size_t t = 0; t < k; ++t)
           if (j.runs_on(t)) v.types = static_cast<std::uint8_t>(v.types | 1u << t);
+      largest_gang_[e_of_r] = std::max(largest_gang_[e_of_r], v.workers);
     }
   }
   const std::vector<JobView>& view = view_;
@@ -501,9 +507,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   for (std::size_t e : by_key) {
     const RoundingEntity& ent = entities[e];
     if (!dev_keys_.empty() && dev_keys_.back() == ent.key) continue;  // a key once, the first
-    int largest = 0;
-    for (std::size_t i : ent.jobs) largest = std::max(largest, view[i].workers);
-    const double cap = (ideal_total[e] + largest) * std::max(1.0, quantum_rounds);
+    const double cap = (ideal_total[e] + largest_gang_[e]) * std::max(1.0, quantum_rounds);
     dev_keys_.push_back(ent.key);
     for (std::size_t t = 0; t < k; ++t)
       dev_.push_back(std::clamp(want(e)[t] - held(e)[t], -cap, cap));

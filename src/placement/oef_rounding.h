@@ -68,6 +68,7 @@ class OefRoundingPlacer {
   std::vector<std::size_t> ordered_, ordered_first_;
   std::vector<DeviceRef> view_devices_;
   std::vector<std::size_t> all_jobs_;  // the entities' jobs, entity after entity
+  std::vector<int> largest_gang_;      // per entity, this round
   std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
   std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first
 };
