@@ -324,6 +324,14 @@ TEST(SimCore, InvalidPlansAreCaught) {
   RoundPlan twice;
   twice.run = {{0, {{0, 0}}, 300}, {1, {{0, 0}}, 300}};
   EXPECT_THROW(validate_plan(twice, s), std::logic_error);
+  RoundPlan named_twice;  // the repeat found after other jobs were checked
+  named_twice.run = {{1, {{0, 1}}, 300}, {0, {{0, 0}}, 300}, {1, {{0, 1}}, 300}};
+  EXPECT_THROW(
+      try { validate_plan(named_twice, s); } catch (const std::logic_error& e) {
+        EXPECT_STREQ(e.what(), "invalid round plan: job B named twice");
+        throw;
+      },
+      std::logic_error);
   RoundPlan wrong_gang;
   wrong_gang.run = {{0, {{0, 0}, {0, 1}}, 300}};
   EXPECT_THROW(validate_plan(wrong_gang, s), std::logic_error);

@@ -146,15 +146,27 @@ void close_job(SchedulerState& s, Job& j) {
 
 void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
   auto fail = [](const std::string& what) { throw std::logic_error("invalid round plan: " + what); };
-  // A job named twice: sorted indices, O(plan log plan) rather than a table
-  // of all jobs every round.
-  std::vector<std::size_t> named;
-  named.reserve(plan.run.size());
-  for (const Assignment& a : plan.run) named.push_back(a.job);
-  std::sort(named.begin(), named.end());
-  if (auto twice = std::adjacent_find(named.begin(), named.end()); twice != named.end())
-    fail(*twice < s.jobs.size() ? fmt::format("job {} named twice", s.jobs[*twice].record.id)
-                                : fmt::format("unknown job {}", *twice));
+  // A job named twice: a flag per job in a table kept across calls (sized to
+  // the jobs once, cleared again here), so a round costs O(plan). On a
+  // repeat or an unknown index, sorted indices name the smallest repeated.
+  thread_local std::vector<char> named_flag;
+  if (named_flag.size() < s.jobs.size()) named_flag.resize(s.jobs.size(), 0);
+  std::size_t marked = 0;
+  for (; marked < plan.run.size(); ++marked) {
+    const std::size_t i = plan.run[marked].job;
+    if (i >= s.jobs.size() || named_flag[i]) break;
+    named_flag[i] = 1;
+  }
+  for (std::size_t r = 0; r < marked; ++r) named_flag[plan.run[r].job] = 0;
+  if (marked < plan.run.size()) {
+    std::vector<std::size_t> named;
+    named.reserve(plan.run.size());
+    for (const Assignment& a : plan.run) named.push_back(a.job);
+    std::sort(named.begin(), named.end());
+    if (auto twice = std::adjacent_find(named.begin(), named.end()); twice != named.end())
+      fail(*twice < s.jobs.size() ? fmt::format("job {} named twice", s.jobs[*twice].record.id)
+                                  : fmt::format("unknown job {}", *twice));
+  }
   std::vector<std::int64_t> booked(s.device_owner.size(), -1);
   for (std::size_t d = 0; d < booked.size(); ++d)
     if (s.device_owner[d] == kDeviceReserved) booked[d] = kDeviceReserved;

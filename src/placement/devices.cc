@@ -1,28 +1,49 @@
 #include "placement/devices.h"
 
 #include <algorithm>
-#include <functional>
+#include <bit>
 
 namespace fairgpu::placement {
 
 FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
   const auto& nodes = s.model->cluster.nodes;
   const std::size_t k = s.model->cluster.num_types();
-  free_ids_.resize(s.device_owner.size());
-  first_.resize(nodes.size());
+  first_word_.resize(nodes.size() + 1);
+  std::size_t words = 0;
+  int max_gpus = 0;
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    first_word_[n] = words;
+    words += (static_cast<std::size_t>(nodes[n].gpus) + 63) / 64;
+    max_gpus = std::max(max_gpus, nodes[n].gpus);
+  }
+  first_word_[nodes.size()] = words;
+  words_.assign(words, 0);
   free_.assign(nodes.size(), 0);
   free_count_.assign(k, 0);
-  int max_gpus = 0;
-  for (const Node& n : nodes) max_gpus = std::max(max_gpus, n.gpus);
-  buckets_.assign(k, std::vector<std::vector<std::uint32_t>>(static_cast<std::size_t>(max_gpus) + 1));
+  buckets_.assign(k,
+                  std::vector<std::vector<std::uint32_t>>(static_cast<std::size_t>(max_gpus) + 1));
   pos_.assign(nodes.size(), 0);
+  // A job's devices sit next to each other: its lease is looked up once per
+  // run of its devices, not once per device.
+  std::int64_t last_owner = -1;
+  bool last_ended = false;
   for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-    first_[n] = s.model->node_first_device[n];
-    std::uint32_t* ids = free_ids(n);
-    for (int g = nodes[n].gpus - 1; g >= 0; --g) {
-      std::int64_t owner = s.device_owner[first_[n] + static_cast<std::size_t>(g)];
-      if (owner == -1 || (owner >= 0 && s.lease_ended(s.jobs[static_cast<std::size_t>(owner)])))
-        ids[free_[n]++] = static_cast<std::uint32_t>(g);
+    const std::size_t first = s.model->node_first_device[n];
+    for (int g = 0; g < nodes[n].gpus; ++g) {
+      const std::size_t flat = first + static_cast<std::size_t>(g);
+      constexpr std::size_t kAhead = 64;  // devices: about eight jobs' worth
+      if (flat + kAhead < s.device_owner.size() && s.device_owner[flat + kAhead] >= 0)
+        __builtin_prefetch(
+            &s.jobs[static_cast<std::size_t>(s.device_owner[flat + kAhead])].lease_end);
+      const std::int64_t owner = s.device_owner[flat];
+      if (owner >= 0 && owner != last_owner) {
+        last_owner = owner;
+        last_ended = s.lease_ended(s.jobs[static_cast<std::size_t>(owner)]);
+      }
+      if (owner == -1 || (owner >= 0 && last_ended)) {
+        words_[first_word_[n] + static_cast<std::size_t>(g) / 64] |= std::uint64_t{1} << (g % 64);
+        ++free_[n];
+      }
     }
     auto& bucket = buckets_[nodes[n].type][static_cast<std::size_t>(free_[n])];
     pos_[n] = bucket.size();
@@ -37,11 +58,6 @@ int FreeDevices::total_free() const {
   return total;
 }
 
-bool FreeDevices::is_free(DeviceRef d) const {
-  const std::uint32_t* ids = free_ids(d.node);
-  return std::find(ids, ids + free_[d.node], d.gpu) != ids + free_[d.node];
-}
-
 void FreeDevices::move_bucket(std::uint32_t node, int from, int to) {
   auto& b = buckets_[s_.model->cluster.nodes[node].type];
   auto& src = b[static_cast<std::size_t>(from)];
@@ -54,14 +70,12 @@ void FreeDevices::move_bucket(std::uint32_t node, int from, int to) {
   dst.push_back(node);
 }
 
-bool FreeDevices::take(const std::vector<DeviceRef>& devices) {
+bool FreeDevices::take(std::span<const DeviceRef> devices) {
   for (DeviceRef d : devices)
     if (!is_free(d)) return false;
   for (DeviceRef d : devices) {
-    std::uint32_t* ids = free_ids(d.node);
+    words_[first_word_[d.node] + d.gpu / 64] &= ~(std::uint64_t{1} << (d.gpu % 64));
     int& count = free_[d.node];
-    std::uint32_t* at = std::find(ids, ids + count, d.gpu);
-    std::copy(at + 1, ids + count, at);
     --count;
     move_bucket(d.node, count + 1, count);
     --free_count_[s_.model->cluster.nodes[d.node].type];
@@ -71,11 +85,8 @@ bool FreeDevices::take(const std::vector<DeviceRef>& devices) {
 
 void FreeDevices::give_back(const std::vector<DeviceRef>& devices) {
   for (DeviceRef d : devices) {
-    std::uint32_t* ids = free_ids(d.node);
+    words_[first_word_[d.node] + d.gpu / 64] |= std::uint64_t{1} << (d.gpu % 64);
     int& count = free_[d.node];
-    std::uint32_t* at = std::upper_bound(ids, ids + count, d.gpu, std::greater<>());  // desc
-    std::copy_backward(at, ids + count, ids + count + 1);
-    *at = d.gpu;
     ++count;
     move_bucket(d.node, count - 1, count);
     ++free_count_[s_.model->cluster.nodes[d.node].type];
@@ -92,14 +103,23 @@ bool FreeDevices::fits_one_node(std::size_t type, int g) const {
 std::vector<DeviceRef> FreeDevices::pick(std::size_t type, int g) {
   std::vector<DeviceRef> out;
   if (g <= 0 || free_count_[type] < g) return out;
+  out.reserve(static_cast<std::size_t>(g));
   auto& b = buckets_[type];
-  auto take_from = [&](std::uint32_t node, int n) {
-    const std::uint32_t* ids = free_ids(node);
+  auto take_from = [&](std::uint32_t node, int n) {  // its n lowest free ids
     int& count = free_[node];
     const int before = count;
-    for (int i = 0; i < n; ++i) out.push_back({node, ids[--count]});  // lowest ids sit last
+    for (std::size_t w = first_word_[node]; n > 0; ++w) {
+      std::uint64_t& word = words_[w];
+      for (; n > 0 && word != 0; --n) {
+        const int bit = std::countr_zero(word);
+        word &= word - 1;
+        out.push_back({node, static_cast<std::uint32_t>((w - first_word_[node]) * 64 +
+                                                        static_cast<std::size_t>(bit))});
+        --count;
+      }
+    }
     move_bucket(node, before, count);
-    free_count_[type] -= n;
+    free_count_[type] -= before - count;
   };
   // Best fit on one node. Within a bucket the last node: O(1), and
   // deterministic because the buckets evolve the same way on the same inputs.

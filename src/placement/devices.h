@@ -1,11 +1,14 @@
 // Free devices at one scheduling point, and consolidated picks from them
 // (DESIGN §4: as few nodes as possible). Nodes of each type sit in buckets by
 // free count, so a best-fit pick costs O(GPUs per node), not O(nodes): the
-// simulator places jobs on thousands of GPUs every round.
+// simulator places jobs on thousands of GPUs every round. A node's free
+// devices are a bit set (one 64-bit word for nodes of up to 64 GPUs), so a
+// renewal's take() is a few bit tests, not searches through id lists.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "fairgpu/scheduler.h"
@@ -20,31 +23,28 @@ class FreeDevices {
 
   int free_of_type(std::size_t type) const { return free_count_[type]; }
   int total_free() const;
-  bool is_free(DeviceRef d) const;
+  bool is_free(DeviceRef d) const {
+    return words_[first_word_[d.node] + d.gpu / 64] >> (d.gpu % 64) & 1;
+  }
   // Takes specific devices (a renewal); false, taking nothing, if any is not free.
-  bool take(const std::vector<DeviceRef>& devices);
+  bool take(std::span<const DeviceRef> devices);
   // Gives back devices taken from this set (by take or pick).
   void give_back(const std::vector<DeviceRef>& devices);
   // g devices of one type, consolidated: the fullest node that still fits all
-  // g (best fit), else the emptiest nodes first (fewest nodes). Empty when
-  // fewer than g are free.
+  // g (best fit), else the emptiest nodes first (fewest nodes); within a
+  // node its lowest free ids. Empty when fewer than g are free.
   std::vector<DeviceRef> pick(std::size_t type, int g);
   // Whether some node of `type` has g free devices.
   bool fits_one_node(std::size_t type, int g) const;
 
  private:
   void move_bucket(std::uint32_t node, int from, int to);
-  // Node n's free device ids, sorted descending: the first free_[n] entries
-  // of its slot in free_ids_ (one flat array; built every round).
-  std::uint32_t* free_ids(std::uint32_t node) { return free_ids_.data() + first_[node]; }
-  const std::uint32_t* free_ids(std::uint32_t node) const {
-    return free_ids_.data() + first_[node];
-  }
   const SchedulerState& s_;
-  std::vector<std::uint32_t> free_ids_;
-  std::vector<std::size_t> first_;  // node -> its slot in free_ids_
-  std::vector<int> free_;           // node -> free devices
-  std::vector<int> free_count_;     // per type
+  // Node n's free devices: bit g of words_[first_word_[n] + g / 64].
+  std::vector<std::uint64_t> words_;
+  std::vector<std::size_t> first_word_;
+  std::vector<int> free_;        // node -> free devices
+  std::vector<int> free_count_;  // per type
   // buckets_[type][c] = nodes of `type` with exactly c free devices.
   std::vector<std::vector<std::vector<std::uint32_t>>> buckets_;
   std::vector<std::size_t> pos_;  // node -> position in its bucket

@@ -37,6 +37,7 @@
 #include <climits>
 #include <cmath>
 #include <numeric>
+#include <span>
 
 #include "placement/devices.h"
 
@@ -122,7 +123,11 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   FreeDevices free(s);
 
   // Entitlement: ideal + credit, per type and in total.
-  std::vector<std::vector<double>> want(n, std::vector<double>(k, 0.0));
+  // Per entity and type, flat (row e at e * k): one allocation, not one per entity.
+  want_.assign(n * k, 0.0);
+  held_.assign(n * k, 0);
+  auto want = [&](std::size_t e) { return want_.data() + e * k; };
+  auto held = [&](std::size_t e) { return held_.data() + e * k; };
   std::vector<double> ideal_total(n, 0.0), want_total(n, 0.0);
   for (std::size_t e = 0; e < n; ++e) {
     const auto it = std::lower_bound(dev_keys_.begin(), dev_keys_.end(), entities[e].key);
@@ -130,45 +135,66 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     const double* credit =
         known ? &dev_[static_cast<std::size_t>(it - dev_keys_.begin()) * k] : nullptr;
     for (std::size_t t = 0; t < k; ++t) {
-      want[e][t] = entities[e].ideal[t] + (credit ? credit[t] : 0.0);
+      want(e)[t] = entities[e].ideal[t] + (credit ? credit[t] : 0.0);
       ideal_total[e] += entities[e].ideal[t];
-      want_total[e] += want[e][t];
+      want_total[e] += want(e)[t];
     }
   }
-  std::vector<std::vector<int>> held(n, std::vector<int>(k, 0));
   std::vector<int> held_total(n, 0);
   taken_.resize(s.jobs.size(), 0);
   flagged_.resize(s.jobs.size(), 0);
   std::vector<char>& taken = taken_;
   std::vector<char>& flagged = flagged_;
-  // The jobs' views, gathered with the next jobs fetched ahead.
+  // The jobs' views, gathered with the next jobs fetched ahead: over all
+  // entities' jobs in one list, as most entities hold a job or two.
   const bool type_bits = k <= 8;
   view_.resize(s.jobs.size());
-  for (const RoundingEntity& ent : entities) {
-    constexpr std::size_t kAhead = 8;
-    for (std::size_t r = 0; r < ent.jobs.size(); ++r) {
-      if (r + kAhead < ent.jobs.size()) {
-        const Job& ahead = s.jobs[ent.jobs[r + kAhead]];
+  view_devices_.clear();
+  all_jobs_.clear();
+  for (const RoundingEntity& ent : entities)
+    all_jobs_.insert(all_jobs_.end(), ent.jobs.begin(), ent.jobs.end());
+  // Each entity's largest gang (for its credit clamp), taken here rather than
+  // in a later pass over the view at its jobs' scattered places.
+  largest_gang_.assign(n, 0);
+  {
+    constexpr std::size_t kAhead = 16;
+    const std::size_t count = all_jobs_.size();
+    std::size_t e_of_r = 0, e_end = n > 0 ? entities[0].jobs.size() : 0;
+    for (std::size_t r = 0; r < count; ++r) {
+      while (r >= e_end) e_end += entities[++e_of_r].jobs.size();
+      if (r + kAhead < count) {
+        const Job& ahead = s.jobs[all_jobs_[r + kAhead]];
         __builtin_prefetch(&ahead.workers);
-        __builtin_prefetch(&ahead.state);
         __builtin_prefetch(&ahead.run_start);
-        __builtin_prefetch(&ahead.last_stop);
+        __builtin_prefetch(&view_[all_jobs_[r + kAhead]]);
       }
-      if (type_bits && r + kAhead / 2 < ent.jobs.size())
-        __builtin_prefetch(s.jobs[ent.jobs[r + kAhead / 2]].rate_best.data());
-      const Job& j = s.jobs[ent.jobs[r]];
-      JobView& v = view_[ent.jobs[r]];
+      if (r + kAhead / 2 < count) {  // its vectors, the job now in cache
+        const Job& ahead = s.jobs[all_jobs_[r + kAhead / 2]];
+        if (type_bits) __builtin_prefetch(ahead.rate_best.data());
+        if (ahead.state == JobState::kRunning) __builtin_prefetch(ahead.devices.data());
+      }
+      const Job& j = s.jobs[all_jobs_[r]];
+      JobView& v = view_[all_jobs_[r]];
       v.run_start = j.run_start;
       v.last_stop = j.last_stop;
       v.workers = j.workers;
       v.running = j.state == JobState::kRunning;
+      v.first_device = static_cast<std::uint32_t>(view_devices_.size());
+      v.device_count = v.running ? static_cast<std::uint32_t>(j.devices.size()) : 0;
+      if (v.running) view_devices_.insert(view_devices_.end(), j.devices.begin(), j.devices.end());
       v.types = 0;
       if (type_bits)
         for (std::size_t t = 0; t < k; ++t)
           if (j.runs_on(t)) v.types = static_cast<std::uint8_t>(v.types | 1u << t);
+      largest_gang_[e_of_r] = std::max(largest_gang_[e_of_r], v.workers);
     }
   }
   const std::vector<JobView>& view = view_;
+  // A running job's devices, from the view.
+  auto devices_of = [&](std::size_t i) {
+    return std::span<const DeviceRef>(view_devices_.data() + view[i].first_device,
+                                      view[i].device_count);
+  };
   std::vector<std::size_t> next_in_share, next_waiting;
 
   // A leftover GPU counts against the entity only on a type it is owed
@@ -178,8 +204,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   auto charge = [&](std::size_t e, std::size_t i, std::vector<DeviceRef> devices, bool in_share) {
     for (DeviceRef d : devices) {
       const std::size_t t = s.type_of(d);
-      if (!in_share && !(want[e][t] - held[e][t] > 1e-9)) continue;
-      ++held[e][t];
+      if (!in_share && !(want(e)[t] - held(e)[t] > 1e-9)) continue;
+      ++held(e)[t];
       ++held_total[e];
     }
     if (in_share) next_in_share.push_back(i);
@@ -189,9 +215,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   };
   auto renew_in_place = [&](std::size_t e, std::size_t i, bool in_share) {
     if (!view[i].running) return false;
-    const Job& j = s.jobs[i];
-    if (!free.take(j.devices)) return false;
-    charge(e, i, j.devices, in_share);
+    const std::span<const DeviceRef> devices = devices_of(i);
+    if (!free.take(devices)) return false;
+    charge(e, i, std::vector<DeviceRef>(devices.begin(), devices.end()), in_share);
     return true;
   };
   // A start within the share goes only to types the entity is owed (up to
@@ -204,7 +230,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   auto within_share_limits = [&](std::size_t e, const Job& j) {
     int capacity = 0;
     for (std::size_t t = 0; t < k; ++t) {
-      owed[t] = want[e][t] - held[e][t];
+      owed[t] = want(e)[t] - held(e)[t];
       limit[t] = owed[t] > 1e-9 ? static_cast<int>(std::ceil(owed[t] - 1e-9)) : 0;
       if (limit[t] > 0 && j.runs_on(t)) capacity += s.model->capacity[t];
     }
@@ -225,7 +251,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     if (in_share) {
       within_share_limits(e, j);
     } else {
-      for (std::size_t t = 0; t < k; ++t) owed[t] = want[e][t] - held[e][t];
+      for (std::size_t t = 0; t < k; ++t) owed[t] = want(e)[t] - held(e)[t];
       std::fill(limit.begin(), limit.end(), j.workers);
     }
     if (!choose_counts(j, owed, limit, free, counts, type_order)) return false;
@@ -247,8 +273,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     });
     for (std::size_t i : kept) {
       bool covered = true;  // by the ideal share on every type it holds
-      for (DeviceRef d : s.jobs[i].devices)
-        covered &= held[e][s.type_of(d)] < entities[e].ideal[s.type_of(d)] - 1e-9;
+      for (DeviceRef d : devices_of(i))
+        covered &= held(e)[s.type_of(d)] < entities[e].ideal[s.type_of(d)] - 1e-9;
       if (covered) renew_in_place(e, i, true);
     }
   }
@@ -256,7 +282,13 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
 
   // 2. Choice: round-robin within the entity's credit, stopping at the first
   // job that does not fit (the entity saves up for it).
-  std::vector<std::vector<std::size_t>> ordered(n);
+  // Each entity's jobs not kept, in starvation order: ordered(e), flat.
+  ordered_.clear();
+  ordered_first_.assign(n + 1, 0);
+  auto ordered = [&](std::size_t e) {
+    return std::span<const std::size_t>(ordered_.data() + ordered_first_[e],
+                                        ordered_first_[e + 1] - ordered_first_[e]);
+  };
   std::vector<char> saving(n, 0);
   struct Chosen {
     std::size_t e, job;
@@ -264,7 +296,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<Chosen> chosen;
   // order_by_starvation() on the views (the same keys), one buffer for all.
   std::vector<std::pair<double, std::size_t>> keyed;
-  auto starvation_order = [&](std::vector<std::size_t>& jobs) {
+  auto starvation_order = [&](std::span<std::size_t> jobs) {
     keyed.resize(jobs.size());
     for (std::size_t r = 0; r < jobs.size(); ++r) {
       const JobView& v = view[jobs[r]];
@@ -275,11 +307,14 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t r = 0; r < jobs.size(); ++r) jobs[r] = keyed[r].second;
   };
   for (std::size_t e = 0; e < n; ++e) {
+    ordered_first_[e] = ordered_.size();
     for (std::size_t i : entities[e].jobs)
-      if (!taken[i]) ordered[e].push_back(i);
-    starvation_order(ordered[e]);
+      if (!taken[i]) ordered_.push_back(i);
+    ordered_first_[e + 1] = ordered_.size();
+    starvation_order(std::span<std::size_t>(ordered_.data() + ordered_first_[e],
+                                            ordered_.size() - ordered_first_[e]));
     double budget = want_total[e] - held_total[e];
-    for (std::size_t i : ordered[e]) {
+    for (std::size_t i : ordered(e)) {
       const int g = view[i].workers;
       if (g > budget + 1e-9) {
         saving[e] = 1;
@@ -337,15 +372,6 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // for a gang try that gang first and the rest of their jobs last.
   auto hand_out_leftovers = [&] {
     if (free.total_free() == 0) return;
-    // On equal deficits, an entity whose next job runs now goes first: it is
-    // renewed in place rather than another job restarted there.
-    std::vector<char> renews(n, 0);
-    for (std::size_t e = 0; e < n; ++e)
-      for (std::size_t i : ordered[e])
-        if (!taken[i]) {
-          renews[e] = view[i].running;
-          break;
-        }
     // Whether any job left could still be renewed or started: a start needs
     // its gang free on the types it runs on, a renewal its gang free at all.
     // Checked before each entity, it ends the passes once the free GPUs are
@@ -358,7 +384,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     int smallest_running_gang = INT_MAX;
     if (by_mask)
       for (std::size_t e = 0; e < n; ++e)
-        for (std::size_t i : ordered[e]) {
+        for (std::size_t i : ordered(e)) {
           if (taken[i]) continue;
           const JobView& v = view[i];
           smallest_gang[v.types] = std::min(smallest_gang[v.types], v.workers);
@@ -378,17 +404,31 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       }
       return false;
     };
+    // Every pass below checks this before it acts: when nothing fits now,
+    // the order is not worth building.
+    if (!some_job_fits()) return;
+    // On equal deficits, an entity whose next job runs now goes first: it is
+    // renewed in place rather than another job restarted there.
+    std::vector<char> renews(n, 0);
+    for (std::size_t e = 0; e < n; ++e)
+      for (std::size_t i : ordered(e))
+        if (!taken[i]) {
+          renews[e] = view[i].running;
+          break;
+        }
+    std::vector<double> deficit(n);
+    for (std::size_t e = 0; e < n; ++e) deficit[e] = want_total[e] - held_total[e];
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const double da = want_total[a] - held_total[a], db = want_total[b] - held_total[b];
+      const double da = deficit[a], db = deficit[b];
       if (std::fabs(da - db) > 1e-9) return da > db;
       return renews[a] > renews[b];
     });
     for (std::size_t e : order) {
       if (!saving[e]) continue;
       if (!some_job_fits()) return;
-      for (std::size_t i : ordered[e]) {
+      for (std::size_t i : ordered(e)) {
         if (taken[i]) continue;
         if (!renew_in_place(e, i, false)) start(e, i, false);
         break;  // only the head
@@ -399,7 +439,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
         for (std::size_t e : order) {
           if (saving[e] != saving_pass) continue;
           if (!some_job_fits()) return;
-          for (std::size_t i : ordered[e]) {
+          for (std::size_t i : ordered(e)) {
             if (free.total_free() == 0) return;
             if (taken[i]) continue;
             if (pass == 0)
@@ -419,10 +459,17 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     bool moved = false;
     for (std::size_t q = 0; q < out.size(); ++q) {
       Assignment& a = out[q];
-      const Job& j = s.jobs[a.job];
       // Kept jobs within their share (a leftover's charge depends on where it is).
-      if (entity_of_out[q] == n || j.state != JobState::kRunning || a.devices != j.devices)
+      const JobView& v = view[a.job];
+      if (entity_of_out[q] == n || !v.running) continue;
+      const std::span<const DeviceRef> held_now = devices_of(a.job);
+      if (!std::equal(a.devices.begin(), a.devices.end(), held_now.begin(), held_now.end()))
         continue;
+      bool room = false;  // a type it runs on with its gang free (else the job is not read)
+      for (std::size_t t = 0; t < k && !room; ++t)
+        room = (!type_bits || (v.types >> t & 1)) && free.free_of_type(t) >= v.workers;
+      if (!room) continue;
+      const Job& j = s.jobs[a.job];
       std::size_t best_type = k;
       double best = j.rate;
       for (std::size_t t = 0; t < k; ++t) {
@@ -436,8 +483,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (best_type == k) continue;
       const std::size_t e = entity_of_out[q];
       std::vector<DeviceRef> devices = free.pick(best_type, j.workers);
-      for (DeviceRef d : a.devices) --held[e][s.type_of(d)];
-      for (DeviceRef d : devices) ++held[e][s.type_of(d)];
+      for (DeviceRef d : a.devices) --held(e)[s.type_of(d)];
+      for (DeviceRef d : devices) ++held(e)[s.type_of(d)];
       free.give_back(a.devices);
       a.devices = std::move(devices);
       moved = true;
@@ -460,12 +507,10 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   for (std::size_t e : by_key) {
     const RoundingEntity& ent = entities[e];
     if (!dev_keys_.empty() && dev_keys_.back() == ent.key) continue;  // a key once, the first
-    int largest = 0;
-    for (std::size_t i : ent.jobs) largest = std::max(largest, view[i].workers);
-    const double cap = (ideal_total[e] + largest) * std::max(1.0, quantum_rounds);
+    const double cap = (ideal_total[e] + largest_gang_[e]) * std::max(1.0, quantum_rounds);
     dev_keys_.push_back(ent.key);
     for (std::size_t t = 0; t < k; ++t)
-      dev_.push_back(std::clamp(want[e][t] - held[e][t], -cap, cap));
+      dev_.push_back(std::clamp(want(e)[t] - held(e)[t], -cap, cap));
   }
   for (const Assignment& a : out) taken[a.job] = 0;
   in_share_ = std::move(next_in_share);

@@ -55,10 +55,20 @@ class OefRoundingPlacer {
   struct JobView {
     double run_start = 0.0, last_stop = 0.0;
     int workers = 1;
+    // A running job's devices: view_devices_[first_device, + device_count).
+    std::uint32_t first_device = 0, device_count = 0;
     bool running = false;
     std::uint8_t types = 0;  // bit t: runs on type t (types < 8)
   };
   std::vector<JobView> view_;
+  // Per-round scratch kept for its capacity: entitlement and holdings per
+  // entity and type, and the entities' jobs in starvation order.
+  std::vector<double> want_;
+  std::vector<int> held_;
+  std::vector<std::size_t> ordered_, ordered_first_;
+  std::vector<DeviceRef> view_devices_;
+  std::vector<std::size_t> all_jobs_;  // the entities' jobs, entity after entity
+  std::vector<int> largest_gang_;      // per entity, this round
   std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
   std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first
 };

@@ -358,26 +358,52 @@ class ShareRoundPolicy final : public RoundPolicy {
     num_job_types_ = s.model->profiles.job_types.size();
     demand_.clear();
     usable_demand_.clear();
-    entities_.clear();
+    // Entities are rebuilt in place: their vectors keep their capacity.
+    std::size_t used = 0;
+    auto next_entity = [&]() -> placement::RoundingEntity& {
+      if (used == entities_.size()) entities_.emplace_back();
+      placement::RoundingEntity& ent = entities_[used++];
+      ent.jobs.clear();
+      return ent;
+    };
     // tenant -> (job type, gang or 0) -> its active jobs, in index order.
     // Active jobs sorted by (tenant, job type, gang, index): each run of
     // equal classes is one row (a sort, not maps: this runs most rounds).
-    struct Member {
-      std::size_t tenant, job_type;
-      int gang;
-      std::size_t job;
-      int workers;  // the job's (a function of `job`: not part of the order)
-      auto operator<=>(const Member&) const = default;
-    };
-    std::vector<Member> members;
-    members.reserve(s.active.size());
+    // The sort is by tenant first (counting, in one pass), then each
+    // tenant's few members: the same order as one sort of all members.
+    std::vector<Member>& members = members_;
+    const std::size_t n_tenants = s.tenants.size();
+    const bool by_tenant = n_tenants <= 4 * s.active.size() + 64;
+    members.resize(s.active.size());
+    if (by_tenant) tenant_first_.assign(n_tenants + 1, 0);
     for (std::size_t r = 0; r < s.active.size(); ++r) {
-      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::workers);
+      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::job_type);
       const Job& j = s.jobs[s.active[r]];
-      members.push_back(
-          {j.tenant, j.job_type, tenant_demands_ ? j.workers : 0, s.active[r], j.workers});
+      members[r] = {j.tenant,  j.job_type,         tenant_demands_ ? j.workers : 0, s.active[r],
+                    j.workers, j.rate_best.data(), j.ref_rate};
+      if (by_tenant) ++tenant_first_[j.tenant + 1];
     }
-    std::sort(members.begin(), members.end());
+    if (by_tenant) {
+      for (std::size_t t = 0; t < n_tenants; ++t) tenant_first_[t + 1] += tenant_first_[t];
+      sorted_members_.resize(members.size());
+      tenant_fill_.assign(tenant_first_.begin(), tenant_first_.end() - 1);
+      for (const Member& m : members) sorted_members_[tenant_fill_[m.tenant]++] = m;
+      members.swap(sorted_members_);
+      for (std::size_t t = 0; t < n_tenants; ++t)
+        if (tenant_first_[t + 1] - tenant_first_[t] > 1)
+          std::sort(members.begin() + static_cast<std::ptrdiff_t>(tenant_first_[t]),
+                    members.begin() + static_cast<std::ptrdiff_t>(tenant_first_[t + 1]));
+    } else {
+      std::sort(members.begin(), members.end());
+    }
+    // Where each row starts, so the rates of a row's first job can be
+    // fetched a few rows ahead (the job itself is not read again).
+    row_first_.clear();
+    for (std::size_t m = 0; m < members.size(); ++m)
+      if (m == 0 || members[m].tenant != members[m - 1].tenant ||
+          members[m].job_type != members[m - 1].job_type || members[m].gang != members[m - 1].gang)
+        row_first_.push_back(m);
+    std::size_t row = 0;
     for (std::size_t m = 0; m < members.size();) {
       const std::size_t tenant = members[m].tenant;
       double demand = 0.0;
@@ -385,7 +411,12 @@ class ShareRoundPolicy final : public RoundPolicy {
       while (m < members.size() && members[m].tenant == tenant) {
         const std::size_t type = members[m].job_type;
         const int gang = members[m].gang;
-        placement::RoundingEntity ent;
+        placement::RoundingEntity& ent = next_entity();
+        const Member& first = members[m];
+        constexpr std::size_t kAhead = 4;
+        if (row + kAhead < row_first_.size())
+          __builtin_prefetch(members[row_first_[row + kAhead]].rate_best);
+        ++row;
         for (; m < members.size() && members[m].tenant == tenant &&
                members[m].job_type == type && members[m].gang == gang;
              ++m) {
@@ -395,14 +426,12 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (gang == 0) {
           types.emplace_back(s.model->profiles.job_types[type].name, speedup_of(s, type));
         } else {
-          const Job& j = s.jobs[ent.jobs.front()];
           std::vector<double> w(problem_.num_types());
-          for (std::size_t t = 0; t < w.size(); ++t) w[t] = j.rate_best[t] / j.ref_rate;
+          for (std::size_t t = 0; t < w.size(); ++t) w[t] = first.rate_best[t] / first.ref_rate;
           types.emplace_back(class_name(s, type, gang), std::move(w));
         }
         ent.key = rounding_key(tenant, type, gang);
         ent.ideal.assign(problem_.num_types(), 0.0);
-        entities_.push_back(std::move(ent));
       }
       const TenantSpec& spec = s.tenants[tenant];
       demand_.push_back(tenant_demands_ ? demand : kNoDemand);
@@ -413,6 +442,7 @@ class ShareRoundPolicy final : public RoundPolicy {
       else
         problem_.add_tenant_job_types(spec.name, std::move(types), spec.weight, demand);
     }
+    entities_.resize(used);
   }
 
   // Job level: jobs of the same type, gang and weight are interchangeable,
@@ -477,6 +507,22 @@ class ShareRoundPolicy final : public RoundPolicy {
   Matrix x_;
   double estimated_ = 0.0;
   std::vector<placement::RoundingEntity> entities_;  // tenant level: rows of x_
+  // build_tenant_problem's scratch, kept for its capacity.
+  struct Member {
+    std::size_t tenant, job_type;
+    int gang;
+    std::size_t job;
+    // The job's (functions of `job`: not part of the order), read with the
+    // fields above so the job is not read again for its row's speedups.
+    int workers;
+    const double* rate_best;
+    double ref_rate;
+    bool operator<(const Member& o) const {
+      return std::tie(tenant, job_type, gang, job) < std::tie(o.tenant, o.job_type, o.gang, o.job);
+    }
+  };
+  std::vector<Member> members_, sorted_members_;
+  std::vector<std::size_t> tenant_first_, tenant_fill_, row_first_;
   std::vector<std::size_t> jobs_;          // job level: the active jobs
   std::vector<std::size_t> job_group_;     // job level: row of x_ for each of jobs_
   std::vector<std::size_t> group_size_;    // job level: jobs per row of x_

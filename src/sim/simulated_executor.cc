@@ -84,11 +84,24 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
   for (const Assignment& a : plan.run) by_job_[a.job] = &a;
 
   // Free first: jobs whose lease ended and that were left out (preempted) or
-  // moved (migrated: checkpoint here, restart there).
+  // moved (migrated: checkpoint here, restart there). Those leave `running`
+  // in the same pass (the others keep their order).
+  std::size_t kept = 0;
   for (std::size_t r = 0; r < s.running.size(); ++r) {
     prefetch_ahead(s.jobs, s.running, r, &Job::lease_end, &Job::devices, &Job::resources);
+    if (r + 4 < s.running.size()) {  // its vectors, the job now in cache
+      const Job& ahead = s.jobs[s.running[r + 4]];
+      __builtin_prefetch(ahead.devices.data());
+      __builtin_prefetch(ahead.resources.data());
+      __builtin_prefetch(&by_job_[s.running[r + 4]]);
+    }
     const std::size_t i = s.running[r];
+    s.running[kept++] = i;
     Job& j = s.jobs[i];
+    if (j.state != JobState::kRunning) {  // finished, not compacted yet
+      --kept;
+      continue;
+    }
     if (!s.lease_ended(j)) continue;
     const Assignment* a = by_job_[i];
     // Same devices and the same CPUs and memory: a renewal.
@@ -107,8 +120,9 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
     release(s, j);
     j.state = JobState::kQueued;
     if (!a) ++j.record.preemptions;
+    --kept;
   }
-  std::erase_if(s.running, [&](std::size_t i) { return s.jobs[i].state != JobState::kRunning; });
+  s.running.resize(kept);
   for (std::size_t r = 0; r < plan.run.size(); ++r) {
     if (r + 8 < plan.run.size()) {
       const Job& ahead = s.jobs[plan.run[r + 8].job];

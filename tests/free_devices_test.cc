@@ -1,0 +1,84 @@
+// FreeDevices (placement/devices.h): which devices a plan may use at a
+// scheduling point, and its consolidated picks, on a toy cluster with a node
+// of more than 64 GPUs (its free set spans two words of the bit set).
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "fairgpu/scheduler.h"
+#include "placement/devices.h"
+#include "toy_model.h"
+
+namespace fairgpu {
+namespace {
+
+using placement::FreeDevices;
+using namespace toy;
+
+std::vector<DeviceRef> on(std::uint32_t node, std::vector<std::uint32_t> gpus) {
+  std::vector<DeviceRef> out;
+  for (std::uint32_t g : gpus) out.push_back({node, g});
+  return out;
+}
+
+TEST(FreeDevices, OwnersLeasesAndConsolidatedPicks) {
+  // Node 0: 70 slow GPUs; node 1: 4 slow; node 2: 8 fast.
+  Workload w = workload({job("j0", "t", "a", 1, 0, 100), job("j1", "t", "a", 1, 0, 100)});
+  ClusterModel m =
+      bind_model(toy_cluster({{"slow", 70}, {"slow", 4}, {"fast", 8}}), toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  s.now = 600;
+  // j0 holds node 0's GPU 0 with its lease running; j1 holds GPU 65 with its
+  // lease ended now (the policy decides about it: free); GPU 1 is reserved.
+  s.jobs[0].lease_end = 900;
+  s.jobs[1].lease_end = 600;
+  s.device_owner[s.flat({0, 0})] = 0;
+  s.device_owner[s.flat({0, 65})] = 1;
+  s.device_owner[s.flat({0, 1})] = kDeviceReserved;
+  const std::size_t slow = 0, fast = 1;
+  ASSERT_EQ(m.cluster.gpu_types[slow], "slow");
+
+  FreeDevices free(s);
+  EXPECT_EQ(free.free_of_type(slow), 72);
+  EXPECT_EQ(free.free_of_type(fast), 8);
+  EXPECT_EQ(free.total_free(), 80);
+  EXPECT_FALSE(free.is_free({0, 0}));
+  EXPECT_FALSE(free.is_free({0, 1}));
+  EXPECT_TRUE(free.is_free({0, 65}));
+  EXPECT_TRUE(free.is_free({0, 69}));
+
+  // A renewal takes all its devices or none.
+  EXPECT_FALSE(free.take(on(0, {64, 0})));
+  EXPECT_TRUE(free.is_free({0, 64}));
+  EXPECT_EQ(free.free_of_type(slow), 72);
+
+  // Best fit: the fullest node that holds the whole gang, its lowest ids.
+  EXPECT_EQ(free.pick(slow, 3), on(1, {0, 1, 2}));
+  std::vector<std::uint32_t> lowest(60);
+  std::iota(lowest.begin(), lowest.end(), 2u);  // 2..61: GPU 0 is held, 1 reserved
+  EXPECT_EQ(free.pick(slow, 60), on(0, lowest));
+  // Across the word boundary of node 0's set (ids 62..69 left there).
+  EXPECT_EQ(free.pick(slow, 6), on(0, {62, 63, 64, 65, 66, 67}));
+  EXPECT_EQ(free.free_of_type(slow), 3);  // node 0: 68, 69; node 1: 3
+  EXPECT_TRUE(free.take(on(0, {69})));
+  EXPECT_FALSE(free.is_free({0, 69}));
+  free.give_back(on(0, {64, 69}));
+  EXPECT_TRUE(free.is_free({0, 64}));
+  EXPECT_EQ(free.free_of_type(slow), 4);
+  // One GPU: the node with exactly one free (node 1) before node 0's three.
+  EXPECT_EQ(free.pick(slow, 1), on(1, {3}));
+  free.give_back(on(1, {3}));
+  // Spread when no node holds the gang: the nodes with most free first.
+  EXPECT_FALSE(free.fits_one_node(slow, 4));
+  std::vector<DeviceRef> spread = on(0, {64, 68, 69});
+  spread.push_back({1, 3});
+  EXPECT_EQ(free.pick(slow, 4), spread);
+  EXPECT_TRUE(free.pick(slow, 1).empty());
+  EXPECT_TRUE(free.fits_one_node(fast, 8));
+  EXPECT_EQ(free.pick(fast, 8), on(2, {0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(free.total_free(), 0);
+}
+
+}  // namespace
+}  // namespace fairgpu
