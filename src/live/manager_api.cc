@@ -2,10 +2,8 @@
 // submit, list, show and cancel jobs, tenants, cluster, drain, profiles, and
 // the Prometheus metrics.
 #include <fmt/format.h>
-#include <sys/random.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <map>
 #include <set>
@@ -13,6 +11,7 @@
 #include "fairgpu/provenance.h"
 #include "live/log.h"
 #include "live/manager.h"
+#include "live/random_hex.h"
 #include "live/request.h"
 
 namespace fairgpu::live {
@@ -351,17 +350,7 @@ json Manager::issue_node_token(const Caller& c, const std::string& node) {
   require(c, {Caller::Role::kAdmin});
   if (auto problem = name_problem(node); !problem.empty())
     bad("node", "'" + node + "': " + problem);
-  // 192 random bits from the kernel.
-  unsigned char bytes[24];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error("getrandom failed");
-    got += static_cast<std::size_t>(n);
-  }
-  std::string token = "fgn_";
-  for (unsigned char b : bytes) token += fmt::format("{:02x}", b);
+  const std::string token = "fgn_" + random_hex(24);  // 192 random bits from the kernel
   std::uint64_t ticket;
   {
     std::lock_guard lock(mu_);

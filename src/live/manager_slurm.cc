@@ -29,7 +29,6 @@
 //     exchange left half done is redone from what Slurm shows (executor.h).
 #include <fmt/format.h>
 #include <pwd.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +42,7 @@
 #include "live/log.h"
 #include "live/manager.h"
 #include "live/process.h"
+#include "live/random_hex.h"
 #include "live/request.h"
 #include "live/slurm/executor.h"
 
@@ -56,19 +56,7 @@ constexpr const char* kSlurmJobMeta = "slurm_job:";
 constexpr const char* kSlurmInstanceMeta = "slurm_instance";
 
 // A new instance tag: 64 random bits from the kernel.
-std::string new_instance_tag() {
-  unsigned char bytes[8];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error("getrandom failed");
-    got += static_cast<std::size_t>(n);
-  }
-  std::string tag = "fairgpu-instance=";
-  for (unsigned char b : bytes) tag += fmt::format("{:02x}", b);
-  return tag;
-}
+std::string new_instance_tag() { return "fairgpu-instance=" + random_hex(8); }
 
 std::string effective_user() {
   const passwd* pw = ::getpwuid(::geteuid());
