@@ -408,8 +408,8 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   ASSERT_GT(held.seconds, 4.0) << "both tenants waited for less than two rounds";
   const double alice = held.gpu_seconds.count("alice") ? held.gpu_seconds.at("alice") : 0.0;
   const double bob = held.gpu_seconds.count("bob") ? held.gpu_seconds.at("bob") : 0.0;
-  std::cout << "GPU-seconds while both wait (" << held.seconds << " s): alice " << alice
-            << ", bob " << bob << "; alice's share " << alice / (alice + bob) << "\n";
+  std::cout << "GPU-seconds while both wait (" << held.seconds << " s): alice " << alice << ", bob "
+            << bob << "; alice's share " << alice / (alice + bob) << "\n";
   EXPECT_NEAR(alice / (alice + bob), 2.0 / 3.0, 0.06);
 }
 

@@ -222,7 +222,8 @@ TEST(SimCore, ACappedTenantThatGrowsGetsItsShareAtTheNextRound) {
   // 1 GPU, it got only what t2 left (nothing) until 900.
   std::vector<JobSpec> jobs{job("t1-0", "t1", "a", 1, 0, 1e6)};
   for (int i = 0; i < 6; ++i) jobs.push_back(job("t2-" + std::to_string(i), "t2", "a", 1, 0, 1e6));
-  for (int i = 1; i <= 5; ++i) jobs.push_back(job("t1-" + std::to_string(i), "t1", "a", 1, 300, 1e6));
+  for (int i = 1; i <= 5; ++i)
+    jobs.push_back(job("t1-" + std::to_string(i), "t1", "a", 1, 300, 1e6));
   auto r = run(toy_cluster({{"fast", 6}}), workload(jobs), "oef-coop:quantum=0", "", 300, 1200);
   ASSERT_EQ(r.rounds.size(), 4u);
   const auto fast = [&](std::size_t round, std::size_t tenant) {
