@@ -306,7 +306,15 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
     return true;  // left the configuration
   };
 
+  // Held again, and (a revoke on a node that failed) its node answers: its
+  // processes are gone.
+  auto held_again = [&](Tracked& t, const JobDetail& d) {
+    return d.state == JobState::kPending && d.held &&
+           std::all_of(t.nodes.begin(), t.nodes.end(), node_responds);
+  };
+
   RoundWrites writes;
+  std::vector<std::string> exited;  // revoked runs that exited: requeueheld below
   for (auto& [name, t] : jobs_) {
     if (t.phase == Phase::kDone) continue;
     auto it = snap.detail.find(t.slurm_id);
@@ -396,20 +404,22 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
       case Phase::kRevoking:
         // Finished its work during the grace period: it ended as a finished
-        // run. Otherwise requeuehold when the grace period is over.
+        // run. Exited otherwise (it checkpointed on the signal): requeuehold
+        // now, not when the grace period is over, since the run that takes
+        // its GPUs or the job's next run waits for it. Still running:
+        // requeuehold when the grace period is over.
         if (is_final(d.state) && work_done(t)) {
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
+        } else if (is_final(d.state)) {
+          writes.requeue_hold.push_back(t.slurm_id);
+          exited.push_back(name);
+          t.phase = Phase::kRequeued;
         }
         break;
       case Phase::kRequeued:
-        // Held again, and (a revoke on a node that failed) its node answers:
-        // its processes are gone.
-        if (pending && d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
-          const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
-          ended(t, events, t.start_refused.empty(), why);
-          t.start_refused.clear();
-          t.phase = Phase::kIdle;
+        if (held_again(t, d)) {
+          requeued_ended(t, events);
         } else if (is_final(d.state) || d.state == JobState::kRunning) {
           // Refused, raced, or its scontrol failed (it still runs): again.
           writes.requeue_hold.push_back(t.slurm_id);
@@ -445,7 +455,29 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
     carried_ = std::move(events);
     throw;
   }
+  // The requeueholds of runs that exited take effect at once: read again so
+  // that their ends are reported now, not one poll later (if the read fails,
+  // the next poll sees them held).
+  if (!exited.empty()) {
+    try {
+      const JobsSnapshot again = client_.read_jobs();
+      for (const std::string& name : exited) {
+        Tracked& t = jobs_.at(name);
+        auto it = again.detail.find(t.slurm_id);
+        if (t.phase == Phase::kRequeued && it != again.detail.end() && held_again(t, it->second))
+          requeued_ended(t, events);
+      }
+    } catch (const SlurmError&) {
+    }
+  }
   return events;
+}
+
+void SlurmExecutor::requeued_ended(Tracked& t, std::vector<RunEvent>& events) {
+  const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
+  ended(t, events, t.start_refused.empty(), why);
+  t.start_refused.clear();
+  t.phase = Phase::kIdle;
 }
 
 }  // namespace fairgpu::live::slurm
