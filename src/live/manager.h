@@ -307,6 +307,7 @@ class Manager : private LeaseHost {
   // tag (meta slurm_instance; "" = none yet: one is made and stored).
   void adopt_slurm_jobs(const std::string& stored_instance);
   void tick_slurm();        // one exchange with Slurm (outside mu_ but for its ends)
+  bool slurm_starts_queued() const;  // starts decided and not yet sent
   ExecutorJob executor_job(const JobEntry& e) const;
   // `settling`: nodes neither offered nor lost (registering again).
   void sync_slurm_nodes(const std::vector<ExecutorNode>& seen,
