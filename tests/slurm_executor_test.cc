@@ -364,6 +364,33 @@ TEST_F(SlurmExecutorTest, NodesLeaveOutForeignGpusAndNodesThatCannotTakeJobs) {
   EXPECT_EQ(nodes[1].cpus, 8);
 }
 
+// nodes() reads the node, then the jobs: a fairgpu run that ends between the
+// two reads leaves its GPU in the node's GRES in use while its job is already
+// COMPLETED, which looked like another user's job: the node shrank for one
+// tick, the lease on that GPU was revoked, and the model was rebuilt twice.
+// A GPU counts as taken when two reads in a row see it taken.
+TEST_F(SlurmExecutorTest, AGpuCountsAsTakenByAnotherJobOnlyWhenTwoReadsInARowSeeIt) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  fake_.per_node_indices[a] = {0};
+  fake_.nodes[0].gres_used = {{"gpu", "v100", 1, {0}}};
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));  // fairgpu's run
+  // The run ends between the node read and the jobs read.
+  fake_.jobs.at(a).state = JobState::kCompleted;
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  fake_.nodes[0].gres_used.clear();
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  // Another user's job on GPU 2, and one Slurm lists without indices: taken
+  // from the second read that sees them on.
+  fake_.nodes[0].gres_used = {{"gpu", "v100", 1, {2}}, {"gpu", "v100", 1, {}}};
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1}));
+  fake_.nodes[0].gres_used.clear();  // gone: free at once
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+}
+
 TEST_F(SlurmExecutorTest, AfterARestartAdoptedJobsAreReconciledWithSlurm) {
   const std::int64_t a = std::stoll(exec_.admit(job("a")));
   const std::int64_t b = std::stoll(exec_.admit(job("b")));

@@ -27,6 +27,7 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
   }
   std::vector<ExecutorNode> out;
   settling_.clear();
+  std::map<std::string, Taken> seen;
   for (const NodeInfo& n : infos) {
     if (n.base_state == "UNKNOWN" &&
         std::find(n.flags.begin(), n.flags.end(), "NOT_RESPONDING") == n.flags.end())
@@ -38,25 +39,38 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
     const std::string type = n.gpu_type();
     if (type.empty()) continue;  // no GPUs, or several types (an untyped pin cannot choose)
     const std::set<int>& mine = ours[n.name];
-    std::set<int> taken;  // by jobs that are not fairgpu's
-    int taken_without_index = 0;
+    Taken now;  // by jobs that are not fairgpu's, as this read sees them
     for (const Gres& g : n.gres_used) {
       int unindexed = g.count - static_cast<int>(g.indices.size());
       for (int i : g.indices)
-        if (!mine.count(i)) taken.insert(i);
-      taken_without_index += std::max(0, unindexed);
+        if (!mine.count(i)) now.indices.insert(i);
+      now.without_index += std::max(0, unindexed);
     }
+    // The node and the jobs are two reads: a fairgpu run that ends or starts
+    // between them looks like another user's job for this read alone. A GPU
+    // counts as taken when the read before saw it taken too (a node's first
+    // read: as it is), so such a run neither shrinks the node nor revokes
+    // the lease on that GPU.
+    Taken taken = now;
+    if (auto before = taken_before_.find(n.name); before != taken_before_.end()) {
+      taken.indices.clear();
+      for (int i : now.indices)
+        if (before->second.indices.count(i)) taken.indices.insert(i);
+      taken.without_index = std::min(now.without_index, before->second.without_index);
+    }
+    seen[n.name] = now;
     ExecutorNode e;
     e.name = n.name;
     e.gpu_type = type;
     e.cpus = n.cpus;
     e.memory_mb = n.memory_mb;
     for (int i = 0; i < n.gpu_count(); ++i)
-      if (!taken.count(i)) e.devices.push_back(i);
+      if (!taken.indices.count(i)) e.devices.push_back(i);
     // GRES in use without indices: the highest devices count as taken.
-    for (int k = 0; k < taken_without_index && !e.devices.empty(); ++k) e.devices.pop_back();
+    for (int k = 0; k < taken.without_index && !e.devices.empty(); ++k) e.devices.pop_back();
     out.push_back(std::move(e));
   }
+  taken_before_ = std::move(seen);
   return out;
 }
 

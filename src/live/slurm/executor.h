@@ -123,6 +123,12 @@ class SlurmExecutor : public Executor {
   // A revoked (or refused) run held again: its end reported, the job idle.
   void requeued_ended(Tracked& t, std::vector<RunEvent>& events);
 
+  struct Taken {  // a node's GPUs in use by jobs that are not fairgpu's
+    std::set<int> indices;
+    int without_index = 0;  // GRES in use that Slurm lists without indices
+  };
+  std::map<std::string, Taken> taken_before_;  // by node, at the last nodes()
+
   SlurmClient& client_;
   SlurmExecutorOptions options_;
   std::map<std::string, Tracked> jobs_;
