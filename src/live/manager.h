@@ -373,6 +373,7 @@ class Manager : private LeaseHost {
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;
   std::uint64_t regime_changes_ = 0;
+  std::uint64_t rebuilds_ = 0;  // model, state and policy made anew
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
 
   // What runs the jobs: the agents (the only executor so far).

@@ -295,8 +295,10 @@ void Manager::tick_slurm() {
       slurm_ids_[job] = id;
       tickets.push_back(store_->put(StoredMeta{kSlurmJobMeta + job, std::to_string(id)}));
       JobEntry& e = job_by_id(job);
+      // Into the policy's state as a submission to the agents is: a rebuild
+      // would start a new policy, which forgets what the one in force
+      // remembers between rounds (when it last solved, the shares it keeps).
       if (e.s.state == "queued" && e.sched == kNone) admit(e);
-      rebuild_needed_ = true;
     }
     for (const auto& [job, why] : refused) {
       JobEntry& e = job_by_id(job);
