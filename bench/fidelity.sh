@@ -38,6 +38,7 @@ BUILD=$(cd "$BUILD_ARG" && pwd)
 FAIRGPU="$BUILD/fairgpu"
 TRAIN="$BUILD/fairgpu-train"
 WORK=$(mktemp -d /tmp/fairgpu-fidelity.XXXXXX)
+chmod 711 "$WORK"  # an agent running as root runs jobs as their tenants' users
 PIDS=()
 SLURM_DIR=""
 cleanup() {
@@ -132,6 +133,20 @@ EOF
   URL="http://127.0.0.1:$(cat "$WORK/port-$1")"
 }
 
+# Until the server has N ready nodes (at most 60 s).
+wait_nodes() {
+  local ready
+  for _ in $(seq 300); do
+    ready=$("$FAIRGPU" cluster --server "$URL" --token admin-token --json 2>/dev/null |
+      python3 -c "import json, sys; print(sum(n['state'] == 'ready' for n in json.load(sys.stdin)['nodes']))" \
+      2>/dev/null || echo 0)
+    [ "$ready" = "$1" ] && return 0
+    sleep 0.2
+  done
+  echo "fidelity.sh: $ready of $1 nodes ready after 60 s (logs: $WORK)" >&2
+  exit 1
+}
+
 rounds() {
   curl -s -H "Authorization: Bearer admin-token" "$URL/metrics" 2>/dev/null |
     awk '/^fairgpu_rounds_total/ {print $2}'
@@ -195,11 +210,12 @@ if [ "$BACKEND" != slurm ]; then
   echo "== live manager, agents"
   serve agents "$AGENTS_RESTART_S" ""
   for node in slow mid fast; do
-    "$FAIRGPU" node-token --server "$URL" --token admin-token "n-$node" > "$WORK/token-$node"
+    (umask 077; "$FAIRGPU" node-token --server "$URL" --token admin-token "n-$node" > "$WORK/token-$node")
     "$FAIRGPU" agent --server "$URL" --node "n-$node" --gpus "$node:2" --token-file "$WORK/token-$node" \
       --state-dir "$WORK/agent-$node" 2> "$WORK/agent-$node.log" &
     PIDS+=($!)
   done
+  wait_nodes 3
   live agents 1
   ratios live
   stop_server
@@ -213,6 +229,7 @@ if [ "$BACKEND" != agents ]; then
    \"conf\": \"$SLURM_DIR/slurm.conf\", \"poll_s\": $SLURM_POLL_S}"
   # A submission becomes a Slurm job at the server's next tick (poll_s, plus
   # sbatch): lead the first round by 2 s so that it is placed there.
+  wait_nodes 3
   live slurm 2
   ratios Slurm
   # What a start and a move cost in this run, from the server's log (the
