@@ -229,7 +229,9 @@ void Manager::tick_slurm() {
         admits.push_back(executor_job(*e));
     to_admit_.clear();
     std::erase_if(out_revokes_, [&](std::int64_t id) { return !leases_.count(id); });
-    if (!tickets.empty()) rebuild_needed_ = true;
+    // run_ended took the job out of the policy's state, as a report of a
+    // run that never started does on the agents: no rebuild, which would
+    // make a new policy (the placer's credits and quantum forgotten).
     decided = store_->last_ticket();
   }
   // Decisions are durable before Slurm hears of them.
