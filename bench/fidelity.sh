@@ -55,14 +55,16 @@ declare -A SPEEDS=([mlp-a]="slow=1,mid=2,fast=3" [mlp-b]="slow=1,mid=1.5,fast=2"
 #   agents: checkpoint, exit, next heartbeat (1 s), launch: 1.5 s;
 #   slurm:  see SLURM_RESTART_S below.
 AGENTS_RESTART_S=1.5
-# slurm: measured on the test cluster (bench/slurm_move.sh, 2-core machine):
-# USR1 -> the train job has checkpointed and exited 0.05-0.12 s; requeuehold
-# -> PENDING 0.02-0.04 s; pin + release (one scontrol) 0.02 s; release ->
-# RUNNING 0.2-0.7 s (Slurm's next scheduling pass); RUNNING -> the train job
-# restored and training again 0.5-1.6 s: 1.4-2.0 s of Slurm and the job.
-# fairgpu adds its ticks (poll_s = 1 s): the revoke waits for the next tick
-# (0.5 s on average), the exit is seen at the tick after (1 s), and the new
-# run is pinned and released at the one after that (1 s).
+# slurm: what a start costs there, measured on the test cluster (2-core
+# machine). One move on Slurm alone (bench/slurm_move.sh, medians of 5):
+# USR1 -> the train job has checkpointed and exited 0.08 s; requeuehold ->
+# PENDING 0.01 s; pin + release (one scontrol) 0.01 s; -> RUNNING 0.45 s
+# (Slurm's next scheduling pass); -> restored and training 1.41 s (Slurm shows
+# RUNNING before the script starts): 1.99 s. In a run of this script (the
+# server's log against slurmctld's, printed at the end): scheduling point ->
+# Slurm allocates the run, median 0.88 s for first starts, 1.89 s for
+# restarts (the revoked run's exit is seen at the next poll, within poll_s);
+# with the 1.4 s to training, about 2.3 and 3.3 s.
 SLURM_RESTART_S=3
 SLURM_POLL_S=1
 
