@@ -1057,9 +1057,9 @@ void Manager::run() {
       tick();
       lock.lock();
       next_tick = now() + (slurm_ ? config_.slurm.poll_s : config_.heartbeat_s);
-      // Slurm: starts that the tick's ends let through (a move's run on the
-      // GPUs a revoked run freed) go out now, not a poll later.
-      if (slurm_ && slurm_starts_queued()) next_tick = now();
+      // (Not at once after a tick whose ends let starts through: Slurm shows
+      // a run requeued while it ran as pending before its processes are gone,
+      // and a next run released at once raced the old one's checkpoint.)
     }
     const double wake = std::min(next_point, next_tick);
     run_cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, wake - now())),

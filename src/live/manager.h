@@ -306,8 +306,7 @@ class Manager : private LeaseHost {
   // The stored jobs handed to the Slurm executor, with the store's instance
   // tag (meta slurm_instance; "" = none yet: one is made and stored).
   void adopt_slurm_jobs(const std::string& stored_instance);
-  void tick_slurm();        // one exchange with Slurm (outside mu_ but for its ends)
-  bool slurm_starts_queued() const;  // starts decided and not yet sent
+  void tick_slurm();  // one exchange with Slurm (outside mu_ but for its ends)
   ExecutorJob executor_job(const JobEntry& e) const;
   // `settling`: nodes neither offered nor lost (registering again).
   void sync_slurm_nodes(const std::vector<ExecutorNode>& seen,

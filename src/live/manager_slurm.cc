@@ -185,11 +185,6 @@ void Manager::to_executor(std::vector<RunStart> starts, std::vector<std::int64_t
     if (leases_.count(id) && leases_.at(id).id == leases_.at(id).gang) out_revokes_.push_back(id);
 }
 
-bool Manager::slurm_starts_queued() const {
-  std::lock_guard lock(mu_);
-  return !out_starts_.empty();
-}
-
 void Manager::tick_slurm() {
   std::lock_guard io(slurm_io_);
   std::vector<RunStart> starts;
