@@ -1049,17 +1049,12 @@ void Manager::run() {
       lock.lock();
       // Keep the grid; skip points missed while the decision ran long.
       while (next_point <= now()) next_point += interval();  // a reload may change it
-      // Slurm: the round's starts and revokes go out now, not a poll later.
-      if (slurm_) next_tick = now();
     }
     if (t >= next_tick) {
       lock.unlock();
       tick();
       lock.lock();
       next_tick = now() + (slurm_ ? config_.slurm.poll_s : config_.heartbeat_s);
-      // (Not at once after a tick whose ends let starts through: Slurm shows
-      // a run requeued while it ran as pending before its processes are gone,
-      // and a next run released at once raced the old one's checkpoint.)
     }
     const double wake = std::min(next_point, next_tick);
     run_cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, wake - now())),
