@@ -257,6 +257,34 @@ TEST_F(SlurmExecutorTest, RevokeSignalsNowRequeueHoldsAfterGraceAndEndsWhenHeld)
   EXPECT_EQ(running[0].nodes, (std::vector<std::string>{"n2"}));
 }
 
+// A move waits for the revoked run's end: a run that checkpointed and exited
+// on the signal is requeued held at the next poll, and its end reported in
+// that poll, not when the grace period is over.
+TEST_F(SlurmExecutorTest, ARevokedRunThatExitedIsRequeueHeldBeforeTheGracePeriodEnds) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  exec_.apply({}, {1}, 100);
+  EXPECT_TRUE(exec_.poll(100.5).empty());         // still running: nothing
+  fake_.jobs.at(a).state = JobState::kCompleted;  // checkpointed, exited 0
+  fake_.jobs.at(a).nodes.clear();
+  const auto ended = of_kind(exec_.poll(101), RunEvent::Kind::kEnded);
+  EXPECT_EQ(fake_.commands.back(), "requeuehold " + std::to_string(a));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_TRUE(ended[0].revoked);
+  EXPECT_EQ(ended[0].detail, "revoked");
+  EXPECT_TRUE(fake_.jobs.at(a).held);
+  // Its next lease starts at once; the grace period's end changes nothing.
+  exec_.apply({start(2, "a", "n2", "p100")}, {}, 102);
+  EXPECT_TRUE(of_kind(exec_.poll(111), RunEvent::Kind::kEnded).empty());
+  fake_.schedule();
+  const auto running = of_kind(exec_.poll(112), RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].lease, 2);
+}
+
 TEST_F(SlurmExecutorTest, AFinishedRunEndsOnceWithSlurmsExitCode) {
   const std::int64_t a = std::stoll(exec_.admit(job("a")));
   exec_.apply({start(1, "a", "n1")}, {}, 0);
@@ -334,6 +362,33 @@ TEST_F(SlurmExecutorTest, NodesLeaveOutForeignGpusAndNodesThatCannotTakeJobs) {
   EXPECT_EQ(nodes[0].devices, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(nodes[1].devices, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(nodes[1].cpus, 8);
+}
+
+// nodes() reads the node, then the jobs: a fairgpu run that ends between the
+// two reads leaves its GPU in the node's GRES in use while its job is already
+// COMPLETED, which looked like another user's job: the node shrank for one
+// tick, the lease on that GPU was revoked, and the model was rebuilt twice.
+// A GPU counts as taken when two reads in a row see it taken.
+TEST_F(SlurmExecutorTest, AGpuCountsAsTakenByAnotherJobOnlyWhenTwoReadsInARowSeeIt) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  fake_.per_node_indices[a] = {0};
+  fake_.nodes[0].gres_used = {{"gpu", "v100", 1, {0}}};
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));  // fairgpu's run
+  // The run ends between the node read and the jobs read.
+  fake_.jobs.at(a).state = JobState::kCompleted;
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  fake_.nodes[0].gres_used.clear();
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  // Another user's job on GPU 2, and one Slurm lists without indices: taken
+  // from the second read that sees them on.
+  fake_.nodes[0].gres_used = {{"gpu", "v100", 1, {2}}, {"gpu", "v100", 1, {}}};
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1}));
+  fake_.nodes[0].gres_used.clear();  // gone: free at once
+  EXPECT_EQ(exec_.nodes()[0].devices, (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST_F(SlurmExecutorTest, AfterARestartAdoptedJobsAreReconciledWithSlurm) {

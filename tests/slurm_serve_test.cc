@@ -624,6 +624,41 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
   slurm_output("scancel " + foreign);
 }
 
+// A job submitted to the Slurm backend joins the policy's state as one
+// submitted to the agents does: once it is a held Slurm job, with no rebuild.
+// A rebuild makes a new policy, which forgets what the one in force keeps
+// between rounds (oef-coop: when it last solved, the shares it holds), so
+// the plans drifted from the simulator's (bench/fidelity.sh: 30 preemptions
+// where the simulator made 7).
+TEST_F(SlurmServe, SubmissionsJoinThePolicyWithoutARebuild) {
+  start_server();
+  auto rebuilds = [&]() -> long {
+    auto r = call("GET", "/metrics", nullptr, "admin-token");
+    if (!r || r->status != 200) return -1;
+    const std::string key = "\nfairgpu_policy_rebuilds_total ";
+    const auto at = r->body.find(key);
+    return at == std::string::npos ? -1 : std::stol(r->body.substr(at + key.size()));
+  };
+  const json sleeper = {"/bin/sh", "-c", "exec sleep 1"};
+  const std::string first = submit("alice", sleeper, 10);
+  // The first job makes the model (nodes and a job type): rebuilt then.
+  wait_jobs(20, [&](const json& jobs) { return job_of(jobs, first)["state"] == "finished"; });
+  const long before = rebuilds();
+  ASSERT_GE(before, 1);
+  std::vector<std::string> later;
+  for (int i = 0; i < 4; ++i) {
+    later.push_back(submit(i % 2 ? "bob" : "alice", sleeper, 10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // each at its own tick
+  }
+  const json jobs = wait_jobs(30, [&](const json& all) {
+    return std::all_of(later.begin(), later.end(), [&](const std::string& id) {
+      return job_of(all, id)["state"] == "finished";
+    });
+  });
+  for (const std::string& id : later) EXPECT_GT(job_of(jobs, id)["slurm_job"].get<long>(), 0) << id;
+  EXPECT_EQ(rebuilds(), before) << slurp(dir_ / "server.log");
+}
+
 TEST_F(SlurmServe, BadSlurmConfigExitsTwoWithOneLine) {
   auto serve = [&](const json& slurm) {
     std::ofstream(dir_ / "bad.json") << config(slurm).dump();

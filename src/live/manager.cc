@@ -400,6 +400,7 @@ void Manager::settle(JobEntry& e, double t) {
 // live jobs: when nodes come, go or drain, or a job type gets its profile.
 void Manager::rebuild() {
   rebuild_needed_ = false;
+  ++rebuilds_;
   const double t = now();
   for (JobEntry& e : jobs_) settle(e, t);
   model_.reset();
@@ -507,6 +508,9 @@ void Manager::rebuild() {
 }
 
 void Manager::admit(JobEntry& e) {
+  // Slurm: the job joins once it has its Slurm job (tick_slurm admits it
+  // then); a rebuild meanwhile would only start a new policy.
+  if (!launchable(e)) return;
   if (!model_ || !model_->profiles.index(e.s.job_type) || !schedulable(e)) {
     rebuild_needed_ = true;
     return;

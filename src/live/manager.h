@@ -306,7 +306,7 @@ class Manager : private LeaseHost {
   // The stored jobs handed to the Slurm executor, with the store's instance
   // tag (meta slurm_instance; "" = none yet: one is made and stored).
   void adopt_slurm_jobs(const std::string& stored_instance);
-  void tick_slurm();        // one exchange with Slurm (outside mu_ but for its ends)
+  void tick_slurm();  // one exchange with Slurm (outside mu_ but for its ends)
   ExecutorJob executor_job(const JobEntry& e) const;
   // `settling`: nodes neither offered nor lost (registering again).
   void sync_slurm_nodes(const std::vector<ExecutorNode>& seen,
@@ -372,6 +372,7 @@ class Manager : private LeaseHost {
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;
   std::uint64_t regime_changes_ = 0;
+  std::uint64_t rebuilds_ = 0;  // model, state and policy made anew
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
 
   // What runs the jobs: the agents (the only executor so far).

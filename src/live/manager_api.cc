@@ -533,7 +533,10 @@ std::string Manager::metrics() const {
       {"fairgpu_failed_rounds_total", "Scheduling points that failed (and were retried)."},
       {"fairgpu_spread_launched_total", "Gangs launched over more than one node."},
       {"fairgpu_regime_changes_total", "Batch-size regime changes jobs reported."},
-      {"fairgpu_store_transactions_total", "Transactions committed to the store."}};
+      {"fairgpu_store_transactions_total", "Transactions committed to the store."},
+      {"fairgpu_policy_rebuilds_total",
+       "Times the model, state and policy were made anew (nodes came or went, a profile "
+       "arrived); the new policy starts without what the old one kept between rounds."}};
   const double counter_values[] = {round_compute_sum_,
                                    static_cast<double>(rounds_),
                                    static_cast<double>(submissions_),
@@ -541,7 +544,8 @@ std::string Manager::metrics() const {
                                    static_cast<double>(failed_rounds_.load()),
                                    static_cast<double>(spread_launched_),
                                    static_cast<double>(regime_changes_),
-                                   static_cast<double>(store_->transactions())};
+                                   static_cast<double>(store_->transactions()),
+                                   static_cast<double>(rebuilds_)};
   for (std::size_t i = 0; i < std::size(counters_help); ++i) {
     family(counters_help[i].first, "counter", counters_help[i].second);
     line(counters_help[i].first, "", counter_values[i]);

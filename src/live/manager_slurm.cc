@@ -212,7 +212,9 @@ void Manager::tick_slurm() {
         admits.push_back(executor_job(*e));
     to_admit_.clear();
     std::erase_if(out_revokes_, [&](std::int64_t id) { return !leases_.count(id); });
-    if (!tickets.empty()) rebuild_needed_ = true;
+    // run_ended took the job out of the policy's state, as a report of a
+    // run that never started does on the agents: no rebuild, which would
+    // make a new policy (the placer's credits and quantum forgotten).
     decided = store_->last_ticket();
   }
   // Decisions are durable before Slurm hears of them.
@@ -278,8 +280,10 @@ void Manager::tick_slurm() {
       slurm_ids_[job] = id;
       tickets.push_back(store_->put(StoredMeta{kSlurmJobMeta + job, std::to_string(id)}));
       JobEntry& e = job_by_id(job);
+      // Into the policy's state as a submission to the agents is: a rebuild
+      // would start a new policy, which forgets what the one in force
+      // remembers between rounds (when it last solved, the shares it keeps).
       if (e.s.state == "queued" && e.sched == kNone) admit(e);
-      rebuild_needed_ = true;
     }
     for (const auto& [job, why] : refused) {
       JobEntry& e = job_by_id(job);

@@ -27,6 +27,7 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
   }
   std::vector<ExecutorNode> out;
   settling_.clear();
+  std::map<std::string, Taken> seen;
   for (const NodeInfo& n : infos) {
     if (n.base_state == "UNKNOWN" &&
         std::find(n.flags.begin(), n.flags.end(), "NOT_RESPONDING") == n.flags.end())
@@ -38,25 +39,38 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
     const std::string type = n.gpu_type();
     if (type.empty()) continue;  // no GPUs, or several types (an untyped pin cannot choose)
     const std::set<int>& mine = ours[n.name];
-    std::set<int> taken;  // by jobs that are not fairgpu's
-    int taken_without_index = 0;
+    Taken now;  // by jobs that are not fairgpu's, as this read sees them
     for (const Gres& g : n.gres_used) {
       int unindexed = g.count - static_cast<int>(g.indices.size());
       for (int i : g.indices)
-        if (!mine.count(i)) taken.insert(i);
-      taken_without_index += std::max(0, unindexed);
+        if (!mine.count(i)) now.indices.insert(i);
+      now.without_index += std::max(0, unindexed);
     }
+    // The node and the jobs are two reads: a fairgpu run that ends or starts
+    // between them looks like another user's job for this read alone. A GPU
+    // counts as taken when the read before saw it taken too (a node's first
+    // read: as it is), so such a run neither shrinks the node nor revokes
+    // the lease on that GPU.
+    Taken taken = now;
+    if (auto before = taken_before_.find(n.name); before != taken_before_.end()) {
+      taken.indices.clear();
+      for (int i : now.indices)
+        if (before->second.indices.count(i)) taken.indices.insert(i);
+      taken.without_index = std::min(now.without_index, before->second.without_index);
+    }
+    seen[n.name] = now;
     ExecutorNode e;
     e.name = n.name;
     e.gpu_type = type;
     e.cpus = n.cpus;
     e.memory_mb = n.memory_mb;
     for (int i = 0; i < n.gpu_count(); ++i)
-      if (!taken.count(i)) e.devices.push_back(i);
+      if (!taken.indices.count(i)) e.devices.push_back(i);
     // GRES in use without indices: the highest devices count as taken.
-    for (int k = 0; k < taken_without_index && !e.devices.empty(); ++k) e.devices.pop_back();
+    for (int k = 0; k < taken.without_index && !e.devices.empty(); ++k) e.devices.pop_back();
     out.push_back(std::move(e));
   }
+  taken_before_ = std::move(seen);
   return out;
 }
 
@@ -306,7 +320,15 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
     return true;  // left the configuration
   };
 
+  // Held again, and (a revoke on a node that failed) its node answers: its
+  // processes are gone.
+  auto held_again = [&](Tracked& t, const JobDetail& d) {
+    return d.state == JobState::kPending && d.held &&
+           std::all_of(t.nodes.begin(), t.nodes.end(), node_responds);
+  };
+
   RoundWrites writes;
+  std::vector<std::string> exited;  // revoked runs that exited: requeueheld below
   for (auto& [name, t] : jobs_) {
     if (t.phase == Phase::kDone) continue;
     auto it = snap.detail.find(t.slurm_id);
@@ -396,20 +418,22 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
       case Phase::kRevoking:
         // Finished its work during the grace period: it ended as a finished
-        // run. Otherwise requeuehold when the grace period is over.
+        // run. Exited otherwise (it checkpointed on the signal): requeuehold
+        // now, not when the grace period is over, since the run that takes
+        // its GPUs or the job's next run waits for it. Still running:
+        // requeuehold when the grace period is over.
         if (is_final(d.state) && work_done(t)) {
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
+        } else if (is_final(d.state)) {
+          writes.requeue_hold.push_back(t.slurm_id);
+          exited.push_back(name);
+          t.phase = Phase::kRequeued;
         }
         break;
       case Phase::kRequeued:
-        // Held again, and (a revoke on a node that failed) its node answers:
-        // its processes are gone.
-        if (pending && d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
-          const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
-          ended(t, events, t.start_refused.empty(), why);
-          t.start_refused.clear();
-          t.phase = Phase::kIdle;
+        if (held_again(t, d)) {
+          requeued_ended(t, events);
         } else if (is_final(d.state) || d.state == JobState::kRunning) {
           // Refused, raced, or its scontrol failed (it still runs): again.
           writes.requeue_hold.push_back(t.slurm_id);
@@ -445,7 +469,29 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
     carried_ = std::move(events);
     throw;
   }
+  // The requeueholds of runs that exited take effect at once: read again so
+  // that their ends are reported now, not one poll later (if the read fails,
+  // the next poll sees them held).
+  if (!exited.empty()) {
+    try {
+      const JobsSnapshot again = client_.read_jobs();
+      for (const std::string& name : exited) {
+        Tracked& t = jobs_.at(name);
+        auto it = again.detail.find(t.slurm_id);
+        if (t.phase == Phase::kRequeued && it != again.detail.end() && held_again(t, it->second))
+          requeued_ended(t, events);
+      }
+    } catch (const SlurmError&) {
+    }
+  }
   return events;
+}
+
+void SlurmExecutor::requeued_ended(Tracked& t, std::vector<RunEvent>& events) {
+  const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
+  ended(t, events, t.start_refused.empty(), why);
+  t.start_refused.clear();
+  t.phase = Phase::kIdle;
 }
 
 }  // namespace fairgpu::live::slurm

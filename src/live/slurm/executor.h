@@ -96,7 +96,7 @@ class SlurmExecutor : public Executor {
     kIdle,      // pending and held, no lease
     kStarting,  // pinned and released for `lease`
     kRunning,   // RUNNING under `lease`
-    kRevoking,  // signalled; requeuehold at requeue_at
+    kRevoking,  // signalled; requeuehold at requeue_at, or once it has exited
     kRequeued,  // requeuehold sent; waiting for pending + held
     kFenced,    // requeued by a node failure; waiting for the node to respond
     kDone,      // finished or cancelled; nothing more to report
@@ -120,6 +120,14 @@ class SlurmExecutor : public Executor {
   Tracked* by_lease(std::int64_t lease);
   void ended(Tracked& t, std::vector<RunEvent>& events, bool revoked, const std::string& detail);
   void flush(RoundWrites& writes, std::vector<RunEvent>& events);
+  // A revoked (or refused) run held again: its end reported, the job idle.
+  void requeued_ended(Tracked& t, std::vector<RunEvent>& events);
+
+  struct Taken {  // a node's GPUs in use by jobs that are not fairgpu's
+    std::set<int> indices;
+    int without_index = 0;  // GRES in use that Slurm lists without indices
+  };
+  std::map<std::string, Taken> taken_before_;  // by node, at the last nodes()
 
   SlurmClient& client_;
   SlurmExecutorOptions options_;
