@@ -41,6 +41,7 @@ class FakeSlurm : public SlurmClient {
     const std::int64_t id = next_id_++;
     jobs[id].name = "fairgpu-" + spec.job;
     jobs[id].comment = spec.comment;
+    if (!spec.run_as_user.empty()) jobs[id].user = spec.run_as_user;
     return id;
   }
   // slurmctld unreachable: every call throws. With fail_after >= 0, the
@@ -495,11 +496,12 @@ TEST_F(SlurmExecutorTest, AnEndSeenByAPollWhoseWritesFailIsReportedByTheNext) {
 }
 
 TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignOnesLeft) {
-  SlurmExecutor exec(fake_, SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1", "fairgpu"});
+  SlurmExecutor exec(fake_,
+                     SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1", {"fairgpu", "bob-unix"}});
   // What a crash between sbatch and the store left: a's held job (and a
   // second one, from a retried sbatch that timed out but went through), b's
-  // (b is no longer stored: cancelled), another instance's, another user's,
-  // and a finished one of a.
+  // (b is no longer stored: cancelled; it ran as its tenant's unix_user),
+  // another instance's, another user's, and a finished one of a.
   auto add = [&](const std::string& name, const std::string& comment, const std::string& user,
                  JobState state) {
     const std::int64_t id = fake_.submit(SubmitSpec{});
@@ -512,7 +514,7 @@ TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignO
   };
   const std::int64_t a1 = add("fairgpu-a", "fairgpu-instance=t1", "fairgpu", JobState::kPending);
   const std::int64_t a2 = add("fairgpu-a", "fairgpu-instance=t1", "fairgpu", JobState::kPending);
-  const std::int64_t b = add("fairgpu-b", "fairgpu-instance=t1", "fairgpu", JobState::kPending);
+  const std::int64_t b = add("fairgpu-b", "fairgpu-instance=t1", "bob-unix", JobState::kPending);
   const std::int64_t other = add("fairgpu-a", "fairgpu-instance=t2", "fairgpu", JobState::kPending);
   const std::int64_t spoof = add("fairgpu-a", "fairgpu-instance=t1", "mallory", JobState::kPending);
   add("fairgpu-a", "fairgpu-instance=t1", "fairgpu", JobState::kCompleted);

@@ -14,11 +14,15 @@
 //    restarted on its store, a job fails with exit 3, a job is cancelled.
 //  - Bad config: no Slurm controller answering, an unknown partition: exit
 //    2 with one line.
+//  - Serve as root: a tenant's jobs run as its unix_user and cannot read
+//    the store; a unix_user Slurm cannot run jobs as is refused (exit 2).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,9 +127,7 @@ class SlurmServe : public ::testing::Test {
             {"profiles", (dir_ / "profiles.json").string()},
             {"restart_overhead_s", 0.3},
             {"admin_token", "admin-token"},
-            {"tenants",
-             {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
-              {{"name", "bob"}, {"token", "bob-token"}}}},
+            {"tenants", tenants_},
             {"backend", "slurm"},
             {"slurm", slurm}};
   }
@@ -297,6 +299,8 @@ class SlurmServe : public ::testing::Test {
   }
   std::string slurmctld_pid_file() const { return cluster_->dir() + "/slurmctld.pid"; }
 
+  json tenants_ = {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
+                   {{"name", "bob"}, {"token", "bob-token"}}};
   static SlurmTestCluster* cluster_;
   fs::path dir_;
   std::unique_ptr<Server> server_;
@@ -657,6 +661,60 @@ TEST_F(SlurmServe, SubmissionsJoinThePolicyWithoutARebuild) {
   });
   for (const std::string& id : later) EXPECT_GT(job_of(jobs, id)["slurm_job"].get<long>(), 0) << id;
   EXPECT_EQ(rebuilds(), before) << slurp(dir_ / "server.log");
+}
+
+// Serve as root: a tenant's jobs run as its unix_user (sbatch --uid), in a
+// checkpoint directory of theirs, and cannot read serve's store; a tenant
+// without one runs as root (logged). A unix_user Slurm cannot run jobs as
+// (unknown, root) is refused: exit 2, one line.
+TEST_F(SlurmServe, ATenantsJobsRunAsItsUnixUserAndCannotReadTheStore) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (sbatch --uid)";
+  const passwd* nobody = ::getpwnam("nobody");
+  if (!nobody) GTEST_SKIP() << "no user 'nobody'";
+  // The job reaches its checkpoint directory through the test's folders.
+  for (fs::path p = dir_; p != p.root_path(); p = p.parent_path())
+    fs::permissions(p, fs::perms::others_exec, fs::perm_options::add);
+  tenants_ = {{{"name", "alice"}, {"token", "alice-token"}, {"unix_user", "nobody"}},
+              {{"name", "bob"}, {"token", "bob-token"}}};
+  start_server();
+  const std::string store = (dir_ / "data" / "fairgpu.db").string();
+  const std::string probe = "id -un >\"$FAIRGPU_CHECKPOINT_DIR/who\"; if cat " + quote(store) +
+                            " >/dev/null 2>&1; then echo read; else echo refused; fi "
+                            ">>\"$FAIRGPU_CHECKPOINT_DIR/who\"";
+  const std::string a = submit("alice", json{"/bin/sh", "-c", probe}, 10);
+  const std::string b = submit("bob", json{"/bin/sh", "-c", probe}, 10);
+  const json jobs = wait_jobs(40, [&](const json& all) {
+    return job_of(all, a)["state"] == "finished" && job_of(all, b)["state"] == "finished";
+  });
+  EXPECT_EQ(slurp(dir_ / "ckpt" / a / "who"), "nobody\nrefused\n");
+  EXPECT_EQ(slurp(dir_ / "ckpt" / b / "who"), "root\nread\n");
+  // Slurm's owner of the job, and the files that became the tenant's.
+  const std::string cmd = "SLURM_CONF=" + quote(cluster_->conf()) + " scontrol -o show job " +
+                          std::to_string(job_of(jobs, a)["slurm_job"].get<long>()) + " >" +
+                          quote((dir_ / "show").string()) + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_NE(slurp(dir_ / "show").find(" UserId=nobody("), std::string::npos) << slurp(dir_ / "show");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ / "ckpt" / a).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, nobody->pw_uid);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((dir_ / "ckpt" / (a + ".log")).c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, nobody->pw_uid);
+  EXPECT_NE(slurp(dir_ / "server.log").find("slurm_jobs_run_as_root"), std::string::npos);
+  server_.reset();
+
+  // A unix_user that Slurm cannot run jobs as: refused before anything starts.
+  for (const char* user : {"no-such-user-fairgpu", "root"}) {
+    tenants_[0]["unix_user"] = user;
+    fs::remove_all(dir_ / "data");
+    std::ofstream(dir_ / "bad.json") << config(good_slurm()).dump();
+    auto r = testing_support::run_binary({"serve", "--config", (dir_ / "bad.json").string()},
+                                         dir_, {}, 60);
+    EXPECT_EQ(r.status, 2) << user;
+    EXPECT_NE(r.err.find("tenants[0].unix_user: "), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "data" / "fairgpu.db")) << user;
+  }
 }
 
 TEST_F(SlurmServe, BadSlurmConfigExitsTwoWithOneLine) {

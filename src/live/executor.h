@@ -50,6 +50,7 @@ struct ExecutorJob {
   std::string progress_file;
   std::string log_path;
   double iterations = 0;  // the job's total (0: unknown); a run whose progress reached it is done
+  std::string run_as_user{};  // Slurm: the Unix user its Slurm job runs as ("": the submitter)
 };
 
 // One node's part of a run, in rank order.

@@ -306,6 +306,12 @@ class Manager : private LeaseHost {
   // The stored jobs handed to the Slurm executor, with the store's instance
   // tag (meta slurm_instance; "" = none yet: one is made and stored).
   void adopt_slurm_jobs(const std::string& stored_instance);
+  // Serve as root on Slurm: every tenant's unix_user names a user that is
+  // not root (InputError naming the field otherwise); tenants without one
+  // are logged, their jobs run as root.
+  void check_slurm_run_as(const ServeConfig& config) const;
+  // The user a tenant's Slurm jobs run as ("": serve's own).
+  std::string slurm_run_as(const std::string& tenant) const;
   void tick_slurm();  // one exchange with Slurm (outside mu_ but for its ends)
   ExecutorJob executor_job(const JobEntry& e) const;
   // `settling`: nodes neither offered nor lost (registering again).
@@ -387,6 +393,7 @@ class Manager : private LeaseHost {
   std::map<std::string, std::int64_t> slurm_ids_;  // by job; persisted as meta slurm_job:ID
   std::mutex slurm_io_;                            // one exchange with Slurm at a time
   std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;
+  bool slurm_as_tenants_ = false;   // serve runs as root: jobs run as their tenants' unix_user
   bool slurm_unreachable_ = false;  // the last tick's poll failed (profiling runs not timed out)
   double slurm_last_exchange_s_ = 0.0;
 

@@ -17,6 +17,7 @@ using nlohmann::json;
 json Manager::reload(const ServeConfig& next) {
   // The new policy first: a bad one changes nothing.
   std::unique_ptr<RoundPolicy> policy = make_round_policy(next.policy, live_policy_options(next.policy_options));
+  if (slurm_) check_slurm_run_as(next);  // a user Slurm cannot run jobs as changes nothing
   json changed = json::array(), restart = json::array();
   std::lock_guard lock(mu_);
   auto differs = [&](const char* what, bool d, json* list) {

@@ -97,9 +97,42 @@ void Manager::connect_slurm() {
     throw InputError(config_.source, "slurm",
                      std::string("no Slurm controller answers: ") + e.what());
   }
+  slurm_as_tenants_ = ::geteuid() == 0;
+  check_slurm_run_as(config_);
   slurm_ = std::make_unique<slurm::SlurmExecutor>(
       *slurm_client_, slurm::SlurmExecutorOptions{settings.partition, config_.grace_s});
   executor_ = slurm_.get();
+}
+
+void Manager::check_slurm_run_as(const ServeConfig& config) const {
+  if (!slurm_as_tenants_) {
+    log::warn("slurm_jobs_run_as_serve",
+              {{"user", effective_user()},
+               {"why", "serve is not root: Slurm runs every job as the user that submits it, so "
+                       "jobs can read what that user can (the store, the tokens)"}});
+    return;
+  }
+  std::vector<std::string> as_root;
+  for (std::size_t i = 0; i < config.tenants.size(); ++i) {
+    const TenantConfig& t = config.tenants[i];
+    if (t.unix_user.empty()) {
+      as_root.push_back(t.name);
+      continue;
+    }
+    if (const std::string problem = slurm::run_as_problem(t.unix_user); !problem.empty())
+      throw InputError(config.source, fmt::format("tenants[{}].unix_user", i),
+                       problem + " (Slurm runs the tenant's jobs as it)");
+  }
+  if (!as_root.empty())
+    log::warn("slurm_jobs_run_as_root",
+              {{"tenants", as_root},
+               {"why", "no unix_user: their jobs run as root, the user that runs serve"}});
+}
+
+std::string Manager::slurm_run_as(const std::string& tenant) const {
+  if (!slurm_as_tenants_) return "";
+  auto it = tenant_index_.find(tenant);
+  return it == tenant_index_.end() ? "" : config_.tenants[it->second].unix_user;
 }
 
 void Manager::adopt_slurm_jobs(const std::string& stored_instance) {
@@ -108,7 +141,10 @@ void Manager::adopt_slurm_jobs(const std::string& stored_instance) {
     instance = new_instance_tag();
     store_->wait(store_->put(StoredMeta{kSlurmInstanceMeta, instance}));
   }
-  slurm_->set_identity(instance, effective_user());
+  std::set<std::string> users{effective_user()};
+  for (const TenantConfig& t : config_.tenants)
+    if (slurm_as_tenants_ && !t.unix_user.empty()) users.insert(t.unix_user);
+  slurm_->set_identity(instance, users);
   // Reconcile: every stored job not finished is taken back with its Slurm id
   // (read by the constructor) and its run (a lease active, exited or being
   // revoked); the first poll compares them with Slurm's queue.
@@ -160,6 +196,7 @@ ExecutorJob Manager::executor_job(const JobEntry& e) const {
   j.checkpoint_dir = root + "/" + e.s.id;
   j.progress_file = j.checkpoint_dir + "/.fairgpu-progress";
   j.log_path = root + "/" + e.s.id + ".log";
+  j.run_as_user = slurm_run_as(e.s.tenant);
   return j;
 }
 

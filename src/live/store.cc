@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -97,6 +98,24 @@ Store::Store(const std::string& dir) {
     lock_fd_ = -1;
     throw std::runtime_error(msg);
   };
+  // Tenants' jobs may run on this machine (a local agent, Slurm): the store
+  // holds every tenant's jobs and tokens, so it is serve's alone. SQLite
+  // gives its -wal and -shm files the database file's mode; an older store
+  // made with the umask's mode is tightened.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string file = path_ + suffix;
+    const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (*suffix ? 0 : O_CREAT);
+    const int fd = ::open(file.c_str(), flags, 0600);
+    if (fd < 0 && errno == ENOENT && *suffix) continue;
+    if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+      const std::string why = std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      throw InputError("data_dir", "", fmt::format("cannot open {} as serve's alone: {}", file, why));
+    }
+    ::close(fd);
+  }
   if (sqlite3_open_v2(path_.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK)

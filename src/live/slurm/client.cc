@@ -1,6 +1,8 @@
 #include "live/slurm/client.h"
 
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,11 +105,17 @@ void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
                     const std::string& gpu_type) {
   const std::string path = run_file_path(checkpoint_dir);
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << "FAIRGPU_LEASE_ID=" << lease << "\nFAIRGPU_GPU_TYPE=" << gpu_type << "\n";
-    if (!out.flush()) throw SlurmError("cannot write " + tmp);
-  }
+  // The directory may be the job's own (run as a tenant's user) and serve
+  // root: whatever the job left at tmp (a link to /etc/passwd) is removed,
+  // never written through; rename replaces a link at path, not its target.
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw SlurmError("cannot write " + tmp + ": " + std::strerror(errno));
+  const std::string text =
+      "FAIRGPU_LEASE_ID=" + std::to_string(lease) + "\nFAIRGPU_GPU_TYPE=" + gpu_type + "\n";
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written) throw SlurmError("cannot write " + tmp);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw SlurmError("cannot rename " + tmp + ": " + ec.message());
@@ -141,6 +149,44 @@ std::string submit_script(const SubmitSpec& spec) {
   }
   s << "\n";
   return s.str();
+}
+
+std::optional<UnixUser> find_run_as_user(const std::string& name) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (name.empty() || getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 ||
+      !found || pw.pw_uid == 0)
+    return std::nullopt;
+  return UnixUser{pw.pw_name, pw.pw_uid, pw.pw_gid};
+}
+
+std::string run_as_problem(const std::string& name) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+    return "no user '" + name + "' on this machine";
+  if (pw.pw_uid == 0) return "'" + name + "' is root";
+  return "";
+}
+
+void give_to(const UnixUser& user, const std::string& checkpoint_dir, const std::string& log_path) {
+  // The directory holds the job's checkpoints and progress (and the run
+  // file, which serve writes as root): the job's alone. The log is opened
+  // by slurmstepd as the job's user, so it must exist as theirs.
+  if (::chown(checkpoint_dir.c_str(), user.uid, user.gid) != 0 ||
+      ::chmod(checkpoint_dir.c_str(), 0700) != 0)
+    throw SlurmError("cannot give " + checkpoint_dir + " to " + user.name + ": " +
+                     std::strerror(errno));
+  if (log_path.empty()) return;
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || ::fchown(fd, user.uid, user.gid) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw SlurmError("cannot give " + log_path + " to " + user.name + ": " + why);
+  }
+  ::close(fd);
 }
 
 std::vector<std::string> round_commands(const RoundWrites& writes) {
@@ -220,6 +266,14 @@ std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
   std::error_code ec;
   std::filesystem::create_directories(spec.checkpoint_dir, ec);
   if (ec) throw SlurmError("cannot create " + spec.checkpoint_dir + ": " + ec.message());
+  std::optional<UnixUser> run_as;
+  if (!spec.run_as_user.empty()) {
+    run_as = find_run_as_user(spec.run_as_user);
+    if (!run_as)
+      throw SlurmError("job " + spec.job + ": run as '" + spec.run_as_user +
+                       "': " + run_as_problem(spec.run_as_user));
+    give_to(*run_as, spec.checkpoint_dir, spec.log_path);
+  }
   std::vector<std::string> argv{settings_.sbatch,
                                 "--parsable",
                                 "--hold",
@@ -234,7 +288,14 @@ std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
     argv.push_back("--mem=" + std::to_string(spec.memory_mb_per_node));
   if (!settings_.partition.empty()) argv.push_back("--partition=" + settings_.partition);
   argv.push_back("--output=" + (spec.log_path.empty() ? std::string("/dev/null") : spec.log_path));
-  if (!spec.working_dir.empty()) argv.push_back("--chdir=" + spec.working_dir);
+  if (!spec.working_dir.empty())
+    argv.push_back("--chdir=" + spec.working_dir);
+  else if (run_as)  // serve's own directory is not the job's to enter
+    argv.push_back("--chdir=" + spec.checkpoint_dir);
+  if (run_as) {
+    argv.push_back("--uid=" + run_as->name);
+    argv.push_back("--gid=" + std::to_string(run_as->gid));
+  }
   if (!spec.comment.empty()) argv.push_back("--comment=" + spec.comment);
   // Not ALL: nothing of fairgpu's own environment reaches the job.
   std::string exports =

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -75,7 +76,24 @@ struct SubmitSpec {
   std::string comment;
   // The job's own variables, exported by the wrapper (any value).
   std::vector<std::pair<std::string, std::string>> env;
+  // The Unix user the job runs as (sbatch --uid/--gid, root only; "" = the
+  // submitter). Its checkpoint directory and log are made that user's, and
+  // the job starts in its checkpoint directory unless working_dir says.
+  std::string run_as_user{};
 };
+
+// A user a job may run as: any but root.
+struct UnixUser {
+  std::string name;
+  unsigned uid = 0, gid = 0;
+};
+// nullopt when no such user exists on this machine or it is root.
+std::optional<UnixUser> find_run_as_user(const std::string& name);
+// Why `name` cannot run jobs ("" when it can).
+std::string run_as_problem(const std::string& name);
+// Makes a job's checkpoint directory (mode 0700) and log file its user's.
+// Throws SlurmError.
+void give_to(const UnixUser& user, const std::string& checkpoint_dir, const std::string& log_path);
 
 // The batch script of a job: reads the run file (lease id and GPU type of
 // the current run, written before each release), sets FAIRGPU_LEASE_ID,

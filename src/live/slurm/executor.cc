@@ -104,6 +104,7 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
   s.progress_file = job.progress_file;
   s.log_path = job.log_path;
   s.comment = options_.instance;
+  s.run_as_user = job.run_as_user;
   const std::int64_t id = client_.submit(s);
   Tracked t;
   t.spec = job;
@@ -302,7 +303,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   if (!options_.instance.empty()) {
     for (const auto& [id, d] : snap.detail) {  // by id: lowest first
       if (job_of_slurm_id_.count(id) || is_final(d.state) || d.comment != options_.instance ||
-          (!options_.user.empty() && d.user != options_.user) || d.name.rfind("fairgpu-", 0) != 0)
+          (!options_.users.empty() && !options_.users.count(d.user)) || d.name.rfind("fairgpu-", 0) != 0)
         continue;
       strays_[d.name.substr(8)].push_back(id);
     }

@@ -26,10 +26,11 @@
 // SlurmError; the executor's state stays valid for the next one.
 //
 // Strays: with an instance tag, each job is submitted with Comment=<tag>.
-// A Slurm job carrying the tag, fairgpu's name (fairgpu-<job>) and the
-// submitting user, not final and not tracked here is a stray: submitted by
-// this fairgpu (same store) whose id never reached the store (a crash right
-// after sbatch, or an sbatch that timed out but went through). admit() takes
+// A Slurm job carrying the tag, fairgpu's name (fairgpu-<job>) and one of
+// its users (the submitter, a tenant's run-as user), not final and not
+// tracked here is a stray: submitted by this fairgpu (same store) whose id
+// never reached the store (a crash right after sbatch, or an sbatch that
+// timed out but went through). admit() takes
 // a stray of its job over instead of submitting again; cancel_strays()
 // scancels the others (no stored job owns them).
 //
@@ -56,7 +57,9 @@ struct SlurmExecutorOptions {
   std::string partition;  // "" = every partition
   double grace_s = 10;    // between the checkpoint signal and requeuehold
   std::string instance{};  // the Comment of this fairgpu's jobs ("" = no strays handled)
-  std::string user{};      // the user fairgpu submits as (strays: "" = any)
+  // The users fairgpu's jobs belong to: the submitter and the tenants' run-as
+  // users (strays: empty = any).
+  std::set<std::string> users{};
 };
 
 class SlurmExecutor : public Executor {
@@ -71,10 +74,10 @@ class SlurmExecutor : public Executor {
   void cancel(const std::string& job) override;
   std::vector<RunEvent> poll(double now) override;
 
-  // The tag and user of SlurmExecutorOptions (known once the store is read).
-  void set_identity(std::string instance, std::string user) {
+  // The tag and users of SlurmExecutorOptions (known once the store is read).
+  void set_identity(std::string instance, std::set<std::string> users) {
     options_.instance = std::move(instance);
-    options_.user = std::move(user);
+    options_.users = std::move(users);
   }
   // The Slurm job id of a fairgpu job (0 when unknown).
   std::int64_t slurm_id(const std::string& job) const;
