@@ -85,13 +85,7 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
     if (stray->second.empty()) strays_.erase(stray);
     std::error_code ec;
     std::filesystem::create_directories(job.checkpoint_dir, ec);
-    Tracked t;
-    t.spec = job;
-    t.slurm_id = id;
-    t.phase = Phase::kAdopted;
-    jobs_[job.job] = std::move(t);
-    job_of_slurm_id_[id] = job.job;
-    return std::to_string(id);
+    return track(job, id, Phase::kAdopted);
   }
   SubmitSpec s;
   s.job = job.job;
@@ -105,14 +99,17 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
   s.log_path = job.log_path;
   s.comment = options_.instance;
   s.run_as_user = job.run_as_user;
-  const std::int64_t id = client_.submit(s);
+  return track(job, client_.submit(s), Phase::kIdle);
+}
+
+std::string SlurmExecutor::track(const ExecutorJob& job, std::int64_t slurm_id, Phase phase) {
   Tracked t;
   t.spec = job;
-  t.slurm_id = id;
-  t.phase = Phase::kIdle;
+  t.slurm_id = slurm_id;
+  t.phase = phase;
   jobs_[job.job] = std::move(t);
-  job_of_slurm_id_[id] = job.job;
-  return std::to_string(id);
+  job_of_slurm_id_[slurm_id] = job.job;
+  return std::to_string(slurm_id);
 }
 
 void SlurmExecutor::adopt(const ExecutorJob& job, const std::string& handle,

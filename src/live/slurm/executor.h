@@ -121,6 +121,8 @@ class SlurmExecutor : public Executor {
   };
 
   Tracked* by_lease(std::int64_t lease);
+  // Starts tracking `job` as Slurm job `slurm_id`; returns the id as its handle.
+  std::string track(const ExecutorJob& job, std::int64_t slurm_id, Phase phase);
   void ended(Tracked& t, std::vector<RunEvent>& events, bool revoked, const std::string& detail);
   void flush(RoundWrites& writes, std::vector<RunEvent>& events);
   // A revoked (or refused) run held again: its end reported, the job idle.
