@@ -496,8 +496,8 @@ TEST_F(SlurmExecutorTest, AnEndSeenByAPollWhoseWritesFailIsReportedByTheNext) {
 }
 
 TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignOnesLeft) {
-  SlurmExecutor exec(fake_,
-                     SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1", {"fairgpu", "bob-unix"}});
+  SlurmExecutor exec(
+      fake_, SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1", {"fairgpu", "bob-unix"}});
   // What a crash between sbatch and the store left: a's held job (and a
   // second one, from a retried sbatch that timed out but went through), b's
   // (b is no longer stored: cancelled; it ran as its tenant's unix_user),

@@ -41,9 +41,9 @@
 #include <thread>
 #include <vector>
 
+#include "contended_share.h"
 #include "fairgpu/input_error.h"
 #include "live/config.h"
-#include "contended_share.h"
 #include "run_binary.h"
 #include "slurm_cluster.h"
 
@@ -693,7 +693,8 @@ TEST_F(SlurmServe, ATenantsJobsRunAsItsUnixUserAndCannotReadTheStore) {
                           std::to_string(job_of(jobs, a)["slurm_job"].get<long>()) + " >" +
                           quote((dir_ / "show").string()) + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_NE(slurp(dir_ / "show").find(" UserId=nobody("), std::string::npos) << slurp(dir_ / "show");
+  EXPECT_NE(slurp(dir_ / "show").find(" UserId=nobody("), std::string::npos)
+      << slurp(dir_ / "show");
   struct stat st {};
   ASSERT_EQ(::stat((dir_ / "ckpt" / a).c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, nobody->pw_uid);
@@ -708,8 +709,8 @@ TEST_F(SlurmServe, ATenantsJobsRunAsItsUnixUserAndCannotReadTheStore) {
     tenants_[0]["unix_user"] = user;
     fs::remove_all(dir_ / "data");
     std::ofstream(dir_ / "bad.json") << config(good_slurm()).dump();
-    auto r = testing_support::run_binary({"serve", "--config", (dir_ / "bad.json").string()},
-                                         dir_, {}, 60);
+    auto r = testing_support::run_binary({"serve", "--config", (dir_ / "bad.json").string()}, dir_,
+                                         {}, 60);
     EXPECT_EQ(r.status, 2) << user;
     EXPECT_NE(r.err.find("tenants[0].unix_user: "), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

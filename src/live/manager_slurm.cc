@@ -108,8 +108,9 @@ void Manager::check_slurm_run_as(const ServeConfig& config) const {
   if (!slurm_as_tenants_) {
     log::warn("slurm_jobs_run_as_serve",
               {{"user", effective_user()},
-               {"why", "serve is not root: Slurm runs every job as the user that submits it, so "
-                       "jobs can read what that user can (the store, the tokens)"}});
+               {"why",
+                "serve is not root: Slurm runs every job as the user that submits it, so "
+                "jobs can read what that user can (the store, the tokens)"}});
     return;
   }
   std::vector<std::string> as_root;

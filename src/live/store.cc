@@ -112,7 +112,8 @@ Store::Store(const std::string& dir) {
       if (fd >= 0) ::close(fd);
       ::close(lock_fd_);
       lock_fd_ = -1;
-      throw InputError("data_dir", "", fmt::format("cannot open {} as serve's alone: {}", file, why));
+      throw InputError("data_dir", "",
+                       fmt::format("cannot open {} as serve's alone: {}", file, why));
     }
     ::close(fd);
   }

@@ -300,7 +300,8 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   if (!options_.instance.empty()) {
     for (const auto& [id, d] : snap.detail) {  // by id: lowest first
       if (job_of_slurm_id_.count(id) || is_final(d.state) || d.comment != options_.instance ||
-          (!options_.users.empty() && !options_.users.count(d.user)) || d.name.rfind("fairgpu-", 0) != 0)
+          (!options_.users.empty() && !options_.users.count(d.user)) ||
+          d.name.rfind("fairgpu-", 0) != 0)
         continue;
       strays_[d.name.substr(8)].push_back(id);
     }
