@@ -37,7 +37,6 @@
 #include <climits>
 #include <cmath>
 #include <numeric>
-#include <ranges>
 #include <span>
 
 #include "placement/devices.h"
@@ -161,9 +160,6 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   }
   view_.resize(all_jobs_.size());
   const std::vector<std::size_t>& job_at = all_jobs_;
-  auto positions = [&](std::size_t e) {
-    return std::views::iota(entity_first_[e], entity_first_[e + 1]);
-  };
   // Each entity's largest gang (for its credit clamp), taken here rather than
   // in a later pass over the view at its jobs' scattered places.
   largest_gang_.assign(n, 0);
@@ -278,7 +274,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<std::size_t> kept;
   for (std::size_t e = 0; e < n; ++e) {
     kept.clear();
-    for (std::size_t p : positions(e))
+    for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
       if (flagged[job_at[p]] && view[p].running &&
           s.now - view[p].run_start < options_.quantum_s - 1e-9)
         kept.push_back(p);
@@ -328,7 +324,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   };
   for (std::size_t e = 0; e < n; ++e) {
     ordered_first_[e] = ordered_.size();
-    for (std::size_t p : positions(e))
+    for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
       if (!taken[job_at[p]]) ordered_.push_back(p);
     ordered_first_[e + 1] = ordered_.size();
     starvation_order(std::span<std::size_t>(ordered_.data() + ordered_first_[e],
