@@ -80,5 +80,49 @@ TEST(FreeDevices, OwnersLeasesAndConsolidatedPicks) {
   EXPECT_EQ(free.total_free(), 0);
 }
 
+// take() and give_back() move a node between its free-count buckets once per
+// run of its devices: best-fit picks and fits_one_node() must then see each
+// node at its true free count, also when one call's devices alternate nodes.
+TEST(FreeDevices, RunsOfDevicesMoveTheirNodeByTheirCount) {
+  // Nodes 0 and 1: 8 slow GPUs each; node 2: 8 fast.
+  Workload w = workload({job("j0", "t", "a", 1, 0, 100)});
+  ClusterModel m =
+      bind_model(toy_cluster({{"slow", 8}, {"slow", 8}, {"fast", 8}}), toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  const std::size_t slow = 0, fast = 1;
+  ASSERT_EQ(m.cluster.gpu_types[slow], "slow");
+  FreeDevices free(s);
+
+  ASSERT_TRUE(free.take(on(0, {1, 2, 3})));
+  ASSERT_TRUE(free.take(on(1, {5, 6, 7})));
+  EXPECT_EQ(free.free_of_type(slow), 10);
+  EXPECT_TRUE(free.fits_one_node(slow, 5));
+  EXPECT_FALSE(free.fits_one_node(slow, 6));  // 5 free on each slow node
+  // Best fit among equals: node 1 entered bucket 5 last.
+  EXPECT_EQ(free.pick(slow, 5), on(1, {0, 1, 2, 3, 4}));
+  EXPECT_EQ(free.pick(slow, 4), on(0, {0, 4, 5, 6}));
+
+  // One call, its devices alternating between nodes: three runs.
+  std::vector<DeviceRef> mixed = on(2, {0, 1});
+  mixed.push_back({0, 7});
+  mixed.push_back({2, 2});
+  ASSERT_TRUE(free.take(mixed));
+  EXPECT_EQ(free.free_of_type(fast), 5);
+  EXPECT_EQ(free.free_of_type(slow), 0);
+  EXPECT_TRUE(free.fits_one_node(fast, 5));
+  EXPECT_FALSE(free.fits_one_node(fast, 6));
+
+  // Given back (mixed's GPU 7 of node 0 with it): node 0 whole again.
+  free.give_back(on(0, {0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_FALSE(free.fits_one_node(slow, 8));
+  EXPECT_TRUE(free.fits_one_node(slow, 7));
+  free.give_back(mixed);
+  EXPECT_TRUE(free.fits_one_node(slow, 8));
+  EXPECT_EQ(free.free_of_type(fast), 8);
+  EXPECT_EQ(free.pick(fast, 8), on(2, {0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(free.pick(slow, 6), on(0, {0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(free.total_free(), 2 + 0 + 0);  // node 0: 6, 7
+}
+
 }  // namespace
 }  // namespace fairgpu

@@ -135,6 +135,61 @@ TEST(RoundDigest, StreamedRunGivesTheKeptRunsMetricsAndFiles) {
     }
 }
 
+// The simulator hands rounds to its sink on a second thread: the sink gets
+// every round once, in order, and an exception it throws ends the run with
+// that exception (no round reaches it after).
+class CheckingSink final : public RoundSink {
+ public:
+  explicit CheckingSink(int fail_at) : fail_at_(fail_at) {}
+  void begin(const SimResult&) override { ++begun; }
+  void add(const RoundSample& round) override {
+    if (!starts.empty() && !(round.start > starts.back())) out_of_order = true;
+    starts.push_back(round.start);
+    if (static_cast<int>(starts.size()) == fail_at_) throw std::runtime_error("sink full");
+  }
+  void end(const SimResult&) override { ++ended; }
+  int begun = 0, ended = 0;
+  bool out_of_order = false;
+  std::vector<double> starts;
+
+ private:
+  int fail_at_;
+};
+
+TEST(RoundDigest, SinkGetsEveryRoundInOrderAndItsErrorEndsTheRun) {
+  ScenarioOptions o;
+  o.generator.jobs = 60;
+  o.generator.tenants = 12;
+  const Scenario sc = load_scenario(o);
+  auto p = make_round_policy("oef-coop", {});
+  const SimResult kept = simulate(sc.model, sc.workload, *p, {});
+  ASSERT_GT(kept.rounds.size(), 5u);
+
+  CheckingSink all(-1);
+  SimOptions options;
+  options.round_sink = &all;
+  auto q = make_round_policy("oef-coop", {});
+  simulate(sc.model, sc.workload, *q, options);
+  EXPECT_EQ(all.begun, 1);
+  EXPECT_EQ(all.ended, 1);
+  EXPECT_FALSE(all.out_of_order);
+  ASSERT_EQ(all.starts.size(), kept.rounds.size());
+  for (std::size_t r = 0; r < kept.rounds.size(); ++r)
+    EXPECT_EQ(all.starts[r], kept.rounds[r].start);
+
+  CheckingSink failing(3);
+  options.round_sink = &failing;
+  auto f = make_round_policy("oef-coop", {});
+  try {
+    simulate(sc.model, sc.workload, *f, options);
+    ADD_FAILURE() << "the sink's error did not end the run";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "sink full");
+  }
+  EXPECT_EQ(failing.starts.size(), 3u);
+  EXPECT_EQ(failing.ended, 0);
+}
+
 // ---- --json ----------------------------------------------------------------
 
 const std::string kCluster = source_path("examples/oef-like-cluster.json");

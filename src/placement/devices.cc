@@ -70,26 +70,37 @@ void FreeDevices::move_bucket(std::uint32_t node, int from, int to) {
   dst.push_back(node);
 }
 
+// take() and give_back() move a node between buckets once per run of its
+// devices: moving it c -> c-1 -> c-2 leaves every bucket as one move c -> c-2
+// does (it is at the back of c-1 in between), so picks stay the same.
 bool FreeDevices::take(std::span<const DeviceRef> devices) {
   for (DeviceRef d : devices)
     if (!is_free(d)) return false;
-  for (DeviceRef d : devices) {
-    words_[first_word_[d.node] + d.gpu / 64] &= ~(std::uint64_t{1} << (d.gpu % 64));
-    int& count = free_[d.node];
-    --count;
-    move_bucket(d.node, count + 1, count);
-    --free_count_[s_.model->cluster.nodes[d.node].type];
+  for (std::size_t r = 0; r < devices.size();) {
+    const std::uint32_t node = devices[r].node;
+    int& count = free_[node];
+    const int before = count;
+    for (; r < devices.size() && devices[r].node == node; ++r, --count) {
+      const DeviceRef d = devices[r];
+      words_[first_word_[node] + d.gpu / 64] &= ~(std::uint64_t{1} << (d.gpu % 64));
+    }
+    move_bucket(node, before, count);
+    free_count_[s_.model->cluster.nodes[node].type] -= before - count;
   }
   return true;
 }
 
 void FreeDevices::give_back(const std::vector<DeviceRef>& devices) {
-  for (DeviceRef d : devices) {
-    words_[first_word_[d.node] + d.gpu / 64] |= std::uint64_t{1} << (d.gpu % 64);
-    int& count = free_[d.node];
-    ++count;
-    move_bucket(d.node, count - 1, count);
-    ++free_count_[s_.model->cluster.nodes[d.node].type];
+  for (std::size_t r = 0; r < devices.size();) {
+    const std::uint32_t node = devices[r].node;
+    int& count = free_[node];
+    const int before = count;
+    for (; r < devices.size() && devices[r].node == node; ++r, ++count) {
+      const DeviceRef d = devices[r];
+      words_[first_word_[node] + d.gpu / 64] |= std::uint64_t{1} << (d.gpu % 64);
+    }
+    move_bucket(node, before, count);
+    free_count_[s_.model->cluster.nodes[node].type] += count - before;
   }
 }
 

@@ -146,13 +146,20 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<char>& taken = taken_;
   std::vector<char>& flagged = flagged_;
   // The jobs' views, gathered with the next jobs fetched ahead: over all
-  // entities' jobs in one list, as most entities hold a job or two.
+  // entities' jobs in one list, as most entities hold a job or two. The
+  // passes below name a job by its position p in that list (entity e's jobs
+  // at [entity_first_[e], entity_first_[e + 1])), so they read the view in
+  // order rather than at the jobs' scattered indices.
   const bool type_bits = k <= 8;
-  view_.resize(s.jobs.size());
   view_devices_.clear();
   all_jobs_.clear();
-  for (const RoundingEntity& ent : entities)
-    all_jobs_.insert(all_jobs_.end(), ent.jobs.begin(), ent.jobs.end());
+  entity_first_.assign(n + 1, 0);
+  for (std::size_t e = 0; e < n; ++e) {
+    all_jobs_.insert(all_jobs_.end(), entities[e].jobs.begin(), entities[e].jobs.end());
+    entity_first_[e + 1] = all_jobs_.size();
+  }
+  view_.resize(all_jobs_.size());
+  const std::vector<std::size_t>& job_at = all_jobs_;
   // Each entity's largest gang (for its credit clamp), taken here rather than
   // in a later pass over the view at its jobs' scattered places.
   largest_gang_.assign(n, 0);
@@ -166,7 +173,6 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
         const Job& ahead = s.jobs[all_jobs_[r + kAhead]];
         __builtin_prefetch(&ahead.workers);
         __builtin_prefetch(&ahead.run_start);
-        __builtin_prefetch(&view_[all_jobs_[r + kAhead]]);
       }
       if (r + kAhead / 2 < count) {  // its vectors, the job now in cache
         const Job& ahead = s.jobs[all_jobs_[r + kAhead / 2]];
@@ -174,7 +180,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
         if (ahead.state == JobState::kRunning) __builtin_prefetch(ahead.devices.data());
       }
       const Job& j = s.jobs[all_jobs_[r]];
-      JobView& v = view_[all_jobs_[r]];
+      JobView& v = view_[r];
       v.run_start = j.run_start;
       v.last_stop = j.last_stop;
       v.workers = j.workers;
@@ -190,34 +196,37 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   }
   const std::vector<JobView>& view = view_;
-  // A running job's devices, from the view.
-  auto devices_of = [&](std::size_t i) {
-    return std::span<const DeviceRef>(view_devices_.data() + view[i].first_device,
-                                      view[i].device_count);
+  // A running job's devices, from the view (by position).
+  auto devices_of = [&](std::size_t p) {
+    return std::span<const DeviceRef>(view_devices_.data() + view[p].first_device,
+                                      view[p].device_count);
   };
+  std::vector<std::size_t> position_of_out;  // each of `out`'s position
   std::vector<std::size_t> next_in_share, next_waiting;
 
   // A leftover GPU counts against the entity only on a type it is owed
   // (its fractional share claimed part of it); on another type it costs no
   // credit, so a slow GPU nobody wanted does not crowd out the types the
   // entity's share is on.
-  auto charge = [&](std::size_t e, std::size_t i, std::vector<DeviceRef> devices, bool in_share) {
+  auto charge = [&](std::size_t e, std::size_t p, std::vector<DeviceRef> devices, bool in_share) {
     for (DeviceRef d : devices) {
       const std::size_t t = s.type_of(d);
       if (!in_share && !(want(e)[t] - held(e)[t] > 1e-9)) continue;
       ++held(e)[t];
       ++held_total[e];
     }
+    const std::size_t i = job_at[p];
     if (in_share) next_in_share.push_back(i);
     out.push_back({i, std::move(devices), lease_end});
     entity_of_out.push_back(in_share ? e : n);
+    position_of_out.push_back(p);
     taken[i] = 1;
   };
-  auto renew_in_place = [&](std::size_t e, std::size_t i, bool in_share) {
-    if (!view[i].running) return false;
-    const std::span<const DeviceRef> devices = devices_of(i);
+  auto renew_in_place = [&](std::size_t e, std::size_t p, bool in_share) {
+    if (!view[p].running) return false;
+    const std::span<const DeviceRef> devices = devices_of(p);
     if (!free.take(devices)) return false;
-    charge(e, i, std::vector<DeviceRef>(devices.begin(), devices.end()), in_share);
+    charge(e, p, std::vector<DeviceRef>(devices.begin(), devices.end()), in_share);
     return true;
   };
   // A start within the share goes only to types the entity is owed (up to
@@ -236,14 +245,14 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
     if (capacity < j.workers) std::fill(limit.begin(), limit.end(), j.workers);
   };
-  auto start = [&](std::size_t e, std::size_t i, bool in_share) {
+  auto start = [&](std::size_t e, std::size_t p, bool in_share) {
     if (type_bits) {  // the same test as below, on the view
       int free_usable = 0;
       for (std::size_t t = 0; t < k; ++t)
-        if (view[i].types >> t & 1) free_usable += free.free_of_type(t);
-      if (free_usable < view[i].workers) return false;
+        if (view[p].types >> t & 1) free_usable += free.free_of_type(t);
+      if (free_usable < view[p].workers) return false;
     }
-    const Job& j = s.jobs[i];
+    const Job& j = s.jobs[job_at[p]];
     int free_usable = 0;  // what choose_counts could find at best
     for (std::size_t t = 0; t < k; ++t)
       if (j.runs_on(t)) free_usable += free.free_of_type(t);
@@ -255,7 +264,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       std::fill(limit.begin(), limit.end(), j.workers);
     }
     if (!choose_counts(j, owed, limit, free, counts, type_order)) return false;
-    charge(e, i, place_on_counts(free, counts), in_share);
+    charge(e, p, place_on_counts(free, counts), in_share);
     return true;
   };
 
@@ -265,17 +274,18 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<std::size_t> kept;
   for (std::size_t e = 0; e < n; ++e) {
     kept.clear();
-    for (std::size_t i : entities[e].jobs)
-      if (flagged[i] && view[i].running && s.now - view[i].run_start < options_.quantum_s - 1e-9)
-        kept.push_back(i);
+    for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
+      if (flagged[job_at[p]] && view[p].running &&
+          s.now - view[p].run_start < options_.quantum_s - 1e-9)
+        kept.push_back(p);
     std::stable_sort(kept.begin(), kept.end(), [&](std::size_t a, std::size_t b) {
       return view[a].run_start > view[b].run_start;
     });
-    for (std::size_t i : kept) {
+    for (std::size_t p : kept) {
       bool covered = true;  // by the ideal share on every type it holds
-      for (DeviceRef d : devices_of(i))
+      for (DeviceRef d : devices_of(p))
         covered &= held(e)[s.type_of(d)] < entities[e].ideal[s.type_of(d)] - 1e-9;
-      if (covered) renew_in_place(e, i, true);
+      if (covered) renew_in_place(e, p, true);
     }
   }
   for (std::size_t i : in_share_) flagged[i] = 0;
@@ -291,36 +301,42 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   };
   std::vector<char> saving(n, 0);
   struct Chosen {
-    std::size_t e, job;
+    std::size_t e, pos;
   };
   std::vector<Chosen> chosen;
-  // order_by_starvation() on the views (the same keys), one buffer for all.
-  std::vector<std::pair<double, std::size_t>> keyed;
-  auto starvation_order = [&](std::span<std::size_t> jobs) {
-    keyed.resize(jobs.size());
-    for (std::size_t r = 0; r < jobs.size(); ++r) {
-      const JobView& v = view[jobs[r]];
+  // order_by_starvation() on the views (the same keys, ties by job index),
+  // one buffer for all.
+  struct Keyed {
+    double key;
+    std::size_t job, pos;
+    bool operator<(const Keyed& o) const { return key < o.key || (key == o.key && job < o.job); }
+  };
+  std::vector<Keyed> keyed;
+  auto starvation_order = [&](std::span<std::size_t> at) {
+    keyed.resize(at.size());
+    for (std::size_t r = 0; r < at.size(); ++r) {
+      const JobView& v = view[at[r]];
       const double starved = v.running ? -(s.now - v.run_start) - 1.0 : s.now - v.last_stop;
-      keyed[r] = {-starved, jobs[r]};
+      keyed[r] = {-starved, job_at[at[r]], at[r]};
     }
     std::sort(keyed.begin(), keyed.end());
-    for (std::size_t r = 0; r < jobs.size(); ++r) jobs[r] = keyed[r].second;
+    for (std::size_t r = 0; r < at.size(); ++r) at[r] = keyed[r].pos;
   };
   for (std::size_t e = 0; e < n; ++e) {
     ordered_first_[e] = ordered_.size();
-    for (std::size_t i : entities[e].jobs)
-      if (!taken[i]) ordered_.push_back(i);
+    for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
+      if (!taken[job_at[p]]) ordered_.push_back(p);
     ordered_first_[e + 1] = ordered_.size();
     starvation_order(std::span<std::size_t>(ordered_.data() + ordered_first_[e],
                                             ordered_.size() - ordered_first_[e]));
     double budget = want_total[e] - held_total[e];
-    for (std::size_t i : ordered(e)) {
-      const int g = view[i].workers;
+    for (std::size_t p : ordered(e)) {
+      const int g = view[p].workers;
       if (g > budget + 1e-9) {
         saving[e] = 1;
         break;
       }
-      chosen.push_back({e, i});
+      chosen.push_back({e, p});
       budget -= g;
     }
   }
@@ -330,10 +346,10 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // a miss, starts are outside the quantum so the missed job finds room soon.
   for (std::size_t i : waiting_for_capacity_) flagged[i] = 1;
   std::vector<Chosen> first, rest;
-  for (const Chosen& c : chosen) (flagged[c.job] ? first : rest).push_back(c);
+  for (const Chosen& c : chosen) (flagged[job_at[c.pos]] ? first : rest).push_back(c);
   for (std::size_t i : waiting_for_capacity_) flagged[i] = 0;
   std::stable_sort(first.begin(), first.end(), [&](const Chosen& a, const Chosen& b) {
-    return view[a.job].last_stop < view[b.job].last_stop;
+    return view[a.pos].last_stop < view[b.pos].last_stop;
   });
   // Types a missed job could have used: later starts there are outside the
   // quantum, so the missed job finds room within one quantum.
@@ -344,27 +360,28 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     return false;
   };
   auto place_chosen = [&](const Chosen& c) {
-    if (start(c.e, c.job, true)) {
+    if (start(c.e, c.pos, true)) {
       // Still charged to the share, but not kept for a quantum.
       if (uses_short_type(out.back().devices)) next_in_share.pop_back();
       return;
     }
-    within_share_limits(c.e, s.jobs[c.job]);
+    const Job& j = s.jobs[job_at[c.pos]];
+    within_share_limits(c.e, j);
     for (std::size_t t = 0; t < k; ++t)
-      if (limit[t] > 0 && s.jobs[c.job].runs_on(t)) short_of_room[t] = 1;
-    next_waiting.push_back(c.job);
+      if (limit[t] > 0 && j.runs_on(t)) short_of_room[t] = 1;
+    next_waiting.push_back(job_at[c.pos]);
   };
   for (const Chosen& c : first) place_chosen(c);
   std::vector<Chosen> to_start;
   for (const Chosen& c : rest) {
-    if (!renew_in_place(c.e, c.job, true)) {
+    if (!renew_in_place(c.e, c.pos, true)) {
       to_start.push_back(c);
     } else if (uses_short_type(out.back().devices)) {
       next_in_share.pop_back();
     }
   }
   std::stable_sort(to_start.begin(), to_start.end(), [&](const Chosen& a, const Chosen& b) {
-    return view[a.job].workers > view[b.job].workers;
+    return view[a.pos].workers > view[b.pos].workers;
   });
   for (const Chosen& c : to_start) place_chosen(c);
 
@@ -384,9 +401,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     int smallest_running_gang = INT_MAX;
     if (by_mask)
       for (std::size_t e = 0; e < n; ++e)
-        for (std::size_t i : ordered(e)) {
-          if (taken[i]) continue;
-          const JobView& v = view[i];
+        for (std::size_t p : ordered(e)) {
+          if (taken[job_at[p]]) continue;
+          const JobView& v = view[p];
           smallest_gang[v.types] = std::min(smallest_gang[v.types], v.workers);
           if (v.running) smallest_running_gang = std::min(smallest_running_gang, v.workers);
         }
@@ -411,9 +428,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     // renewed in place rather than another job restarted there.
     std::vector<char> renews(n, 0);
     for (std::size_t e = 0; e < n; ++e)
-      for (std::size_t i : ordered(e))
-        if (!taken[i]) {
-          renews[e] = view[i].running;
+      for (std::size_t p : ordered(e))
+        if (!taken[job_at[p]]) {
+          renews[e] = view[p].running;
           break;
         }
     std::vector<double> deficit(n);
@@ -428,9 +445,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t e : order) {
       if (!saving[e]) continue;
       if (!some_job_fits()) return;
-      for (std::size_t i : ordered(e)) {
-        if (taken[i]) continue;
-        if (!renew_in_place(e, i, false)) start(e, i, false);
+      for (std::size_t p : ordered(e)) {
+        if (taken[job_at[p]]) continue;
+        if (!renew_in_place(e, p, false)) start(e, p, false);
         break;  // only the head
       }
     }
@@ -439,13 +456,13 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
         for (std::size_t e : order) {
           if (saving[e] != saving_pass) continue;
           if (!some_job_fits()) return;
-          for (std::size_t i : ordered(e)) {
+          for (std::size_t p : ordered(e)) {
             if (free.total_free() == 0) return;
-            if (taken[i]) continue;
+            if (taken[job_at[p]]) continue;
             if (pass == 0)
-              renew_in_place(e, i, false);
+              renew_in_place(e, p, false);
             else
-              start(e, i, false);
+              start(e, p, false);
           }
         }
       }
@@ -460,9 +477,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t q = 0; q < out.size(); ++q) {
       Assignment& a = out[q];
       // Kept jobs within their share (a leftover's charge depends on where it is).
-      const JobView& v = view[a.job];
+      const JobView& v = view[position_of_out[q]];
       if (entity_of_out[q] == n || !v.running) continue;
-      const std::span<const DeviceRef> held_now = devices_of(a.job);
+      const std::span<const DeviceRef> held_now = devices_of(position_of_out[q]);
       if (!std::equal(a.devices.begin(), a.devices.end(), held_now.begin(), held_now.end()))
         continue;
       bool room = false;  // a type it runs on with its gang free (else the job is not read)

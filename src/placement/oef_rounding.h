@@ -49,9 +49,9 @@ class OefRoundingPlacer {
   // it set), so a round costs O(entities' jobs), not O(all jobs ever).
   std::vector<char> taken_, flagged_;
   // What the passes below read of each of the entities' jobs, gathered once
-  // per round (indexed by job; only this round's entries are valid): the
-  // jobs lie scattered over a large array, and reading them pass after pass
-  // was the placer's main cost on big runs (cache misses).
+  // per round (indexed by the job's position in all_jobs_): the jobs lie
+  // scattered over a large array, and reading them pass after pass was the
+  // placer's main cost on big runs (cache misses).
   struct JobView {
     double run_start = 0.0, last_stop = 0.0;
     int workers = 1;
@@ -68,6 +68,7 @@ class OefRoundingPlacer {
   std::vector<std::size_t> ordered_, ordered_first_;
   std::vector<DeviceRef> view_devices_;
   std::vector<std::size_t> all_jobs_;  // the entities' jobs, entity after entity
+  std::vector<std::size_t> entity_first_;  // entity e's at [entity_first_[e], [e + 1])
   std::vector<int> largest_gang_;      // per entity, this round
   std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
   std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first

@@ -339,6 +339,102 @@ class ShareRoundPolicy final : public RoundPolicy {
     return p;
   }
 
+  // The active jobs as members sorted by (tenant, job type, gang, index),
+  // read from the jobs: a counting sort by tenant, then a sort within each
+  // tenant (the same order as one sort of all members).
+  void sort_members(const SchedulerState& s) {
+    std::vector<Member>& members = members_;
+    const std::size_t n_tenants = s.tenants.size();
+    const bool by_tenant = n_tenants <= 4 * s.active.size() + 64;
+    members.resize(s.active.size());
+    if (by_tenant) tenant_first_.assign(n_tenants + 1, 0);
+    bool adaptive = false;
+    for (std::size_t r = 0; r < s.active.size(); ++r) {
+      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::job_type);
+      const Job& j = s.jobs[s.active[r]];
+      members[r] = {j.tenant,  j.job_type,         tenant_demands_ ? j.workers : 0, s.active[r],
+                    j.workers, j.rate_best.data(), j.ref_rate};
+      if (by_tenant) ++tenant_first_[j.tenant + 1];
+      adaptive = adaptive || j.adaptive();
+    }
+    if (by_tenant) {
+      for (std::size_t t = 0; t < n_tenants; ++t) tenant_first_[t + 1] += tenant_first_[t];
+      sorted_members_.resize(members.size());
+      tenant_fill_.assign(tenant_first_.begin(), tenant_first_.end() - 1);
+      for (const Member& m : members) sorted_members_[tenant_fill_[m.tenant]++] = m;
+      members.swap(sorted_members_);
+      for (std::size_t t = 0; t < n_tenants; ++t)
+        if (tenant_first_[t + 1] - tenant_first_[t] > 1)
+          std::sort(members.begin() + static_cast<std::ptrdiff_t>(tenant_first_[t]),
+                    members.begin() + static_cast<std::ptrdiff_t>(tenant_first_[t + 1]));
+    } else {
+      std::sort(members.begin(), members.end());
+    }
+    // The members as the next round's merge_members() starts from, unless a
+    // job's row can change under it (adaptive jobs change job type).
+    merge_ok_ = !adaptive;
+    if (!merge_ok_) return;
+    member_of_.assign(s.jobs.size(), 0);
+    for (const Member& m : members) member_of_[m.job] = 1;
+    merged_state_ = &s;
+    merged_jobs_ = s.jobs.data();
+    merged_job_count_ = s.jobs.size();
+    merged_tenants_ = n_tenants;
+    merged_at_ = s.now;
+  }
+
+  // The same members from last round's: completions leave, arrivals are read
+  // and merged in, so the jobs that stay are not read again (on big runs
+  // reading ~14,000 scattered jobs every round was most of the rows' cost).
+  // A member's fields are fixed for the job's life unless it is adaptive, so
+  // this is exact; false (sort_members() then) where that may not hold.
+  bool merge_members(const SchedulerState& s) {
+    // The same state going forward in time (not another one at the same place).
+    if (!merge_ok_ || merged_state_ != &s || merged_jobs_ != s.jobs.data() ||
+        merged_job_count_ != s.jobs.size() || merged_tenants_ != s.tenants.size() ||
+        s.now < merged_at_)
+      return false;
+    merged_at_ = s.now;
+    // member_of_: 1 = a member, 2 = a member still active (this round).
+    arrived_.clear();
+    for (std::size_t r = 0; r < s.active.size(); ++r) {
+      char& flag = member_of_[s.active[r]];
+      if (flag == 1) {
+        flag = 2;
+        continue;
+      }
+      if (flag != 0) return merge_fallback();  // named twice: not what this assumes
+      const Job& j = s.jobs[s.active[r]];
+      if (j.adaptive()) return merge_fallback();
+      arrived_.push_back({j.tenant, j.job_type, tenant_demands_ ? j.workers : 0, s.active[r],
+                          j.workers, j.rate_best.data(), j.ref_rate});
+      flag = 3;  // new, marked so it is counted once
+    }
+    std::size_t kept = 0;
+    for (const Member& m : members_) {
+      char& flag = member_of_[m.job];
+      if (flag == 2) {
+        flag = 1;
+        members_[kept++] = m;
+      } else {
+        flag = 0;  // left: finished (or no longer active)
+      }
+    }
+    members_.resize(kept);
+    for (const Member& m : arrived_) member_of_[m.job] = 1;
+    std::sort(arrived_.begin(), arrived_.end());
+    sorted_members_.resize(members_.size() + arrived_.size());
+    std::merge(members_.begin(), members_.end(), arrived_.begin(), arrived_.end(),
+               sorted_members_.begin());
+    members_.swap(sorted_members_);
+    return true;
+  }
+  // merge_members() gives up; sort_members() starts afresh (its marks too).
+  bool merge_fallback() {
+    merge_ok_ = false;
+    return false;
+  }
+
   // Tenant level. Paper mode: one LP row per (tenant, job type) with the job
   // type's 1-worker speedups (OEF §4.2.4). Demand- and gang-aware: one row per
   // (tenant, job type, gang size), whose speedups are what that gang achieves
@@ -369,33 +465,8 @@ class ShareRoundPolicy final : public RoundPolicy {
     // tenant -> (job type, gang or 0) -> its active jobs, in index order.
     // Active jobs sorted by (tenant, job type, gang, index): each run of
     // equal classes is one row (a sort, not maps: this runs most rounds).
-    // The sort is by tenant first (counting, in one pass), then each
-    // tenant's few members: the same order as one sort of all members.
-    std::vector<Member>& members = members_;
-    const std::size_t n_tenants = s.tenants.size();
-    const bool by_tenant = n_tenants <= 4 * s.active.size() + 64;
-    members.resize(s.active.size());
-    if (by_tenant) tenant_first_.assign(n_tenants + 1, 0);
-    for (std::size_t r = 0; r < s.active.size(); ++r) {
-      prefetch_ahead(s.jobs, s.active, r, &Job::tenant, &Job::job_type);
-      const Job& j = s.jobs[s.active[r]];
-      members[r] = {j.tenant,  j.job_type,         tenant_demands_ ? j.workers : 0, s.active[r],
-                    j.workers, j.rate_best.data(), j.ref_rate};
-      if (by_tenant) ++tenant_first_[j.tenant + 1];
-    }
-    if (by_tenant) {
-      for (std::size_t t = 0; t < n_tenants; ++t) tenant_first_[t + 1] += tenant_first_[t];
-      sorted_members_.resize(members.size());
-      tenant_fill_.assign(tenant_first_.begin(), tenant_first_.end() - 1);
-      for (const Member& m : members) sorted_members_[tenant_fill_[m.tenant]++] = m;
-      members.swap(sorted_members_);
-      for (std::size_t t = 0; t < n_tenants; ++t)
-        if (tenant_first_[t + 1] - tenant_first_[t] > 1)
-          std::sort(members.begin() + static_cast<std::ptrdiff_t>(tenant_first_[t]),
-                    members.begin() + static_cast<std::ptrdiff_t>(tenant_first_[t + 1]));
-    } else {
-      std::sort(members.begin(), members.end());
-    }
+    if (!merge_members(s)) sort_members(s);
+    const std::vector<Member>& members = members_;
     // Where each row starts, so the rates of a row's first job can be
     // fetched a few rows ahead (the job itself is not read again).
     row_first_.clear();
@@ -521,7 +592,15 @@ class ShareRoundPolicy final : public RoundPolicy {
       return std::tie(tenant, job_type, gang, job) < std::tie(o.tenant, o.job_type, o.gang, o.job);
     }
   };
-  std::vector<Member> members_, sorted_members_;
+  std::vector<Member> members_, sorted_members_, arrived_;
+  // merge_members()' state: per job whether it is a member, and what the
+  // members were read from.
+  std::vector<char> member_of_;
+  bool merge_ok_ = false;
+  const SchedulerState* merged_state_ = nullptr;
+  const Job* merged_jobs_ = nullptr;
+  std::size_t merged_job_count_ = 0, merged_tenants_ = 0;
+  double merged_at_ = 0.0;
   std::vector<std::size_t> tenant_first_, tenant_fill_, row_first_;
   std::vector<std::size_t> jobs_;          // job level: the active jobs
   std::vector<std::size_t> job_group_;     // job level: row of x_ for each of jobs_
