@@ -190,6 +190,24 @@ print(sum(jct) / len(jct), max(j["finished_at"] for j in jobs) - first,
 EOF
   read -r LIVE_JCT LIVE_MAKESPAN LIVE_PREEMPT LIVE_RESTARTS < "$WORK/live-$1-figures"
   echo "avg JCT ${LIVE_JCT} s, makespan ${LIVE_MAKESPAN} s, preemptions ${LIVE_PREEMPT}, restarts ${LIVE_RESTARTS}"
+  # Per job, sim against live (where the two part ways), into the work dir.
+  python3 - "$WORK/sim-$1/jobs.csv" "$WORK/live-$1-jobs.json" > "$WORK/per-job-$1.txt" <<'EOF'
+import csv, json, sys
+sim = {r["job_id"]: r for r in csv.DictReader(open(sys.argv[1]))}
+jobs = json.load(open(sys.argv[2]))["jobs"]
+t0 = min(j["submitted_at"] for j in jobs)
+print("job type  w | sim: start  finish    jct p r | live: start  finish    jct p r | live-sim")
+for j in sorted(jobs, key=lambda j: j["name"]):
+    s, jct = sim[j["name"]], j["finished_at"] - j["submitted_at"]
+    print(f"{j['name']} {s['job_type']} {s['workers']} | {float(s['first_start']):6.1f} {float(s['finish']):7.1f}"
+          f" {float(s['jct']):6.1f} {s['preemptions']} {s['restarts']} | {j['started_at'] - t0:6.1f}"
+          f" {j['finished_at'] - t0:7.1f} {jct:6.1f} {j['preemptions']} {j['restarts']} | {jct - float(s['jct']):+7.1f}")
+EOF
+  # Each rebuild starts a new policy (its placer's credits and quanta lost);
+  # gangs over several nodes are where a part's GPU type matters.
+  curl -s -H "Authorization: Bearer admin-token" "$URL/metrics" > "$WORK/live-$1-metrics.txt" || true
+  awk '/^fairgpu_(rounds_total|policy_rebuilds_total|spread_launched_total) / {printf "%s %s  ", $1, $2}
+       END {print ""}' "$WORK/live-$1-metrics.txt"
 }
 
 ratios() { # LABEL
