@@ -49,6 +49,11 @@ cleanup() {
 trap cleanup EXIT
 
 BASE_RATE=10  # iterations/s of every job type on "slow"
+# A gang over several nodes: the simulator charges the profile's cross-node
+# rate, consolidated x 0.8 (kDefaultCrossNodeFactor: the profile below has no
+# unconsolidated figures), so fairgpu-train runs rank 0 of such a gang at 0.8
+# of its rate. (And every part is told the gang's slowest GPU type.)
+CROSS_NODE_FACTOR=0.8
 declare -A SPEEDS=([mlp-a]="slow=1,mid=2,fast=3" [mlp-b]="slow=1,mid=1.5,fast=2" [mlp-c]="slow=1,mid=3,fast=6")
 # What a move costs live, given to the simulator as its restart cost (every
 # start pays it there) and to the server's policy:
@@ -170,6 +175,7 @@ live() {
     "$FAIRGPU" submit --server "$URL" --token "token-$tenant" --name "$id" --job-type "$type" \
       --workers "$workers" --iterations "$iterations" -- "$TRAIN" --iterations "$iterations" \
       --seed "$((10#${id#j}))" --base-rate "$BASE_RATE" --speed-map "${SPEEDS[$type]}" --checkpoint-every 100 \
+      --cross-node-factor "$CROSS_NODE_FACTOR" \
       > /dev/null
   done
   while true; do
