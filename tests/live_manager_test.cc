@@ -381,6 +381,43 @@ TEST_F(LiveManager, GangsOverSeveralNodesRunAsPartsThatStartAndStopTogether) {
   EXPECT_EQ(manager_->cluster(as("admin-token"))["nodes"][0]["holders"].size(), 0u);
 }
 
+// A gang over nodes of two GPU types runs at its slowest worker's speed (DESIGN
+// §4, as the simulator charges it), so every part's launch names the slowest
+// type: a job pacing itself by FAIRGPU_GPU_TYPE (fairgpu-train --speed-map,
+// bench/fidelity.sh) ran a fast+slow gang at rank 0's fast speed.
+TEST_F(LiveManager, AGangOverTwoGpuTypesIsToldTheSlowerType) {
+  // Bob's two jobs leave one GPU of each type, so alice's 2-gang can only
+  // mix them. (move=off: bob's slow job stays there.)
+  config_.policy_options.set("move", "off");
+  start();
+  std::map<std::string, std::int64_t> epoch = {{"f1", reg("f1", "fast", 2)},
+                                               {"s1", reg("s1", "slow", 2)}};
+  manager_->set_drained(as("admin-token"), "f1", true);
+  const std::string on_slow = submit("bob-token")["id"];
+  ASSERT_NO_THROW(manager_->schedule()) << "schedule 1";
+  EXPECT_EQ(actions(beat("s1", epoch["s1"]), "launch").size(), 1u);
+  manager_->set_drained(as("admin-token"), "f1", false);
+  const std::string on_fast = submit("bob-token")["id"];
+  now_ += 60;
+  ASSERT_NO_THROW(manager_->schedule()) << "schedule 2";
+  EXPECT_EQ(actions(beat("f1", epoch["f1"]), "launch").size(), 1u);
+  ASSERT_EQ(job(on_slow)["node"], "s1");
+  ASSERT_EQ(job(on_fast)["node"], "f1");
+  const std::string gang_job = submit("alice-token", "mlp", 2)["id"];
+  now_ += 60;
+  ASSERT_NO_THROW(manager_->schedule()) << "schedule 3";
+  ASSERT_EQ(job(gang_job)["state"], "running") << job(gang_job).dump();
+  ASSERT_EQ(job(gang_job)["nodes"].size(), 2u) << job(gang_job).dump();
+  int parts = 0;
+  for (const char* n : {"f1", "s1"})
+    for (const json& l : actions(beat(n, epoch[n]), "launch")) {
+      if (l["job"] != gang_job) continue;  // bob's, not yet reported running
+      ++parts;
+      EXPECT_EQ(l["gpu_type"], "slow") << n << " (rank " << l["rendezvous"]["rank"] << ")";
+    }
+  EXPECT_EQ(parts, 2);
+}
+
 // A part whose launch is revoked before its node's agent heard of it (the
 // other part failed at once) ends at that agent's next heartbeat, which does
 // not report it: the job is not left "Stopping" for ever.

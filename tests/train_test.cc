@@ -417,6 +417,40 @@ TEST_F(TrainTest, SpeedMapPacesTheRunToTheEmulatedRate) {
   }
 }
 
+// Rank 0 of a gang whose workers span nodes runs at --cross-node-factor times
+// its rate, as the simulator charges a spread gang (consolidated x factor);
+// one node's gang, or no factor given, runs at the full rate.
+TEST_F(TrainTest, CrossNodeFactorSlowsOnlyAGangSpreadOverNodes) {
+  const std::vector<std::string> paced{
+      "--iterations",        "20", "--base-rate", "10", "--speed-map", "slow=1,fast=3",
+      "--cross-node-factor", "0.8"};
+  auto rate_line = [&](const std::string& name, std::vector<std::string> args,
+                       const std::string& local_world_size) {
+    Child run(args, dir_ / name,
+              {{"FAIRGPU_GPU_TYPE", "fast"},
+               {"FAIRGPU_NUM_WORKERS", "2"},
+               {"WORLD_SIZE", "2"},
+               {"RANK", "0"},
+               {"LOCAL_WORLD_SIZE", local_world_size},
+               {"FAIRGPU_CHECKPOINT_DIR", (dir_ / (name + "-ckpt")).string()}});
+    EXPECT_EQ(run.wait(), 0) << run.err();
+    const std::string out = run.out();
+    const auto at = out.find("fairgpu-train: emulating");
+    return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(rate_line("spread", paced, "1"),
+            "fairgpu-train: emulating 48 iterations/s (base 10 x speed 3 of 'fast' x scaling 2 "
+            "for 2 workers x 0.8 over nodes)");
+  EXPECT_EQ(rate_line("one-node", paced, "2"),
+            "fairgpu-train: emulating 60 iterations/s (base 10 x speed 3 of 'fast' x scaling 2 "
+            "for 2 workers)");
+  std::vector<std::string> no_factor = paced;
+  no_factor.resize(no_factor.size() - 2);
+  EXPECT_EQ(rate_line("no-factor", no_factor, "1"),
+            "fairgpu-train: emulating 60 iterations/s (base 10 x speed 3 of 'fast' x scaling 2 "
+            "for 2 workers)");
+}
+
 // Issue 12 item 5: a gang's ranks other than 0 report their rendezvous,
 // train and write nothing, and exit 0 when rank 0's result appears or on the
 // stop signal.
@@ -546,6 +580,11 @@ TEST_F(TrainTest, BadInputExitsTwoWithOneLine) {
                   {{"FAIRGPU_GPU_TYPE", "a100"}});
   expect_rejected(with({"--base-rate", "10", "--scaling", "1=1,2=1.8"}), {"--scaling", "4"},
                   {{"FAIRGPU_NUM_WORKERS", "4"}});
+  expect_rejected(with({"--base-rate", "10", "--cross-node-factor", "0"}),
+                  {"--cross-node-factor", "(0, 1]"});
+  expect_rejected(with({"--base-rate", "10", "--cross-node-factor", "1.5"}),
+                  {"--cross-node-factor", "1.5"});
+  expect_rejected(with({"--cross-node-factor", "0.8"}), {"--cross-node-factor", "--base-rate"});
   expect_rejected(with({"--lr", "-1"}), {"--lr"});
   expect_rejected(with({"--batch-schedule", "1:32"}), {"--batch-schedule", "epoch 0"});
   expect_rejected(with({"--batch-schedule", "0:32,0:64"}), {"--batch-schedule", "increase"});

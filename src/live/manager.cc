@@ -616,10 +616,23 @@ RunStart Manager::run_start(std::int64_t gang,
   s.lease = gang;
   s.job = first.job;
   if (auto n = nodes_.find(first.node); n != nodes_.end()) s.gpu_type = n->second.s.gpu_type;
+  // Every part is told the type the gang runs at: over nodes of several types,
+  // the slowest (DESIGN §4: a gang runs at its slowest worker's speed, as the
+  // simulator charges it). Rank 0's type made a job that paces itself by
+  // FAIRGPU_GPU_TYPE (fairgpu-train --speed-map) run a fast+slow gang fast.
+  std::size_t slowest = kNone;
   for (std::int64_t id : part_ids(gang)) {
     const StoredLease& p = leases_.at(id);
     Placement place{p.node, p.devices, id, "", 0};
-    if (auto n = nodes_.find(p.node); n != nodes_.end()) place.address = n->second.s.address;
+    if (auto n = nodes_.find(p.node); n != nodes_.end()) {
+      place.address = n->second.s.address;
+      const std::size_t m = n->second.model_index;
+      if (model_ && m != kNone && m < model_->cluster.nodes.size() &&
+          (slowest == kNone || model_->cluster.nodes[m].type < slowest)) {
+        slowest = model_->cluster.nodes[m].type;
+        s.gpu_type = model_->cluster.gpu_types[slowest];
+      }
+    }
     if (auto t = tickets.find(id); t != tickets.end()) place.ticket = t->second;
     place.cpus = p.cpus;
     place.memory_gb = p.memory_gb;

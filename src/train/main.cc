@@ -88,16 +88,23 @@ struct Options {
   std::string gpu_type = env_or_empty("FAIRGPU_GPU_TYPE");
   std::string scaling;
   std::optional<double> base_rate;
+  std::optional<double> cross_node_factor;
   std::string batch_schedule;
 };
 
-// The emulated rate in iterations/s (0: unpaced) and a line describing it.
-std::pair<double, std::string> emulated_rate(const Options& o) {
+// The emulated rate in iterations/s (0: unpaced) and a line describing it;
+// `spread`: this process stands for only some of the gang's workers (the
+// others are on other nodes).
+std::pair<double, std::string> emulated_rate(const Options& o, bool spread) {
   if (!o.base_rate) {
     if (!o.speed_map.empty()) throw BadInput("--speed-map needs --base-rate");
     if (!o.scaling.empty()) throw BadInput("--scaling needs --base-rate");
+    if (o.cross_node_factor) throw BadInput("--cross-node-factor needs --base-rate");
     return {0.0, "unpaced"};
   }
+  if (o.cross_node_factor && !(*o.cross_node_factor > 0 && *o.cross_node_factor <= 1))
+    throw BadInput(
+        fmt::format("--cross-node-factor: must be in (0, 1], got {}", *o.cross_node_factor));
   if (!std::isfinite(*o.base_rate) || *o.base_rate <= 0)
     throw BadInput(fmt::format("--base-rate: must be positive, got {}", *o.base_rate));
   double speed = 1;
@@ -128,11 +135,15 @@ std::pair<double, std::string> emulated_rate(const Options& o) {
           "--scaling: no factor for {} workers (FAIRGPU_NUM_WORKERS) in '{}'", workers, o.scaling));
     scaling = it->second;
   }
-  const double rate = *o.base_rate * speed * scaling;
+  // A gang over several nodes pays for its communication, as a profile
+  // without figures of its own for that charges it (consolidated x factor).
+  const double cross_node = spread && o.cross_node_factor ? *o.cross_node_factor : 1.0;
+  const double rate = *o.base_rate * speed * scaling * cross_node;
   return {rate, fmt::format("emulating {} iterations/s (base {} x speed {} of '{}' x scaling {} "
-                            "for {} worker{})",
+                            "for {} worker{}{})",
                             rate, *o.base_rate, speed, o.gpu_type, scaling, workers,
-                            workers == 1 ? "" : "s")};
+                            workers == 1 ? "" : "s",
+                            cross_node != 1.0 ? fmt::format(" x {} over nodes", cross_node) : "")};
 }
 
 void validate(const Options& o) {
@@ -253,7 +264,7 @@ int train(const Options& o) {
                     rdv.master_addr, rdv.master_port, rdv.world_size, rdv.rank, rdv.node_rank,
                     rdv.local_world_size));
   if (rdv.rank != 0) return follow(o, rdv);
-  const auto [rate, rate_text] = emulated_rate(o);
+  const auto [rate, rate_text] = emulated_rate(o, rdv.local_world_size < rdv.world_size);
   const TrainConfig& config = o.config;
   // Checked before anything is printed or written.
   const BatchSchedule schedule = o.batch_schedule.empty()
@@ -380,6 +391,9 @@ int run(int argc, char** argv) {
   app.add_option("--scaling", o.scaling,
                  "throughput factor per $FAIRGPU_NUM_WORKERS, e.g. 1=1,2=1.8,4=3.2 (default "
                  "linear)");
+  app.add_option("--cross-node-factor", o.cross_node_factor,
+                 "throughput factor, in (0, 1], of a gang whose workers span nodes "
+                 "(LOCAL_WORLD_SIZE < WORLD_SIZE), as a profile's cross_node_factor (default 1)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
