@@ -286,6 +286,28 @@ TEST_F(SlurmExecutorTest, ARevokedRunThatExitedIsRequeueHeldBeforeTheGracePeriod
   EXPECT_EQ(running[0].lease, 2);
 }
 
+// A revoked run that reached its total but was killed on its way out (the
+// checkpoint signal before its exit; Slurm: FAILED, 0:10) is a revoked run:
+// requeue-held to run again from its checkpoint, not the job's failure.
+TEST_F(SlurmExecutorTest, ARevokedRunKilledAfterItsLastIterationIsRequeuedNotFailed) {
+  ExecutorJob spec = job("a");
+  spec.iterations = 300;
+  const std::int64_t a = std::stoll(exec_.admit(spec));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  std::ofstream(dir_ / "a" / "progress") << "300\n";
+  exec_.apply({}, {1}, 100);
+  exec_.poll(100.5);
+  fake_.jobs.at(a).state = JobState::kFailed;  // killed by SIGUSR1
+  fake_.jobs.at(a).nodes.clear();
+  const auto ended = of_kind(exec_.poll(101), RunEvent::Kind::kEnded);
+  EXPECT_EQ(fake_.commands.back(), "requeuehold " + std::to_string(a));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_TRUE(ended[0].revoked);
+  EXPECT_EQ(ended[0].detail, "revoked");
+}
+
 TEST_F(SlurmExecutorTest, AFinishedRunEndsOnceWithSlurmsExitCode) {
   const std::int64_t a = std::stoll(exec_.admit(job("a")));
   exec_.apply({start(1, "a", "n1")}, {}, 0);
