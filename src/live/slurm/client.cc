@@ -151,23 +151,29 @@ std::string submit_script(const SubmitSpec& spec) {
   return s.str();
 }
 
-std::optional<UnixUser> find_run_as_user(const std::string& name) {
+namespace {
+// Any user of this machine's user database, root included.
+std::optional<UnixUser> lookup_user(const std::string& name) {
   struct passwd pw {};
   struct passwd* found = nullptr;
   std::vector<char> buf(16384);
   if (name.empty() || getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 ||
-      !found || pw.pw_uid == 0)
+      !found)
     return std::nullopt;
   return UnixUser{pw.pw_name, pw.pw_uid, pw.pw_gid};
 }
+}  // namespace
+
+std::optional<UnixUser> find_run_as_user(const std::string& name) {
+  std::optional<UnixUser> user = lookup_user(name);
+  if (user && user->uid == 0) return std::nullopt;
+  return user;
+}
 
 std::string run_as_problem(const std::string& name) {
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
-    return "no user '" + name + "' on this machine";
-  if (pw.pw_uid == 0) return "'" + name + "' is root";
+  const std::optional<UnixUser> user = lookup_user(name);
+  if (!user) return "no user '" + name + "' on this machine";
+  if (user->uid == 0) return "'" + name + "' is root";
   return "";
 }
 

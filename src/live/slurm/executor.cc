@@ -416,14 +416,12 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         }
         break;
       case Phase::kRevoking:
-        // Finished its work during the grace period and completed: it ended
-        // as a finished run. Exited otherwise (it checkpointed on the signal): requeuehold
-        // now, not when the grace period is over, since the run that takes
-        // its GPUs or the job's next run waits for it. Still running:
-        // requeuehold when the grace period is over.
-        // A run that reached its total but did not complete (the checkpoint
-        // signal killed it on its way out) is revoked like the others: its
-        // next run resumes from the checkpoint and completes.
+        // Completed with its work done during the grace period: a finished
+        // run. Ended otherwise (checkpointed on the signal, or killed by it on
+        // its way out): requeuehold now, not when the grace period is over,
+        // since its next run or the run that takes its GPUs waits for it; the
+        // next run resumes from the checkpoint. Still running: requeuehold
+        // when the grace period is over.
         if (d.state == JobState::kCompleted && work_done(t)) {
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
