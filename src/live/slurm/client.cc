@@ -157,8 +157,7 @@ std::optional<UnixUser> lookup_user(const std::string& name) {
   struct passwd pw {};
   struct passwd* found = nullptr;
   std::vector<char> buf(16384);
-  if (name.empty() || getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 ||
-      !found)
+  if (name.empty() || getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
     return std::nullopt;
   return UnixUser{pw.pw_name, pw.pw_uid, pw.pw_gid};
 }
