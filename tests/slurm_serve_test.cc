@@ -440,7 +440,9 @@ class SlurmServeFaults : public SlurmServe {};
 //    failed exchanges are counted, no node is lost and no job fails. Started
 //    again (same StateSaveLocation), it still has its jobs; nodes that
 //    register again (UNKNOWN for a few seconds) are not lost either.
-//  - Then fairgpu is killed with -9, and what a crash right after sbatch
+//    fairgpu is killed with -9 before slurmctld is back: restarted, it
+//    follows the cancelled job's run to its end and cancels it in Slurm.
+//  - Then fairgpu is killed with -9 again, and what a crash right after sbatch
 //    leaves is made: a queued job's stored Slurm id is removed (its held
 //    Slurm job exists), a held job of this fairgpu (its instance tag) that
 //    no stored job owns is added, and a held job of another instance with
@@ -464,8 +466,27 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
     return argv;
   };
   std::map<std::string, int> seed_of;
-  for (int i = 0; i < 10; ++i)
+  // The job cancelled below trains 40 to 150 s: it is still running, or held,
+  // when the cancel can reach Slurm again.
+  std::vector<std::string> slow = train(199);
+  slow[6] = "2";
+  const std::string victim = submit("alice", slow, kIterations), victim_tenant = "alice";
+  for (int i = 1; i < 10; ++i)
     seed_of[submit(i % 2 ? "bob" : "alice", train(200 + i), kIterations)] = 200 + i;
+  auto runs_of_victim = [&]() {  // its leases not ended, in the store
+    const auto rows =
+        query("SELECT COUNT(*) FROM leases WHERE job = '" + victim + "' AND status != 'ended'");
+    return rows.empty() ? -1 : std::stoi(rows[0][0]);
+  };
+  auto victim_runs_in_slurm = [&](const json& list) {
+    for (const json& j : list)
+      if (j["id"] == victim && j["state"] == "running" && j["slurm_job"].is_number())
+        return slurm_output(
+                   "squeue -h -j " + std::to_string(j["slurm_job"].get<std::int64_t>()) + " -o %T",
+                   false)
+                   .rfind("RUNNING", 0) == 0;
+    return false;
+  };
 
   // Sampled at every wait: no node lost, no job failed.
   std::set<std::string> lost_nodes, failed_jobs;
@@ -487,15 +508,9 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
     sample(list);
     int running = 0;
     for (const json& j : list) running += j["state"] == "running";
-    return running >= 4;
+    return running >= 4 && victim_runs_in_slurm(list);
   });
   ASSERT_FALSE(HasFailure());
-  std::string victim, victim_tenant;  // a running job, cancelled while slurmctld is down
-  for (const json& j : jobs)
-    if (j["state"] == "running") {
-      victim = j["id"];
-      victim_tenant = j["tenant"];
-    }
 
   // slurmctld stopped.
   const pid_t ctld = std::stoi(slurp(slurmctld_pid_file()));
@@ -508,7 +523,6 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
   seed_of[late] = 210;
   auto r = call("POST", "/v1/jobs/" + victim + "/cancel", json::object(), victim_tenant + "-token");
   ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
-  seed_of.erase(victim);
   // Down for three failed exchanges at least; the API answers throughout.
   int answers = 0;
   wait_jobs(60, [&](const json& list) {
@@ -524,12 +538,31 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
   EXPECT_TRUE(failed_jobs.empty());
   EXPECT_FALSE(get("/v1/jobs/" + late)["slurm_job"].is_number());  // not submitted yet
 
+  // fairgpu killed while slurmctld is down: the cancel, and the revoke of
+  // the victim's run, never reached Slurm. Restarted below, it must follow
+  // that run to its end (its GPUs stay taken until then) and cancel it.
+  server_->kill(SIGKILL);
+  // Its run (revoked at the cancel) cannot have ended: Slurm was down.
+  ASSERT_GE(runs_of_victim(), 1) << victim
+                                 << "'s run ended before fairgpu was killed; server log:\n"
+                                 << slurp(dir_ / "server.log");
+
   // slurmctld started again on its saved state: its jobs are still there.
   const std::string start_ctld = "env FAIRGPU_SLURM_TEST_CLUSTER=" + quote(cluster_->dir()) +
                                  " SLURM_CONF=" + quote(cluster_->conf()) + " " +
                                  quote(testing_support::find_program("slurmctld")) + " -f " +
                                  quote(cluster_->conf()) + " -i";
   ASSERT_EQ(std::system(start_ctld.c_str()), 0);
+  // serve refuses to start without a controller that answers; and it starts
+  // once the nodes have registered again (UNKNOWN for a few seconds), as
+  // before: a run Slurm started within a second or two of its restart got no
+  // GPU index (SLURM_GPUS_ON_NODE 0; "GRES: empty index list").
+  for (int i = 0; i < 240; ++i) {
+    const std::string states = slurm_output("sinfo -h -N -o '%T'", false);
+    if (!states.empty() && states.find("unknown") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  start_server(slurm);
   // Once the late job has its Slurm job, and nodes have registered again.
   wait_jobs(60, [&](const json& list) {
     sample(list);
@@ -537,6 +570,12 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
            slurm_output("sinfo -h -N -o '%T'", false).find("unknown") == std::string::npos;
   });
   ASSERT_FALSE(HasFailure());
+  // The cancelled job's run has ended: its GPU is the plan's again.
+  wait_jobs(60, [&](const json& list) {
+    sample(list);
+    return runs_of_victim() == 0;
+  });
+  ASSERT_FALSE(HasFailure()) << victim << "'s run never ended";
 
   // fairgpu killed; what a crash right after sbatch leaves, made by hand.
   server_->kill(SIGKILL);

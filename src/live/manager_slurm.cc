@@ -157,15 +157,21 @@ void Manager::adopt_slurm_jobs(const std::string& stored_instance) {
     if (l.status == "revoking" && l.id == l.gang) revoking.push_back(l.gang);
   }
   for (const JobEntry& e : jobs_) {
-    if (terminal(e.s.state)) continue;
+    auto run = run_of.find(e.s.id);
+    // A job cancelled while its run was still stopping (slurmctld down, or
+    // fairgpu killed before the next exchange) is followed too: its run ends
+    // when Slurm shows it gone, which frees its GPUs for the plan. The cancel
+    // may never have reached Slurm: it is sent again.
+    const bool run_outlives_job = terminal(e.s.state) && run != run_of.end();
+    if (terminal(e.s.state) && !run_outlives_job) continue;
     auto id = slurm_ids_.find(e.s.id);
     if (id == slurm_ids_.end()) {
-      to_admit_.push_back(e.s.id);
+      if (!run_outlives_job) to_admit_.push_back(e.s.id);  // (a run always has its Slurm id)
       continue;
     }
-    auto run = run_of.find(e.s.id);
     slurm_->adopt(executor_job(e), std::to_string(id->second),
                   run == run_of.end() ? 0 : run->second);
+    if (run_outlives_job) slurm_->cancel(e.s.id);
   }
   if (!revoking.empty()) slurm_->apply({}, revoking, now());
 }
