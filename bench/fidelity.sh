@@ -111,10 +111,10 @@ OFF_GRID_ITERATIONS=$((7 * BASE_RATE))
   done
 } > "$WORK/trace.csv"
 
-# simulate NAME RESTART_S: prints "avg JCT, makespan" and leaves $WORK/sim-NAME.
+# simulate NAME RESTART_S [OPTION...]: prints "avg JCT, makespan" and leaves $WORK/sim-NAME.
 simulate() {
-  echo "== simulator (restart cost $2 s)"
-  "$FAIRGPU" simulate --quiet --policy oef-coop --round 60 --restart-overhead "$2" \
+  echo "== simulator (restart cost $2 s${3:+, $3})"
+  "$FAIRGPU" simulate --quiet --policy oef-coop --round 60 --restart-overhead "$2" "${@:3}" \
     --cluster "$WORK/cluster.json" --profiles "$WORK/profiles.json" --trace "$WORK/trace.csv" \
     --out "$WORK/sim-$1" > "$WORK/sim-$1.txt"
   python3 - "$WORK/sim-$1/jobs.csv" > "$WORK/sim-$1-figures" <<'EOF'
@@ -256,7 +256,8 @@ if [ "$BACKEND" != slurm ]; then
   stop_server
 fi
 if [ "$BACKEND" != agents ]; then
-  simulate slurm "$SLURM_RESTART_S"
+  # A Slurm job keeps one node, and serve plans so: the simulator too.
+  simulate slurm "$SLURM_RESTART_S" --gangs-on-one-node
   echo "== live manager, Slurm (poll_s $SLURM_POLL_S)"
   SLURM_DIR=$WORK/slurm
   "$REPO/scripts/slurm-cluster.sh" start "$SLURM_DIR" n-slow:slow:2,n-mid:mid:2,n-fast:fast:2 > /dev/null

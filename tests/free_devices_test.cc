@@ -124,5 +124,30 @@ TEST(FreeDevices, RunsOfDevicesMoveTheirNodeByTheirCount) {
   EXPECT_EQ(free.total_free(), 2 + 0 + 0);  // node 0: 6, 7
 }
 
+TEST(FreeDevices, WhereGangsKeepToOneNodeAPickNeverSpreads) {
+  // Nodes 0 and 1: 4 slow GPUs each; node 2: 4 fast.
+  Workload w = workload({job("j0", "t", "a", 1, 0, 100)});
+  Cluster c = toy_cluster({{"slow", 4}, {"slow", 4}, {"fast", 4}});
+  for (bool one_node : {false, true}) {
+    c.gangs_on_one_node = one_node;
+    ClusterModel m = bind_model(c, toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(m, w);
+    const std::size_t slow = 0;
+    FreeDevices free(s);
+    EXPECT_EQ(free.gangs_on_one_node(), one_node);
+    ASSERT_TRUE(free.take(on(0, {0})));
+    ASSERT_TRUE(free.take(on(1, {0})));
+    EXPECT_EQ(free.free_of_type(slow), 6);
+    EXPECT_TRUE(free.can_hold(slow, 3));
+    EXPECT_EQ(free.can_hold(slow, 4), !one_node);  // 3 free on each slow node
+    if (one_node) {
+      EXPECT_TRUE(free.pick(slow, 4).empty());
+      EXPECT_EQ(free.free_of_type(slow), 6);  // nothing taken
+    } else {
+      EXPECT_EQ(free.pick(slow, 4), std::vector<DeviceRef>({{1, 1}, {1, 2}, {1, 3}, {0, 1}}));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fairgpu

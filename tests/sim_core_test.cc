@@ -386,6 +386,34 @@ TEST_P(Conservation, WorkCapacityAndDeterminism) {
   EXPECT_EQ(tenants_csv(r), tenants_csv(again));
 }
 
+// The same where a gang must keep to one node (Cluster::gangs_on_one_node,
+// as serve plans for Slurm): validate_plan throws on a gang spread over nodes,
+// and the built-in workload's 8-GPU gangs still all run, each on one node.
+class OneNodeGangs : public Conservation {};
+
+TEST_P(OneNodeGangs, AllFinishNoneSpread) {
+  auto [policy, level] = GetParam();
+  ScenarioOptions o;
+  o.generator = default_generator_options();
+  o.generator.jobs = 60;
+  o.generator.tenants = 6;
+  o.generator.arrivals_per_hour = 20;
+  o.seed = 7;
+  o.gangs_on_one_node = true;
+  Scenario sc = load_scenario(o);
+  ASSERT_TRUE(sc.model.cluster.gangs_on_one_node);
+  auto p = make_round_policy(policy, {level, 0});
+  SimResult r = simulate(sc.model, sc.workload, *p);
+  int gangs = 0;
+  for (const auto& j : r.jobs) {
+    ASSERT_FALSE(std::isnan(j.finish)) << j.id;
+    EXPECT_DOUBLE_EQ(j.done, j.work) << j.id;
+    EXPECT_EQ(j.cross_type_placements, 0) << j.id;
+    gangs += j.workers > 1;
+  }
+  EXPECT_GT(gangs, 10);
+}
+
 std::string param_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
   std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
   for (char& c : name)
@@ -408,6 +436,20 @@ INSTANTIATE_TEST_SUITE_P(TimeSharingPolicies, Conservation,
                                                               "yarn-cs", "hived", "drf"),
                                             ::testing::Values("job")),
                          param_name);
+
+INSTANTIATE_TEST_SUITE_P(SharePolicies, OneNodeGangs,
+                         ::testing::Combine(::testing::Values("oef-coop", "oef-noncoop", "gavel",
+                                                              "gandiva-fair", "max-min",
+                                                              "max-sum-throughput"),
+                                            ::testing::Values("tenant", "job")),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(
+    JobLevelPolicies, OneNodeGangs,
+    ::testing::Combine(::testing::Values("astraea", "themis", "ftf", "tiresias", "allox", "fifo",
+                                         "fifo-backfill", "yarn-cs", "hived", "drf", "ossp",
+                                         "synergy-proportional", "synergy-greedy", "synergy-tune"),
+                       ::testing::Values("job")),
+    param_name);
 
 }  // namespace
 }  // namespace fairgpu

@@ -23,6 +23,11 @@ struct Node {
 struct Cluster {
   std::vector<std::string> gpu_types;
   std::vector<Node> nodes;
+  // A gang must run within one node: the backend cannot run one process
+  // group over several (fairgpu's Slurm executor keeps a job on one node).
+  // Placers then never spread a gang over nodes or types, and a gang bigger
+  // than every node of a type does not run on that type.
+  bool gangs_on_one_node = false;
   // Readers' remarks on what they skipped (read_alibaba_cluster: CPU-only
   // nodes), for the CLI to print on stderr; see Workload::notes.
   std::vector<std::string> notes = {};

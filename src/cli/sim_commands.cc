@@ -55,6 +55,10 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "cluster as Gavel users write it, TYPE:GPUS[:GPUS_PER_NODE] comma-separated, "
                 "e.g. k80:36,p100:36,v100:36:4; GPUS_PER_NODE is Gavel's --num_gpus_per_server "
                 "and defaults to 1 as there (every GPU its own node)");
+  c->add_flag("--gangs-on-one-node", s.gangs_on_one_node,
+              "never spread a gang over nodes or GPU types, as `serve` with the Slurm backend "
+              "plans (a Slurm job runs on one node); a gang larger than every node of a type "
+              "does not run on that type");
   c->add_option("--alibaba-nodes", s.alibaba_nodes,
                 "cluster from Alibaba's 2023 node list CSV (openb_node_list_gpu_node.csv)");
   c->add_option("--gpu-map", s.gpu_map,
@@ -264,6 +268,7 @@ Json options_json(const SimArgs& a) {
   o["cluster"] = s.cluster_path;
   o["cluster_spec"] = s.cluster_spec;
   o["alibaba_nodes"] = s.alibaba_nodes;
+  o["gangs_on_one_node"] = s.gangs_on_one_node;
   o["gpu_map"] = s.gpu_map;
   o["profiles"] = s.profiles_path;
   o["trace"] = s.trace_path;

@@ -90,6 +90,7 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
   std::vector<std::size_t> new_index(k);
   for (std::size_t i = 0; i < k; ++i) new_index[order[i]] = i;
 
+  model.cluster.gangs_on_one_node = cluster.gangs_on_one_node;
   model.cluster.gpu_types.resize(k);
   for (std::size_t t = 0; t < k; ++t) model.cluster.gpu_types[new_index[t]] = cluster.gpu_types[t];
   model.capacity.assign(k, 0);
@@ -119,6 +120,19 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
       types.push_back(batch_job_type(job.model, r.batch_size));
     for (const std::string& name : types) {
       const JobTypeProfile& p = *model.profiles.find(name);
+      if (cluster.gangs_on_one_node) {  // one node of a type it runs on must hold it
+        int largest = 0;
+        for (std::size_t t = 0; t < k; ++t)
+          if (p.rate(model.cluster.gpu_types[t], job.workers, false) > 0.0)
+            largest = std::max(largest, model.largest_node[t]);
+        if (largest < job.workers)
+          throw InputError("trace", fmt::format("job {}: workers", job.id),
+                           fmt::format("'{}' with {} workers: the cluster keeps a gang on one "
+                                       "node, and its largest node of a type the job runs on "
+                                       "has {} GPUs",
+                                       name, job.workers, largest));
+        continue;
+      }
       int usable = 0;
       for (std::size_t t = 0; t < k; ++t)
         if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > model.largest_node[t]) >

@@ -25,7 +25,9 @@ GangRates gang_rates(const ClusterModel& model, const JobTypeProfile& p, int wor
   for (std::size_t t = 0; t < k; ++t) {
     const std::string& type = model.cluster.gpu_types[t];
     r.one_node[t] = p.rate(type, workers, false) * units_per_iteration;
-    r.spread[t] = p.rate(type, workers, true) * units_per_iteration;
+    r.spread[t] = model.cluster.gangs_on_one_node
+                      ? 0.0  // a spread gang cannot run there
+                      : p.rate(type, workers, true) * units_per_iteration;
     r.best[t] = workers <= model.largest_node[t] ? r.one_node[t] : r.spread[t];
     r.capacity_mean += model.capacity[t] / double(model.total_gpus) * r.best[t];
   }
@@ -213,6 +215,10 @@ void validate_plan(const RoundPlan& plan, const SchedulerState& s) {
                          s.jobs[static_cast<std::size_t>(b)].record.id, j.record.id));
       b = static_cast<std::int64_t>(a.job);
     }
+    if (s.model->cluster.gangs_on_one_node)
+      for (DeviceRef d : a.devices)
+        if (d.node != a.devices.front().node)
+          fail(fmt::format("job {} spread over nodes where a gang keeps to one", j.record.id));
   }
 }
 

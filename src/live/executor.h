@@ -158,6 +158,9 @@ class Executor {
   // What happened since the last call; sends what has become due (e.g. the
   // requeue after a revoke's grace period).
   virtual std::vector<RunEvent> poll(double now) = 0;
+  // Whether a run must keep to one node (the plan then never spreads a gang;
+  // Cluster::gangs_on_one_node).
+  virtual bool gangs_on_one_node() const { return false; }
 };
 
 }  // namespace fairgpu::live

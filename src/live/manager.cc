@@ -279,14 +279,18 @@ double Manager::gang_rate(const JobTypeProfile* p, const std::string& type, int 
 
 // A job the policy may plan for now: queued or running, profiled, and the
 // ready GPUs of some type it runs on can hold its whole gang (on one node or
-// spread over several). O(GPU types).
+// spread over several; on one node where the executor keeps gangs on one, as
+// bind_model then requires). O(GPU types).
 bool Manager::schedulable(const JobEntry& e) const {
   if (e.s.state != "queued" && e.s.state != "running") return false;
   if (!launchable(e)) return false;
   if (!fully_profiled(e.s.job_type)) return false;
   const JobTypeProfile* p = catalogue_.find(e.s.job_type);
-  for (const auto& [type, devices] : ready_pool_)
-    if (devices >= e.s.workers && gang_rate(p, type, e.s.workers) > 0.0) return true;
+  const bool one_node = executor_ != nullptr && executor_->gangs_on_one_node();
+  for (const auto& [type, devices] : ready_pool_) {
+    const int room = one_node ? ready_largest_.at(type) : devices;
+    if (room >= e.s.workers && gang_rate(p, type, e.s.workers) > 0.0) return true;
+  }
   return false;
 }
 
@@ -413,6 +417,7 @@ void Manager::rebuild() {
   for (auto& [name, n] : nodes_) n.model_index = kNone;
 
   Cluster cluster;
+  cluster.gangs_on_one_node = executor_ != nullptr && executor_->gangs_on_one_node();
   std::vector<std::string> node_names;
   for (auto& [name, n] : nodes_) {
     if (n.s.state != "ready" || n.s.devices.empty()) continue;

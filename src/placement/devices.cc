@@ -5,7 +5,8 @@
 
 namespace fairgpu::placement {
 
-FreeDevices::FreeDevices(const SchedulerState& s) : s_(s) {
+FreeDevices::FreeDevices(const SchedulerState& s)
+    : s_(s), one_node_(s.model->cluster.gangs_on_one_node) {
   const auto& nodes = s.model->cluster.nodes;
   const std::size_t k = s.model->cluster.num_types();
   first_word_.resize(nodes.size() + 1);
@@ -139,6 +140,7 @@ std::vector<DeviceRef> FreeDevices::pick(std::size_t type, int g) {
     take_from(b[c].back(), g);
     return out;
   }
+  if (one_node_) return out;
   // Spread: emptiest nodes first, so the job touches as few nodes as possible.
   int need = g;
   for (std::size_t c = b.size() - 1; c > 0 && need > 0; --c) {

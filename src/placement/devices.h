@@ -32,14 +32,21 @@ class FreeDevices {
   void give_back(const std::vector<DeviceRef>& devices);
   // g devices of one type, consolidated: the fullest node that still fits all
   // g (best fit), else the emptiest nodes first (fewest nodes); within a
-  // node its lowest free ids. Empty when fewer than g are free.
+  // node its lowest free ids. Empty when !can_hold(type, g).
   std::vector<DeviceRef> pick(std::size_t type, int g);
   // Whether some node of `type` has g free devices.
   bool fits_one_node(std::size_t type, int g) const;
+  // Whether pick(type, g) succeeds: g free devices of the type, on one node
+  // when the cluster keeps gangs on one node.
+  bool can_hold(std::size_t type, int g) const {
+    return one_node_ ? fits_one_node(type, g) : free_count_[type] >= g;
+  }
+  bool gangs_on_one_node() const { return one_node_; }
 
  private:
   void move_bucket(std::uint32_t node, int from, int to);
   const SchedulerState& s_;
+  bool one_node_;  // the cluster's gangs_on_one_node
   // Node n's free devices: bit g of words_[first_word_[n] + g / 64].
   std::vector<std::uint64_t> words_;
   std::vector<std::size_t> first_word_;

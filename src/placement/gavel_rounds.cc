@@ -114,13 +114,13 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
     std::fill(counts.begin(), counts.end(), 0);
     int need = j.workers;
     for (std::size_t t : order)
-      if (free.free_of_type(t) >= need) {
+      if (free.can_hold(t, need)) {
         counts[t] = need;
         need = 0;
         break;
       }
     for (std::size_t t : order) {
-      if (need == 0) break;
+      if (need == 0 || free.gangs_on_one_node()) break;
       counts[t] = std::min(need, free.free_of_type(t));
       need -= counts[t];
     }

@@ -98,10 +98,11 @@ bool choose_counts(const Job& j, const std::vector<double>& owed, const std::vec
   });
   auto room = [&](std::size_t t) { return std::min(limit[t], free.free_of_type(t)); };
   for (std::size_t t : order)
-    if (room(t) >= g) {
+    if (room(t) >= g && free.can_hold(t, g)) {
       counts[t] = g;
       return true;
     }
+  if (free.gangs_on_one_node()) return false;
   int need = g;
   for (std::size_t t : order) {
     counts[t] = std::min(need, room(t));
@@ -484,13 +485,13 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
         continue;
       bool room = false;  // a type it runs on with its gang free (else the job is not read)
       for (std::size_t t = 0; t < k && !room; ++t)
-        room = (!type_bits || (v.types >> t & 1)) && free.free_of_type(t) >= v.workers;
+        room = (!type_bits || (v.types >> t & 1)) && free.can_hold(t, v.workers);
       if (!room) continue;
       const Job& j = s.jobs[a.job];
       std::size_t best_type = k;
       double best = j.rate;
       for (std::size_t t = 0; t < k; ++t) {
-        if (!j.runs_on(t) || free.free_of_type(t) < j.workers) continue;
+        if (!j.runs_on(t) || !free.can_hold(t, j.workers)) continue;
         const double r = rate_on(j, free, t);
         if (r * (lease - j.restart_overhead_s) > best * lease * (1 + 1e-9)) {
           best = r * (lease - j.restart_overhead_s) / lease;

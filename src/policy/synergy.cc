@@ -169,11 +169,21 @@ bool Round::alloc(const Job& j, PerGpu d, double speedup) {
     if (d.memory_gb > 0) k = std::min(k, std::floor(free_[node].memory_gb / d.memory_gb + kEps));
     return static_cast<int>(std::max(0.0, k));
   };
+  const bool one_node = s_.model->cluster.gangs_on_one_node;
   std::vector<std::uint32_t> order(nodes);
   for (std::uint32_t node = 0; node < nodes; ++node) order[node] = node;
   if (fit_ == Fit::kFirst) {
     // Synergy's SYNERGY_RANDOM order: GPUs by index, each on a server whose
-    // free CPUs and memory still cover one more GPU's share.
+    // free CPUs and memory still cover one more GPU's share (where gangs
+    // keep to one node: the first server that covers the whole gang).
+    if (one_node) {
+      for (std::uint32_t node : order)
+        if (room(node) >= g) {
+          place_on(j, {{node, g}}, d, speedup);
+          return true;
+        }
+      return false;
+    }
     const auto counts = take_gpus(order, g, room);
     if (counts.empty()) return false;
     place_on(j, counts, d, speedup);
@@ -202,7 +212,7 @@ bool Round::alloc(const Job& j, PerGpu d, double speedup) {
     place_on(j, {{chosen, g}}, d, speedup);
     return true;
   }
-  if (g == 1) return false;
+  if (g == 1 || one_node) return false;
   // Spread: the servers with the most room first.
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return room(a) > room(b); });

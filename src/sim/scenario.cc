@@ -186,6 +186,7 @@ Scenario load_scenario(const ScenarioOptions& o) {
     cluster = default_cluster();
     cluster_desc = "built-in cluster";
   }
+  cluster.gangs_on_one_node = o.gangs_on_one_node;
   if (!o.gpu_map.empty() && o.alibaba_nodes.empty())
     throw InputError("options", "gpu-map", "only applies with --alibaba-nodes");
 

@@ -73,6 +73,8 @@ class SlurmExecutor : public Executor {
              double now) override;
   void cancel(const std::string& job) override;
   std::vector<RunEvent> poll(double now) override;
+  // A Slurm job runs on the one node it is pinned to.
+  bool gangs_on_one_node() const override { return true; }
 
   // The tag and users of SlurmExecutorOptions (known once the store is read).
   void set_identity(std::string instance, std::set<std::string> users) {
