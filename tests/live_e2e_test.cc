@@ -265,12 +265,13 @@ class LiveEndToEnd : public ::testing::Test {
     return out;
   }
 
-  // Exactly once: one run per job trains to its last iteration and prints its
+  // Exactly once: one run per job trains to its last iteration, and prints its
   // "final loss" (a run relaunched because its exit went unreported when the
   // server or agent died resumes at the last iteration, trains nothing and
-  // reports the same result: it does not count); and each run resumed at most
-  // one lease of progress (2 s on the slowest type) behind where the run
-  // before it got to.
+  // reports the same result: it does not count; a run killed between its
+  // last checkpoint and that line counts when the next run resumes at the
+  // last iteration); and each run resumed at most one lease of progress (2 s
+  // on the slowest type) behind where the run before it got to.
   void expect_each_job_ran_once(std::size_t n) {
     std::map<std::string, std::vector<std::pair<long, fs::path>>> runs;  // job -> (lease, run dir)
     const std::regex launch(R"(launch lease (\d+) job (j-\d+))");
@@ -287,13 +288,22 @@ class LiveEndToEnd : public ::testing::Test {
       std::sort(list.begin(), list.end());
       int finals = 0;
       long reached = 0;
-      for (const auto& [lease, run_dir] : list) {
-        const std::string log = slurp(run_dir / "log");
+      std::vector<std::string> logs;
+      for (const auto& run : list) logs.push_back(slurp(run.second / "log"));
+      auto resumed_at_end = [&](std::size_t r) {
         std::smatch m;
-        const bool resumed_done = std::regex_search(log, m, resumed) && m[1] == m[2];
+        return r < logs.size() && std::regex_search(logs[r], m, resumed) && m[1] == m[2];
+      };
+      for (std::size_t r = 0; r < list.size(); ++r) {
+        const auto& [lease, run_dir] = list[r];
+        const std::string& log = logs[r];
+        std::smatch m;
+        const bool resumed_done = resumed_at_end(r);
+        int printed = 0;
         for (std::size_t at = log.find("final loss:"); at != std::string::npos && !resumed_done;
              at = log.find("final loss:", at + 1))
-          ++finals;
+          ++printed;
+        finals += printed > 0 ? printed : !resumed_done && resumed_at_end(r + 1);
         if (std::regex_search(log, m, resumed)) {
           const long from = std::stol(m[1]);
           lost_max = std::max(lost_max, static_cast<int>(reached - from));
