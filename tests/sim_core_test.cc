@@ -347,16 +347,23 @@ TEST(SimCore, InvalidPlansAreCaught) {
 // A generated workload on the built-in cluster under every share policy at
 // both levels: every job finishes with exactly its work done, no round is
 // busier than the cluster, GPU time adds up, and two runs are identical.
-class Conservation : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+class Conservation : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  // 60 generated jobs from 6 tenants on the built-in cluster.
+  static ScenarioOptions small_scenario() {
+    ScenarioOptions o;
+    o.generator = default_generator_options();
+    o.generator.jobs = 60;
+    o.generator.tenants = 6;
+    o.generator.arrivals_per_hour = 20;
+    o.seed = 7;
+    return o;
+  }
+};
 
 TEST_P(Conservation, WorkCapacityAndDeterminism) {
   auto [policy, level] = GetParam();
-  ScenarioOptions o;
-  o.generator = default_generator_options();
-  o.generator.jobs = 60;
-  o.generator.tenants = 6;
-  o.generator.arrivals_per_hour = 20;
-  o.seed = 7;
+  ScenarioOptions o = small_scenario();
   Scenario sc = load_scenario(o);
   auto p1 = make_round_policy(policy, {level, 0});
   SimResult r = simulate(sc.model, sc.workload, *p1);
@@ -393,12 +400,7 @@ class OneNodeGangs : public Conservation {};
 
 TEST_P(OneNodeGangs, AllFinishNoneSpread) {
   auto [policy, level] = GetParam();
-  ScenarioOptions o;
-  o.generator = default_generator_options();
-  o.generator.jobs = 60;
-  o.generator.tenants = 6;
-  o.generator.arrivals_per_hour = 20;
-  o.seed = 7;
+  ScenarioOptions o = small_scenario();
   o.gangs_on_one_node = true;
   Scenario sc = load_scenario(o);
   ASSERT_TRUE(sc.model.cluster.gangs_on_one_node);
