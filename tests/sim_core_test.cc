@@ -344,6 +344,35 @@ TEST(SimCore, InvalidPlansAreCaught) {
   EXPECT_NO_THROW(validate_plan(ok, s));
 }
 
+// Where gangs keep to one node (the Slurm backend), a gang over two nodes is
+// an invalid plan; elsewhere it is a valid (spread) one.
+TEST(SimCore, ASpreadGangIsCaughtWhereGangsKeepToOneNode) {
+  Cluster c = toy_cluster({{"fast", 2}, {"fast", 2}});
+  Workload w = workload({job("A", "t", "a", 2, 0, 10)});
+  for (bool one_node : {false, true}) {
+    c.gangs_on_one_node = one_node;
+    ClusterModel model = bind_model(c, toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(model, w);
+    s.jobs[0].state = JobState::kQueued;
+    s.active = {0};
+    RoundPlan on_one, spread;
+    on_one.run = {{0, {{1, 0}, {1, 1}}, 300}};
+    spread.run = {{0, {{0, 1}, {1, 0}}, 300}};
+    EXPECT_NO_THROW(validate_plan(on_one, s));
+    if (!one_node) {
+      EXPECT_NO_THROW(validate_plan(spread, s));
+      continue;
+    }
+    EXPECT_THROW(
+        try { validate_plan(spread, s); } catch (const std::logic_error& e) {
+          EXPECT_STREQ(e.what(),
+                       "invalid round plan: job A spread over nodes where a gang keeps to one");
+          throw;
+        },
+        std::logic_error);
+  }
+}
+
 // A generated workload on the built-in cluster under every share policy at
 // both levels: every job finishes with exactly its work done, no round is
 // busier than the cluster, GPU time adds up, and two runs are identical.
