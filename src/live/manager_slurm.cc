@@ -238,9 +238,10 @@ void Manager::tick_slurm() {
         starts.push_back(std::move(s));
         continue;
       }
-      // Revoked before it reached Slurm, or spread over nodes (a Slurm job
-      // runs on one node): it never starts, so its lease ends now and the
-      // job waits for its next one.
+      // Revoked before it reached Slurm: it never starts, so its lease ends
+      // now and the job waits for its next one. (So would a start spread over
+      // nodes, which a Slurm job cannot run; the plan makes none on this
+      // backend, Cluster::gangs_on_one_node.)
       std::erase(revokes, s.lease);
       RunEvent never;
       never.kind = RunEvent::Kind::kEnded;
