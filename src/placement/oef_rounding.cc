@@ -141,9 +141,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   }
   std::vector<int> held_total(n, 0);
-  taken_.resize(s.jobs.size(), 0);
   flagged_.resize(s.jobs.size(), 0);
-  std::vector<char>& taken = taken_;
   std::vector<char>& flagged = flagged_;
   // The jobs' views, gathered with the next jobs fetched ahead: over all
   // entities' jobs in one list, as most entities hold a job or two. The
@@ -159,6 +157,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     entity_first_[e + 1] = all_jobs_.size();
   }
   view_.resize(all_jobs_.size());
+  taken_.assign(all_jobs_.size(), 0);
+  std::vector<char>& taken = taken_;
   const std::vector<std::size_t>& job_at = all_jobs_;
   // Each entity's largest gang (for its credit clamp), taken here rather than
   // in a later pass over the view at its jobs' scattered places.
@@ -220,7 +220,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     out.push_back({i, std::move(devices), lease_end});
     entity_of_out.push_back(in_share ? e : n);
     position_of_out.push_back(p);
-    taken[i] = 1;
+    taken[p] = 1;
   };
   auto renew_in_place = [&](std::size_t e, std::size_t p, bool in_share) {
     if (!view[p].running) return false;
@@ -325,7 +325,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   for (std::size_t e = 0; e < n; ++e) {
     ordered_first_[e] = ordered_.size();
     for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
-      if (!taken[job_at[p]]) ordered_.push_back(p);
+      if (!taken[p]) ordered_.push_back(p);
     ordered_first_[e + 1] = ordered_.size();
     starvation_order(std::span<std::size_t>(ordered_.data() + ordered_first_[e],
                                             ordered_.size() - ordered_first_[e]));
@@ -402,7 +402,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     if (by_mask)
       for (std::size_t e = 0; e < n; ++e)
         for (std::size_t p : ordered(e)) {
-          if (taken[job_at[p]]) continue;
+          if (taken[p]) continue;
           const JobView& v = view[p];
           smallest_gang[v.types] = std::min(smallest_gang[v.types], v.workers);
           if (v.running) smallest_running_gang = std::min(smallest_running_gang, v.workers);
@@ -429,7 +429,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     std::vector<char> renews(n, 0);
     for (std::size_t e = 0; e < n; ++e)
       for (std::size_t p : ordered(e))
-        if (!taken[job_at[p]]) {
+        if (!taken[p]) {
           renews[e] = view[p].running;
           break;
         }
@@ -446,7 +446,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (!saving[e]) continue;
       if (!some_job_fits()) return;
       for (std::size_t p : ordered(e)) {
-        if (taken[job_at[p]]) continue;
+        if (taken[p]) continue;
         if (!renew_in_place(e, p, false)) start(e, p, false);
         break;  // only the head
       }
@@ -458,7 +458,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
           if (!some_job_fits()) return;
           for (std::size_t p : ordered(e)) {
             if (free.total_free() == 0) return;
-            if (taken[job_at[p]]) continue;
+            if (taken[p]) continue;
             if (pass == 0)
               renew_in_place(e, p, false);
             else
@@ -529,7 +529,6 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t t = 0; t < k; ++t)
       dev_.push_back(std::clamp(want(e)[t] - held(e)[t], -cap, cap));
   }
-  for (const Assignment& a : out) taken[a.job] = 0;
   in_share_ = std::move(next_in_share);
   waiting_for_capacity_ = std::move(next_waiting);
   return out;

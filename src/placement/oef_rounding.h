@@ -14,7 +14,8 @@ namespace fairgpu::placement {
 struct RoundingEntity {
   std::uint64_t key = 0;             // stable across rounds: (tenant, job type)
   std::vector<double> ideal;         // devices per type (the fair share)
-  std::vector<std::size_t> jobs;     // its active jobs (indices into state.jobs)
+  // Its active jobs (indices into state.jobs); a job is in one entity only.
+  std::vector<std::size_t> jobs;
 };
 
 struct RoundingOptions {
@@ -47,7 +48,10 @@ class OefRoundingPlacer {
   std::vector<double> dev_;
   // Per job (sized to the jobs, all zero between rounds; a round clears what
   // it set), so a round costs O(entities' jobs), not O(all jobs ever).
-  std::vector<char> taken_, flagged_;
+  std::vector<char> flagged_;
+  // Whether the job at each position of all_jobs_ is placed this round: read
+  // in order by the passes, where a table by job index missed the cache.
+  std::vector<char> taken_;
   // What the passes below read of each of the entities' jobs, gathered once
   // per round (indexed by the job's position in all_jobs_): the jobs lie
   // scattered over a large array, and reading them pass after pass was the

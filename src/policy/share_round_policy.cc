@@ -58,6 +58,9 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::string_view name() const override { return name_; }
   std::string_view level() const override { return tenant_level_ ? "tenant" : "job"; }
   double interval() const override { return interval_; }
+  // Tenant level reads gangs, rates and run times; job level's Gavel rounds
+  // read time_on_type.
+  bool reads_progress() const override { return !tenant_level_; }
 
   RoundPlan plan(const SchedulerState& s) override {
     RoundPlan plan;
