@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -64,10 +65,19 @@ class ShareRoundPolicy final : public RoundPolicy {
 
   RoundPlan plan(const SchedulerState& s) override {
     RoundPlan plan;
+    // Tenant level: the placer's free devices and its view of the jobs are
+    // gathered on other threads while the rows are built and the LP solved
+    // (neither reads what the others write; the view needs the rows' jobs).
+    // Destroyed before anything they read: they wait for their task.
+    std::future<void> devices_ready, jobs_ready;
+    if (tenant_level_)
+      devices_ready = std::async(std::launch::async, [&] { placer_.prepare_devices(s); });
     if (s.changed || !solved_) {
       ShareProblem previous = std::move(problem_);
       std::vector<double> previous_demand = std::move(demand_);
       tenant_level_ ? build_tenant_problem(s) : build_job_problem(s);
+      if (tenant_level_)
+        jobs_ready = std::async(std::launch::async, [&] { placer_.prepare_jobs(s, entities_); });
       // Tenant level with demands: arrivals and completions move demands
       // every round on a busy cluster. A new row (a class of jobs appears)
       // re-solves at once; demands changing or rows leaving, at most every
@@ -100,6 +110,11 @@ class ShareRoundPolicy final : public RoundPolicy {
     plan.estimated_throughput = estimated_;
     const double lease_end = s.now + interval_;
     if (tenant_level_) {
+      devices_ready.get();
+      if (jobs_ready.valid())
+        jobs_ready.get();
+      else  // the same rows as last round: nothing to overlap
+        placer_.prepare_jobs(s, entities_);
       for (std::size_t e = 0; e < entities_.size(); ++e)
         for (std::size_t t = 0; t < x_.cols(); ++t)
           entities_[e].ideal[t] = std::max(0.0, x_(e, t));
