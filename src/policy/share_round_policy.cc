@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/prefetch.h"
+#include "core/task_thread.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/scheduler.h"
@@ -68,16 +69,18 @@ class ShareRoundPolicy final : public RoundPolicy {
     // Tenant level: the placer's free devices and its view of the jobs are
     // gathered on other threads while the rows are built and the LP solved
     // (neither reads what the others write; the view needs the rows' jobs).
-    // Destroyed before anything they read: they wait for their task.
     std::future<void> devices_ready, jobs_ready;
-    if (tenant_level_)
-      devices_ready = std::async(std::launch::async, [&] { placer_.prepare_devices(s); });
+    WaitOnExit devices_on_exit(devices_ready), jobs_on_exit(jobs_ready);
+    if (tenant_level_) {
+      if (!gatherer_) gatherer_ = std::make_unique<TaskThread>();
+      devices_ready = gatherer_->submit([&] { placer_.prepare_devices(s); });
+    }
     if (s.changed || !solved_) {
       ShareProblem previous = std::move(problem_);
       std::vector<double> previous_demand = std::move(demand_);
       tenant_level_ ? build_tenant_problem(s) : build_job_problem(s);
       if (tenant_level_)
-        jobs_ready = std::async(std::launch::async, [&] { placer_.prepare_jobs(s, entities_); });
+        jobs_ready = gatherer_->submit([&] { placer_.prepare_jobs(s, entities_); });
       // Tenant level with demands: arrivals and completions move demands
       // every round on a busy cluster. A new row (a class of jobs appears)
       // re-solves at once; demands changing or rows leaving, at most every
@@ -628,6 +631,9 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::map<std::pair<std::size_t, int>, std::string> class_names_;
   std::size_t num_job_types_ = 0;
   placement::OefRoundingPlacer placer_;
+  // plan()'s second thread at tenant level (made at the first such plan);
+  // last, so it ends before the members its tasks use.
+  std::unique_ptr<TaskThread> gatherer_;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "core/prefetch.h"
+#include "core/task_thread.h"
 
 namespace fairgpu {
 namespace {
@@ -243,7 +244,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     double start = 0.0, end = 0.0;
   };
   std::optional<PendingRound> pending;
-  std::future<void> settling;  // before it is destroyed, the settling has ended
+  std::optional<TaskThread> settler;
+  if (settle_beside_plan) settler.emplace();
+  std::future<void> settling;
+  WaitOnExit settled_on_exit(settling);  // it reads the state, the sums and the executor
   auto finish_round = [&] {
     if (!pending) return;
     if (settling.valid())
@@ -301,7 +305,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     clock.set(t);
     state.now = clock.now();
     if (pending && settle_beside_plan)
-      settling = std::async(std::launch::async, [&] { executor.settle_all(state); });
+      settling = settler->submit([&] { executor.settle_all(state); });
 
     const auto plan_start = std::chrono::steady_clock::now();
     RoundPlan plan = policy.plan(state);
