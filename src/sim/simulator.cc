@@ -244,6 +244,14 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     double start = 0.0, end = 0.0;
   };
   std::optional<PendingRound> pending;
+  auto count_active_by_tenant = [&](std::vector<int>& count) {
+    count.assign(n_tenants, 0);
+    for (std::size_t r = 0; r < state.active.size(); ++r) {
+      prefetch_ahead(state.jobs, state.active, r, &Job::tenant);
+      ++count[state.jobs[state.active[r]].tenant];
+    }
+  };
+  std::vector<int> next_active_by_tenant;  // counted beside the plan
   std::optional<TaskThread> settler;
   if (settle_beside_plan) settler.emplace();
   std::future<void> settling;
@@ -304,8 +312,14 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     }
     clock.set(t);
     state.now = clock.now();
-    if (pending && settle_beside_plan)
-      settling = settler->submit([&] { executor.settle_all(state); });
+    const bool counted_ahead = pending && settle_beside_plan;
+    if (counted_ahead)
+      settling = settler->submit([&] {
+        executor.settle_all(state);
+        // The next round's active jobs per tenant: neither the plan nor its
+        // application changes the active jobs or their tenants.
+        if (options.tenant_series) count_active_by_tenant(next_active_by_tenant);
+      });
 
     const auto plan_start = std::chrono::steady_clock::now();
     RoundPlan plan = policy.plan(state);
@@ -340,11 +354,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     if (options.tenant_series) {
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
-      sample.tenant_active_jobs.assign(n_tenants, 0);
-      for (std::size_t r = 0; r < state.active.size(); ++r) {
-        prefetch_ahead(state.jobs, state.active, r, &Job::tenant);
-        ++sample.tenant_active_jobs[state.jobs[state.active[r]].tenant];
-      }
+      if (counted_ahead)
+        sample.tenant_active_jobs = std::move(next_active_by_tenant);
+      else
+        count_active_by_tenant(sample.tenant_active_jobs);
     }
     idle_points = state.running.empty() ? idle_points + 1 : 0;
     if (idle_points > 100000)
