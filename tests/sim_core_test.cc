@@ -373,6 +373,62 @@ TEST(SimCore, ASpreadGangIsCaughtWhereGangsKeepToOneNode) {
   }
 }
 
+// The simulator settles a round on a second thread while the next one is
+// planned when the policy does not read progress (oef-coop at tenant level):
+// the run is the same, round by round, as with the settling in line (a
+// wrapper that says the policy reads progress), with and without a horizon
+// that cuts the last round short.
+class SettlesInLine final : public RoundPolicy {
+ public:
+  explicit SettlesInLine(RoundPolicy& inner) : inner_(inner) {}
+  std::string_view name() const override { return inner_.name(); }
+  std::string_view level() const override { return inner_.level(); }
+  double interval() const override { return inner_.interval(); }
+  RoundPlan plan(const SchedulerState& s) override { return inner_.plan(s); }
+  bool reads_progress() const override { return true; }
+
+ private:
+  RoundPolicy& inner_;
+};
+
+TEST(SimCore, SettlingBesideThePlanChangesNothing) {
+  ScenarioOptions o;
+  o.generator = default_generator_options();
+  o.generator.jobs = 80;
+  o.generator.tenants = 5;
+  o.generator.arrivals_per_hour = 30;
+  o.seed = 11;
+  Scenario sc = load_scenario(o);
+  EXPECT_TRUE(make_round_policy("oef-coop", {"job", 0})->reads_progress());
+  for (double horizon : {double(INFINITY), 20 * 3600.0 + 100.0}) {
+    SimOptions options;
+    options.horizon_s = horizon;
+    auto beside = make_round_policy("oef-coop", {"tenant", 0});
+    ASSERT_FALSE(beside->reads_progress());
+    SimResult a = simulate(sc.model, sc.workload, *beside, options);
+    auto inner = make_round_policy("oef-coop", {"tenant", 0});
+    SettlesInLine in_line(*inner);
+    SimResult b = simulate(sc.model, sc.workload, in_line, options);
+    ASSERT_GT(a.rounds.size(), 20u);
+    ASSERT_EQ(a.rounds.size(), b.rounds.size());
+    for (std::size_t r = 0; r < a.rounds.size(); ++r) {
+      const RoundSample &x = a.rounds[r], &y = b.rounds[r];
+      EXPECT_EQ(x.start, y.start) << r;
+      EXPECT_EQ(x.end, y.end) << r;
+      EXPECT_EQ(x.busy_gpu_seconds, y.busy_gpu_seconds) << r;
+      EXPECT_EQ(x.throughput_integral, y.throughput_integral) << r;
+      EXPECT_EQ(x.contended_s, y.contended_s) << r;
+      EXPECT_EQ(x.contended_throughput, y.contended_throughput) << r;
+      EXPECT_EQ(x.idle_waiting_gpu_seconds, y.idle_waiting_gpu_seconds) << r;
+      EXPECT_EQ(x.tenant_throughput, y.tenant_throughput) << r;
+      EXPECT_EQ(x.tenant_gpus, y.tenant_gpus) << r;
+      EXPECT_EQ(x.tenant_active_jobs, y.tenant_active_jobs) << r;
+    }
+    EXPECT_EQ(jobs_csv(a), jobs_csv(b));
+    EXPECT_EQ(tenants_csv(a), tenants_csv(b));
+  }
+}
+
 // A generated workload on the built-in cluster under every share policy at
 // both levels: every job finishes with exactly its work done, no round is
 // busier than the cluster, GPU time adds up, and two runs are identical.

@@ -288,6 +288,12 @@ class RoundPolicy {
   // Interval between scheduling points, seconds.
   virtual double interval() const = 0;
   virtual RoundPlan plan(const SchedulerState& state) = 0;
+  // Whether plan() reads the jobs' progress as settled at the scheduling
+  // point: done, overhead_left, settled_at, time_on_type and the record's
+  // accounting figures. When it does not, the simulator settles the round
+  // that just ended on a second thread while plan() runs (the two touch
+  // disjoint fields), which changes nothing in the outputs.
+  virtual bool reads_progress() const { return true; }
 };
 
 // What applies to a round policy besides its own `NAME:key=value` settings:

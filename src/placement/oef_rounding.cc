@@ -113,39 +113,12 @@ bool choose_counts(const Job& j, const std::vector<double>& owed, const std::vec
 
 }  // namespace
 
-std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
-                                                 const std::vector<RoundingEntity>& entities,
-                                                 double lease_end) {
+void OefRoundingPlacer::prepare_devices(const SchedulerState& s) { free_.emplace(s); }
+
+void OefRoundingPlacer::prepare_jobs(const SchedulerState& s,
+                                     const std::vector<RoundingEntity>& entities) {
   const std::size_t k = s.model->cluster.num_types();
   const std::size_t n = entities.size();
-  const double lease = lease_end - s.now;
-  std::vector<Assignment> out;
-  std::vector<std::size_t> entity_of_out;  // the entity charged for each of `out`
-  FreeDevices free(s);
-
-  // Entitlement: ideal + credit, per type and in total.
-  // Per entity and type, flat (row e at e * k): one allocation, not one per entity.
-  want_.assign(n * k, 0.0);
-  held_.assign(n * k, 0);
-  auto want = [&](std::size_t e) { return want_.data() + e * k; };
-  auto held = [&](std::size_t e) { return held_.data() + e * k; };
-  std::vector<double> ideal_total(n, 0.0), want_total(n, 0.0);
-  for (std::size_t e = 0; e < n; ++e) {
-    const auto it = std::lower_bound(dev_keys_.begin(), dev_keys_.end(), entities[e].key);
-    const bool known = it != dev_keys_.end() && *it == entities[e].key;
-    const double* credit =
-        known ? &dev_[static_cast<std::size_t>(it - dev_keys_.begin()) * k] : nullptr;
-    for (std::size_t t = 0; t < k; ++t) {
-      want(e)[t] = entities[e].ideal[t] + (credit ? credit[t] : 0.0);
-      ideal_total[e] += entities[e].ideal[t];
-      want_total[e] += want(e)[t];
-    }
-  }
-  std::vector<int> held_total(n, 0);
-  taken_.resize(s.jobs.size(), 0);
-  flagged_.resize(s.jobs.size(), 0);
-  std::vector<char>& taken = taken_;
-  std::vector<char>& flagged = flagged_;
   // The jobs' views, gathered with the next jobs fetched ahead: over all
   // entities' jobs in one list, as most entities hold a job or two. The
   // passes below name a job by its position p in that list (entity e's jobs
@@ -160,7 +133,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     entity_first_[e + 1] = all_jobs_.size();
   }
   view_.resize(all_jobs_.size());
-  const std::vector<std::size_t>& job_at = all_jobs_;
+  taken_.assign(all_jobs_.size(), 0);
   // Each entity's largest gang (for its credit clamp), taken here rather than
   // in a later pass over the view at its jobs' scattered places.
   largest_gang_.assign(n, 0);
@@ -196,6 +169,53 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       largest_gang_[e_of_r] = std::max(largest_gang_[e_of_r], v.workers);
     }
   }
+  jobs_prepared_ = true;
+}
+
+std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
+                                                 const std::vector<RoundingEntity>& entities,
+                                                 double lease_end) {
+  const std::size_t k = s.model->cluster.num_types();
+  const std::size_t n = entities.size();
+  const double lease = lease_end - s.now;
+  std::vector<Assignment> out;
+  std::vector<std::size_t> entity_of_out;  // the entity charged for each of `out`
+  if (!free_) prepare_devices(s);
+  FreeDevices& free = *free_;
+  // What was prepared serves this call only, however it ends.
+  struct Done {
+    OefRoundingPlacer& placer;
+    ~Done() {
+      placer.free_.reset();
+      placer.jobs_prepared_ = false;
+    }
+  } done{*this};
+
+  // Entitlement: ideal + credit, per type and in total.
+  // Per entity and type, flat (row e at e * k): one allocation, not one per entity.
+  want_.assign(n * k, 0.0);
+  held_.assign(n * k, 0);
+  auto want = [&](std::size_t e) { return want_.data() + e * k; };
+  auto held = [&](std::size_t e) { return held_.data() + e * k; };
+  std::vector<double> ideal_total(n, 0.0), want_total(n, 0.0);
+  for (std::size_t e = 0; e < n; ++e) {
+    const auto it = std::lower_bound(dev_keys_.begin(), dev_keys_.end(), entities[e].key);
+    const bool known = it != dev_keys_.end() && *it == entities[e].key;
+    const double* credit =
+        known ? &dev_[static_cast<std::size_t>(it - dev_keys_.begin()) * k] : nullptr;
+    for (std::size_t t = 0; t < k; ++t) {
+      want(e)[t] = entities[e].ideal[t] + (credit ? credit[t] : 0.0);
+      ideal_total[e] += entities[e].ideal[t];
+      want_total[e] += want(e)[t];
+    }
+  }
+  std::vector<int> held_total(n, 0);
+  flagged_.resize(s.jobs.size(), 0);
+  std::vector<char>& flagged = flagged_;
+  if (!jobs_prepared_) prepare_jobs(s, entities);
+  std::vector<char>& taken = taken_;
+  const std::vector<std::size_t>& job_at = all_jobs_;
+  const bool type_bits = k <= 8;  // JobView::types holds the types a job runs on
   const std::vector<JobView>& view = view_;
   // A running job's devices, from the view (by position).
   auto devices_of = [&](std::size_t p) {
@@ -221,7 +241,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     out.push_back({i, std::move(devices), lease_end});
     entity_of_out.push_back(in_share ? e : n);
     position_of_out.push_back(p);
-    taken[i] = 1;
+    taken[p] = 1;
   };
   auto renew_in_place = [&](std::size_t e, std::size_t p, bool in_share) {
     if (!view[p].running) return false;
@@ -326,7 +346,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   for (std::size_t e = 0; e < n; ++e) {
     ordered_first_[e] = ordered_.size();
     for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
-      if (!taken[job_at[p]]) ordered_.push_back(p);
+      if (!taken[p]) ordered_.push_back(p);
     ordered_first_[e + 1] = ordered_.size();
     starvation_order(std::span<std::size_t>(ordered_.data() + ordered_first_[e],
                                             ordered_.size() - ordered_first_[e]));
@@ -403,7 +423,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     if (by_mask)
       for (std::size_t e = 0; e < n; ++e)
         for (std::size_t p : ordered(e)) {
-          if (taken[job_at[p]]) continue;
+          if (taken[p]) continue;
           const JobView& v = view[p];
           smallest_gang[v.types] = std::min(smallest_gang[v.types], v.workers);
           if (v.running) smallest_running_gang = std::min(smallest_running_gang, v.workers);
@@ -430,7 +450,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     std::vector<char> renews(n, 0);
     for (std::size_t e = 0; e < n; ++e)
       for (std::size_t p : ordered(e))
-        if (!taken[job_at[p]]) {
+        if (!taken[p]) {
           renews[e] = view[p].running;
           break;
         }
@@ -447,7 +467,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (!saving[e]) continue;
       if (!some_job_fits()) return;
       for (std::size_t p : ordered(e)) {
-        if (taken[job_at[p]]) continue;
+        if (taken[p]) continue;
         if (!renew_in_place(e, p, false)) start(e, p, false);
         break;  // only the head
       }
@@ -459,7 +479,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
           if (!some_job_fits()) return;
           for (std::size_t p : ordered(e)) {
             if (free.total_free() == 0) return;
-            if (taken[job_at[p]]) continue;
+            if (taken[p]) continue;
             if (pass == 0)
               renew_in_place(e, p, false);
             else
@@ -530,7 +550,6 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t t = 0; t < k; ++t)
       dev_.push_back(std::clamp(want(e)[t] - held(e)[t], -cap, cap));
   }
-  for (const Assignment& a : out) taken[a.job] = 0;
   in_share_ = std::move(next_in_share);
   waiting_for_capacity_ = std::move(next_waiting);
   return out;

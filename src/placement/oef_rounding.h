@@ -5,16 +5,19 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "fairgpu/scheduler.h"
+#include "placement/devices.h"
 
 namespace fairgpu::placement {
 
 struct RoundingEntity {
   std::uint64_t key = 0;             // stable across rounds: (tenant, job type)
   std::vector<double> ideal;         // devices per type (the fair share)
-  std::vector<std::size_t> jobs;     // its active jobs (indices into state.jobs)
+  // Its active jobs (indices into state.jobs); a job is in one entity only.
+  std::vector<std::size_t> jobs;
 };
 
 struct RoundingOptions {
@@ -38,6 +41,15 @@ class OefRoundingPlacer {
   // updated with what each entity held.
   std::vector<Assignment> place(const SchedulerState& state,
                                 const std::vector<RoundingEntity>& entities, double lease_end);
+  // What place() reads of the state first, done ahead by a caller that can
+  // overlap it with other work (the share policy: on a second thread while
+  // it builds its rows and solves): the free devices, and the view of the
+  // entities' jobs (`entities` as place() will get them, ideal shares
+  // aside). Each is used by the next place() call, which does what was not
+  // done ahead itself. The two touch disjoint members, so they may run at
+  // the same time; neither writes the state.
+  void prepare_devices(const SchedulerState& state);
+  void prepare_jobs(const SchedulerState& state, const std::vector<RoundingEntity>& entities);
 
  private:
   RoundingOptions options_;
@@ -47,7 +59,10 @@ class OefRoundingPlacer {
   std::vector<double> dev_;
   // Per job (sized to the jobs, all zero between rounds; a round clears what
   // it set), so a round costs O(entities' jobs), not O(all jobs ever).
-  std::vector<char> taken_, flagged_;
+  std::vector<char> flagged_;
+  // Whether the job at each position of all_jobs_ is placed this round: read
+  // in order by the passes, where a table by job index missed the cache.
+  std::vector<char> taken_;
   // What the passes below read of each of the entities' jobs, gathered once
   // per round (indexed by the job's position in all_jobs_): the jobs lie
   // scattered over a large array, and reading them pass after pass was the
@@ -61,6 +76,8 @@ class OefRoundingPlacer {
     std::uint8_t types = 0;  // bit t: runs on type t (types < 8)
   };
   std::vector<JobView> view_;
+  std::optional<FreeDevices> free_;  // prepare_devices()'s, until place() ends
+  bool jobs_prepared_ = false;       // prepare_jobs() ran for the next place()
   // Per-round scratch kept for its capacity: entitlement and holdings per
   // entity and type, and the entities' jobs in starvation order.
   std::vector<double> want_;

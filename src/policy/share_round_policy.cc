@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "core/prefetch.h"
+#include "core/task_thread.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/scheduler.h"
@@ -58,13 +60,27 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::string_view name() const override { return name_; }
   std::string_view level() const override { return tenant_level_ ? "tenant" : "job"; }
   double interval() const override { return interval_; }
+  // Tenant level reads gangs, rates and run times; job level's Gavel rounds
+  // read time_on_type.
+  bool reads_progress() const override { return !tenant_level_; }
 
   RoundPlan plan(const SchedulerState& s) override {
     RoundPlan plan;
+    // Tenant level: the placer's free devices and its view of the jobs are
+    // gathered on other threads while the rows are built and the LP solved
+    // (neither reads what the others write; the view needs the rows' jobs).
+    std::future<void> devices_ready, jobs_ready;
+    WaitOnExit devices_on_exit(devices_ready), jobs_on_exit(jobs_ready);
+    if (tenant_level_) {
+      if (!gatherer_) gatherer_ = std::make_unique<TaskThread>();
+      devices_ready = gatherer_->submit([&] { placer_.prepare_devices(s); });
+    }
     if (s.changed || !solved_) {
       ShareProblem previous = std::move(problem_);
       std::vector<double> previous_demand = std::move(demand_);
       tenant_level_ ? build_tenant_problem(s) : build_job_problem(s);
+      if (tenant_level_)
+        jobs_ready = gatherer_->submit([&] { placer_.prepare_jobs(s, entities_); });
       // Tenant level with demands: arrivals and completions move demands
       // every round on a busy cluster. A new row (a class of jobs appears)
       // re-solves at once; demands changing or rows leaving, at most every
@@ -97,6 +113,11 @@ class ShareRoundPolicy final : public RoundPolicy {
     plan.estimated_throughput = estimated_;
     const double lease_end = s.now + interval_;
     if (tenant_level_) {
+      devices_ready.get();
+      if (jobs_ready.valid())
+        jobs_ready.get();
+      else  // the same rows as last round: nothing to overlap
+        placer_.prepare_jobs(s, entities_);
       for (std::size_t e = 0; e < entities_.size(); ++e)
         for (std::size_t t = 0; t < x_.cols(); ++t)
           entities_[e].ideal[t] = std::max(0.0, x_(e, t));
@@ -610,6 +631,9 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::map<std::pair<std::size_t, int>, std::string> class_names_;
   std::size_t num_job_types_ = 0;
   placement::OefRoundingPlacer placer_;
+  // plan()'s second thread at tenant level (made at the first such plan);
+  // last, so it ends before the members its tasks use.
+  std::unique_ptr<TaskThread> gatherer_;
 };
 
 }  // namespace

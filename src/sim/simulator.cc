@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "core/prefetch.h"
+#include "core/task_thread.h"
 
 namespace fairgpu {
 namespace {
@@ -230,11 +232,75 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     executor.compact(state);  // finished jobs leave the lists once per call, not per event
   };
 
+  // A round's end: every running job settled up to it, then its sample
+  // completed from the sums and handed on. When the policy does not read
+  // progress, the settling runs on a second thread while the next round is
+  // planned and checked (the plan reads none of the fields it writes, and
+  // state.now is set before it starts); the same work in the same order, so
+  // the outputs are the same. `pending` is the round awaiting this.
+  const bool settle_beside_plan = !policy.reads_progress();
+  struct PendingRound {
+    RoundSample sample;
+    double start = 0.0, end = 0.0;
+  };
+  std::optional<PendingRound> pending;
+  auto count_active_by_tenant = [&](std::vector<int>& count) {
+    count.assign(n_tenants, 0);
+    for (std::size_t r = 0; r < state.active.size(); ++r) {
+      prefetch_ahead(state.jobs, state.active, r, &Job::tenant);
+      ++count[state.jobs[state.active[r]].tenant];
+    }
+  };
+  std::vector<int> next_active_by_tenant;  // counted beside the plan
+  std::optional<TaskThread> settler;
+  if (settle_beside_plan) settler.emplace();
+  std::future<void> settling;
+  WaitOnExit settled_on_exit(settling);  // it reads the state, the sums and the executor
+  auto finish_round = [&] {
+    if (!pending) return;
+    if (settling.valid())
+      settling.get();
+    else
+      executor.settle_all(state);
+    RoundSample& sample = pending->sample;
+    const double from = pending->start, until = pending->end;
+    sample.end = until;
+    sample.busy_gpu_seconds = sums.busy_gpu_seconds;
+    sample.idle_waiting_gpu_seconds = idle_waiting;
+    sample.throughput_integral = sums.throughput;
+    if (until > from) {
+      sample.cpus_allocated = sums.cpu_seconds / (until - from);
+      sample.memory_gb_allocated = sums.memory_gb_seconds / (until - from);
+      sample.cpus_used = sums.cpu_used_seconds / (until - from);
+      sample.memory_gb_used = sums.memory_gb_used_seconds / (until - from);
+    }
+    if (!std::isnan(contended_from)) {
+      sample.contended_s = until - contended_from;
+      sample.contended_throughput = sums.throughput - throughput_before;
+      sample.contended_busy_gpu_seconds = sums.busy_gpu_seconds - busy_before;
+    }
+    if (options.tenant_series) {
+      const double len = until - from;
+      for (double& v : sums.tenant_throughput) v /= len;
+      for (double& v : sums.tenant_gpus) v /= len;
+      sample.tenant_throughput = std::move(sums.tenant_throughput);
+      sample.tenant_gpus = std::move(sums.tenant_gpus);
+      if (options.sparse_tenant_series) make_sparse(sample, k);
+    }
+    if (sink)
+      sink_thread->add(std::move(sample));
+    else
+      out.rounds.push_back(std::move(sample));
+    if (options.on_progress) options.on_progress(n ? double(finished) / double(n) : 1.0, until);
+    pending.reset();
+  };
+
   state.now = t0;
   admit_arrivals();
   double t = t0;
   while (t < options.horizon_s) {
     if (state.active.empty()) {
+      finish_round();  // before the idle stretch's events move the state
       if (next_job == n) break;
       // Nothing to do until the next arrival: jump to the first scheduling
       // point after it (the grid stays t0 + i * interval).
@@ -246,12 +312,21 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     }
     clock.set(t);
     state.now = clock.now();
+    const bool counted_ahead = pending && settle_beside_plan;
+    if (counted_ahead)
+      settling = settler->submit([&] {
+        executor.settle_all(state);
+        // The next round's active jobs per tenant: neither the plan nor its
+        // application changes the active jobs or their tenants.
+        if (options.tenant_series) count_active_by_tenant(next_active_by_tenant);
+      });
 
     const auto plan_start = std::chrono::steady_clock::now();
     RoundPlan plan = policy.plan(state);
     const double compute =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
     validate_plan(plan, state);
+    finish_round();
     state.changed = false;
     executor.apply(plan, state);
 
@@ -279,11 +354,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     if (options.tenant_series) {
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
-      sample.tenant_active_jobs.assign(n_tenants, 0);
-      for (std::size_t r = 0; r < state.active.size(); ++r) {
-        prefetch_ahead(state.jobs, state.active, r, &Job::tenant);
-        ++sample.tenant_active_jobs[state.jobs[state.active[r]].tenant];
-      }
+      if (counted_ahead)
+        sample.tenant_active_jobs = std::move(next_active_by_tenant);
+      else
+        count_active_by_tenant(sample.tenant_active_jobs);
     }
     idle_points = state.running.empty() ? idle_points + 1 : 0;
     if (idle_points > 100000)
@@ -293,38 +367,11 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
 
     const double until = std::min(t + interval, options.horizon_s);
     run_until(until);
-    executor.settle_all(state);
-
-    sample.end = until;
-    sample.busy_gpu_seconds = sums.busy_gpu_seconds;
-    sample.idle_waiting_gpu_seconds = idle_waiting;
-    sample.throughput_integral = sums.throughput;
-    if (until > t) {
-      sample.cpus_allocated = sums.cpu_seconds / (until - t);
-      sample.memory_gb_allocated = sums.memory_gb_seconds / (until - t);
-      sample.cpus_used = sums.cpu_used_seconds / (until - t);
-      sample.memory_gb_used = sums.memory_gb_used_seconds / (until - t);
-    }
-    if (!std::isnan(contended_from)) {
-      sample.contended_s = until - contended_from;
-      sample.contended_throughput = sums.throughput - throughput_before;
-      sample.contended_busy_gpu_seconds = sums.busy_gpu_seconds - busy_before;
-    }
-    if (options.tenant_series) {
-      const double len = until - t;
-      for (double& v : sums.tenant_throughput) v /= len;
-      for (double& v : sums.tenant_gpus) v /= len;
-      sample.tenant_throughput = std::move(sums.tenant_throughput);
-      sample.tenant_gpus = std::move(sums.tenant_gpus);
-      if (options.sparse_tenant_series) make_sparse(sample, k);
-    }
-    if (sink)
-      sink_thread->add(std::move(sample));
-    else
-      out.rounds.push_back(std::move(sample));
-    if (options.on_progress) options.on_progress(n ? double(finished) / double(n) : 1.0, until);
+    pending.emplace(PendingRound{std::move(sample), t, until});
+    if (!settle_beside_plan) finish_round();
     t = until;
   }
+  finish_round();
 
   if (sink_thread) sink_thread->finish();  // every round in the sink, as before
   out.end = t0;
