@@ -244,11 +244,24 @@ TEST_F(ReportTest, ReportCommandRebuildsTheSamePage) {
   r = run({"report", dir_.string() + "/nowhere"});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const std::string jobs_text = slurp(single / "jobs.csv");
   std::ofstream(single / "jobs.csv", std::ios::app) << "x,y\n";
   fs::remove(single / "report.html");
   r = run({"report", single.string()});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "jobs.csv:")) << r.err;
+  EXPECT_FALSE(fs::exists(single / "report.html"));
+  // jobs.csv and tenants.csv are read side by side: with both broken the one
+  // the page shows first (jobs.csv) is named; with tenants.csv alone, it is.
+  std::ofstream(single / "tenants.csv", std::ios::app) << "x,y\n";
+  r = run({"report", single.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "jobs.csv:")) << r.err;
+  std::ofstream(single / "jobs.csv", std::ios::binary | std::ios::trunc) << jobs_text;
+  r = run({"report", single.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "tenants.csv:")) << r.err;
   EXPECT_FALSE(fs::exists(single / "report.html"));
 }
 

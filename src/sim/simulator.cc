@@ -344,6 +344,12 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     waiting_jobs = 0;
     for (std::size_t r = 0; r < state.active.size(); ++r) {
       prefetch_ahead(state.jobs, state.active, r, &Job::state, &Job::workers, &Job::rate_best);
+      // A waiting job's rates (type_mask reads them) lie elsewhere on the
+      // heap: fetched once its Job, fetched above, is in cache.
+      if (r + 4 < state.active.size()) {
+        const Job& ahead = state.jobs[state.active[r + 4]];
+        if (ahead.state != JobState::kRunning) __builtin_prefetch(ahead.rate_best.data());
+      }
       const Job& j = state.jobs[state.active[r]];
       if (j.state != JobState::kRunning) add_waiting(j);
     }

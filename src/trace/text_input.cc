@@ -15,6 +15,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 namespace fairgpu::text_input {
 
@@ -320,14 +322,19 @@ std::string HeaderTable::name(std::string_view column) const {
 Workload make_workload(std::vector<JobSpec> jobs,
                        const std::map<std::string, double>& tenant_weight) {
   Workload w;
-  std::set<std::string> seen;
-  for (const JobSpec& j : jobs) {
-    if (!seen.insert(j.tenant).second) continue;
-    auto it = tenant_weight.find(j.tenant);
-    w.tenants.push_back(TenantSpec{j.tenant, it == tenant_weight.end() ? 1.0 : it->second});
+  {
+    std::unordered_set<std::string_view> seen;  // views into `jobs`, not yet moved
+    for (const JobSpec& j : jobs) {
+      if (!seen.insert(j.tenant).second) continue;
+      auto it = tenant_weight.find(j.tenant);
+      w.tenants.push_back(TenantSpec{j.tenant, it == tenant_weight.end() ? 1.0 : it->second});
+    }
   }
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const JobSpec& a, const JobSpec& b) { return a.arrival_s < b.arrival_s; });
+  // Generated traces and most files come in arrival order already: the sort
+  // (which moves every job) is skipped for them.
+  auto by_arrival = [](const JobSpec& a, const JobSpec& b) { return a.arrival_s < b.arrival_s; };
+  if (!std::is_sorted(jobs.begin(), jobs.end(), by_arrival))
+    std::stable_sort(jobs.begin(), jobs.end(), by_arrival);
   w.jobs = std::move(jobs);
   return w;
 }
