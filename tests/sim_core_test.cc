@@ -373,6 +373,18 @@ TEST(SimCore, ASpreadGangIsCaughtWhereGangsKeepToOneNode) {
   }
 }
 
+// A generated workload on the built-in cluster.
+ScenarioOptions generated_scenario(int jobs, int tenants, double arrivals_per_hour,
+                                   std::uint64_t seed) {
+  ScenarioOptions o;
+  o.generator = default_generator_options();
+  o.generator.jobs = jobs;
+  o.generator.tenants = tenants;
+  o.generator.arrivals_per_hour = arrivals_per_hour;
+  o.seed = seed;
+  return o;
+}
+
 // The simulator settles a round on a second thread while the next one is
 // planned when the policy does not read progress (oef-coop at tenant level):
 // the run is the same, round by round, as with the settling in line (a
@@ -392,13 +404,7 @@ class SettlesInLine final : public RoundPolicy {
 };
 
 TEST(SimCore, SettlingBesideThePlanChangesNothing) {
-  ScenarioOptions o;
-  o.generator = default_generator_options();
-  o.generator.jobs = 80;
-  o.generator.tenants = 5;
-  o.generator.arrivals_per_hour = 30;
-  o.seed = 11;
-  Scenario sc = load_scenario(o);
+  Scenario sc = load_scenario(generated_scenario(80, 5, 30, 11));
   EXPECT_TRUE(make_round_policy("oef-coop", {"job", 0})->reads_progress());
   for (double horizon : {double(INFINITY), 20 * 3600.0 + 100.0}) {
     SimOptions options;
@@ -435,15 +441,7 @@ TEST(SimCore, SettlingBesideThePlanChangesNothing) {
 class Conservation : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   // 60 generated jobs from 6 tenants on the built-in cluster.
-  static ScenarioOptions small_scenario() {
-    ScenarioOptions o;
-    o.generator = default_generator_options();
-    o.generator.jobs = 60;
-    o.generator.tenants = 6;
-    o.generator.arrivals_per_hour = 20;
-    o.seed = 7;
-    return o;
-  }
+  static ScenarioOptions small_scenario() { return generated_scenario(60, 6, 20, 7); }
 };
 
 TEST_P(Conservation, WorkCapacityAndDeterminism) {
