@@ -8,7 +8,7 @@
 # build-sanitize/fuzz/<target>/crash-*, timeout-* or leak-*; replay it with
 #   build-sanitize/fuzz_<target> <that file>
 #
-#   scripts/fuzz.sh            # CI: 30 s per target
+#   scripts/fuzz.sh            # CI: 30 s per target, one target per core at once
 #   scripts/fuzz.sh 600        # by hand: 10 minutes per target
 #   scripts/fuzz.sh 600 cluster native_trace   # only these targets
 set -euo pipefail
@@ -53,9 +53,10 @@ if [ ${#targets[@]} -eq 0 ]; then
            shockwave_profiles alibaba_nodes alibaba_pods serve_config live_api synergy slurm_output
            agent_files)
 fi
-failed=()
-for t in "${targets[@]}"; do
-  work=$build/fuzz/$t
+# One target: its seeds linked in, libFuzzer run in its folder; the verdict
+# line goes to its folder's verdict.txt (targets run side by side).
+fuzz_target() {
+  local t=$1 work=$build/fuzz/$1
   mkdir -p "$work/corpus" "$work/seeds"
   # libFuzzer reads folders: the seeds as links to where they lie.
   find "$work/seeds" -type l -delete
@@ -63,18 +64,41 @@ for t in "${targets[@]}"; do
     if [ -d "$s" ]; then for f in "$s"/*; do [ -f "$f" ] && ln -sf "$(realpath "$f")" "$work/seeds/"; done
     elif [ -f "$s" ]; then ln -sf "$(realpath "$s")" "$work/seeds/"; fi
   done
-  log=$work/log.txt
+  local log=$work/log.txt
   # -timeout: an input taking longer is a hang (a finding). -max_len keeps
   # inputs small enough that every one is parsed, solved and audited.
   if (cd "$work" && "$root/$build/fuzz_$t" -max_total_time="$seconds" -timeout=20 \
         -max_len=4096 -rss_limit_mb=4096 -print_final_stats=1 -print_funcs=0 corpus seeds >log.txt 2>&1); then
+    local runs
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-    printf 'fuzz %-17s ok: %s inputs in %s s\n' "$t" "$runs" "$seconds"
+    printf 'fuzz %-17s ok: %s inputs in %s s\n' "$t" "$runs" "$seconds" > "$work/verdict.txt"
   else
-    printf 'fuzz %-17s FAILED (see %s):\n' "$t" "$log"
-    grep -E 'ERROR|contract broken|runtime error|Test unit written' "$log" | head -5 || true
-    failed+=("$t")
+    { printf 'fuzz %-17s FAILED (see %s):\n' "$t" "$log"
+      grep -E 'ERROR|contract broken|runtime error|Test unit written' "$log" | head -5 || true
+    } > "$work/verdict.txt"
+    return 1
   fi
+}
+
+# FAIRGPU_FUZZ_JOBS targets at once (default: one per core); each libFuzzer
+# run is single-threaded, so every target still gets its SECONDS of a core.
+parallel=${FAIRGPU_FUZZ_JOBS:-$(nproc)}
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  rm -f "$build/fuzz/$t/verdict.txt"
+  fuzz_target "$t" &
+  running=$((running + 1))
+done
+wait || true
+failed=()
+for t in "${targets[@]}"; do
+  verdict=$build/fuzz/$t/verdict.txt
+  if [ -f "$verdict" ]; then cat "$verdict"; else echo "fuzz $t: no verdict (the script failed before it)"; fi
+  [ -f "$verdict" ] && grep -q "^fuzz $t *ok:" "$verdict" || failed+=("$t")
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in ${failed[*]}" >&2

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+. scripts/build-env.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${FAIRGPU_CMAKE_LAUNCHER[@]}" >/dev/null
 cmake --build build --target fairgpu -j "$(nproc)"
 build/fairgpu compare "$@"

@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
+. scripts/build-env.sh
 # fuzzer-no-link only adds libFuzzer's coverage hooks (no-ops outside a fuzz
 # target), so the tests and the fuzz targets share one build.
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link"
@@ -15,11 +16,11 @@ flags+=" -fno-sanitize-recover=all"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_COMPILER=clang++ -DFAIRGPU_WERROR=ON -DFAIRGPU_BUILD_FUZZ=ON -DFAIRGPU_JEMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DFAIRGPU_TRAIN_FLAGS=-O2 >/dev/null
+  -DFAIRGPU_TRAIN_FLAGS=-O2 -DFAIRGPU_TEST_FLAGS="-O0 -gline-tables-only" "${FAIRGPU_CMAKE_LAUNCHER[@]}" >/dev/null
 cmake --build build-sanitize -j "$(nproc)"
 
 # halt_on_error is ASan's default; detect_leaks stays on (LeakSanitizer).
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-# Serially, like scripts/test.sh: the live and pacing tests measure wall-clock rates.
-ctest --test-dir build-sanitize --output-on-failure "$@"
+# `scripts/sanitize.sh -N` (fuzz.sh) only builds: ctest lists the tests.
+./scripts/run-ctest.sh build-sanitize "$@"

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  ccache                                # compiler cache: repeat builds (CI, scripts) compile only what changed
   coinor-libclp-dev coinor-libcbc-dev   # LP (CLP) and MIP (CBC) solvers
   nlohmann-json3-dev libcli11-dev       # JSON, command line
   libfmt-dev                            # formatting of tables

@@ -16,6 +16,7 @@
 #include "fairgpu/simulator.h"
 #include "fairgpu/workload.h"
 #include "test_files.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "test_files.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

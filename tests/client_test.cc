@@ -35,6 +35,7 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/transient_error.h"
 #include "run_binary.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

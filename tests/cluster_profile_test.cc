@@ -15,6 +15,7 @@
 #include "fairgpu/profile.h"
 
 #include "test_files.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

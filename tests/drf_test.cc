@@ -20,6 +20,7 @@
 #include "fairgpu/simulator.h"
 #include "fairgpu/workload.h"
 #include "toy_model.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

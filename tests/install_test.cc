@@ -16,6 +16,7 @@
 #include "fairgpu/provenance.h"
 #include "live/config.h"
 #include "run_binary.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

@@ -19,6 +19,7 @@
 
 #include "fairgpu/input_error.h"
 #include "live/manager.h"
+#include "test_paths.h"
 
 namespace fairgpu::live {
 namespace {

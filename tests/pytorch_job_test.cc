@@ -13,6 +13,7 @@
 #include <string>
 
 #include "run_binary.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "test_files.h"
+#include "test_paths.h"
 
 namespace fairgpu::testing_support {
 

@@ -30,6 +30,7 @@
 #include "live_daemon.h"
 #include "polling.h"
 #include "run_binary.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

@@ -17,6 +17,7 @@
 #include "policy/shockwave_planner.h"
 #include "policy/shockwave_predictor.h"
 #include "test_files.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "run_binary.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

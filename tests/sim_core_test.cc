@@ -15,6 +15,7 @@
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
 #include "toy_model.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {
@@ -241,7 +242,8 @@ TEST(SimCore, ProgressiveFillingSurvivesCappedLevels) {
   // A snapshot the simulator produced with --tenant-demands: twelve tenants,
   // most capped at 1-5 GPUs. Levels re-imposed with too little slack made the
   // bottleneck LP infeasible.
-  ShareProblem p = read_share_problem(FAIRGPU_SOURCE_DIR "/tests/data/gavel-capped-levels.json");
+  ShareProblem p =
+      read_share_problem(std::string(FAIRGPU_SOURCE_DIR) + "/tests/data/gavel-capped-levels.json");
   for (const char* name : {"gavel", "oef-noncoop", "max-min"}) {
     Matrix x = make_share_policy(name)->allocate(p);
     EXPECT_EQ(check_feasible(p, x), "") << name;

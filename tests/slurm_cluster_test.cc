@@ -500,15 +500,21 @@ TEST_F(SlurmCluster, ExecutorGivesEachRunItsCpuAndMemoryGrant) {
   j.shell_command =
       "echo \"$FAIRGPU_LEASE_ID $SLURM_CPUS_ON_NODE $SLURM_MEM_PER_NODE\" "
       ">>\"$FAIRGPU_CHECKPOINT_DIR/grants\"; trap 'exit 0' USR1; "
-      "echo 1 >\"$FAIRGPU_PROGRESS_FILE\"; while :; do sleep 0.1; done";
+      "echo \"$FAIRGPU_LEASE_ID\" >\"$FAIRGPU_PROGRESS_FILE\"; while :; do sleep 0.1; done";
   SlurmExecutor exec(*client_, SlurmExecutorOptions{"main", 1.0});
   exec.admit(j);
   const auto start = std::chrono::steady_clock::now();
   auto now = [&] { return testing_support::since(start); };
+  // A run's progress is its lease id, written after its grant line: the
+  // second run's progress event must not come from the first run's file
+  // (on a loaded machine it did, and the second run was revoked before it
+  // wrote its line).
   auto wait_event = [&](RunEvent::Kind kind, std::int64_t lease) {
     while (now() < kWaitS) {
       for (const RunEvent& e : exec.poll(now()))
-        if (e.kind == kind && e.lease == lease) return true;
+        if (e.kind == kind && e.lease == lease &&
+            (kind != RunEvent::Kind::kProgress || e.iterations == static_cast<double>(lease)))
+          return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     ADD_FAILURE() << "no event of kind " << static_cast<int>(kind) << " for lease " << lease;

@@ -46,6 +46,7 @@
 #include "live/config.h"
 #include "run_binary.h"
 #include "slurm_cluster.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

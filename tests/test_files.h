@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <string>
+#include "test_paths.h"
 
 namespace fairgpu::testing_support {
 

@@ -18,6 +18,7 @@
 #include "fairgpu/workload.h"
 
 #include "test_files.h"
+#include "test_paths.h"
 
 namespace fairgpu {
 namespace {

@@ -31,6 +31,7 @@
 
 #include "polling.h"
 #include "run_binary.h"
+#include "test_paths.h"
 
 extern char** environ;
 
@@ -415,6 +416,32 @@ TEST_F(TrainTest, SpeedMapPacesTheRunToTheEmulatedRate) {
               << seconds << " s (emulated " << cases[i].rate << ")\n";
     EXPECT_NEAR(measured, cases[i].rate, 0.15 * cases[i].rate) << seconds << " s";
   }
+}
+
+// A run stopped by the machine (here SIGSTOP, on a loaded machine its CPU
+// taken away) does not make up for the stall once it runs again: an emulated
+// device runs no faster after a stall. Catching up made profiles measured on a
+// loaded machine read up to 3x the emulated rate. Only an upper bound is
+// asserted: a slow machine can only lower what the run does after the stall.
+TEST_F(TrainTest, AStalledRunDoesNotMakeUpForTheStall) {
+  constexpr double kRate = 20.0;
+  Child run({"--iterations", "400", "--base-rate", "20", "--speed-map", "k80=1", "--progress-file",
+             (dir_ / "progress").string()},
+            dir_ / "run", {{"FAIRGPU_GPU_TYPE", "k80"}});
+  ASSERT_TRUE(wait_for_progress(run, dir_ / "progress", 4));
+  run.signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // 40 iterations of schedule missed
+  const std::uint64_t before = read_progress(dir_ / "progress").value_or(0);
+  const auto resumed = Clock::now();
+  run.signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const std::uint64_t after = read_progress(dir_ / "progress").value_or(0);
+  const double seconds = testing_support::since(resumed);
+  // At most the rate over the time since the resume, plus the schedule's
+  // catch-up allowance (0.1 s) and an iteration in flight on each side.
+  EXPECT_LE(static_cast<double>(after - before), kRate * (seconds + 0.1) + 2.0)
+      << before << " -> " << after << " in " << seconds << " s after a 2 s stall";
+  EXPECT_TRUE(wait_for_progress(run, dir_ / "progress", after));  // and it runs on
 }
 
 // Rank 0 of a gang whose workers span nodes runs at --cross-node-factor times

@@ -299,7 +299,7 @@ int train(const Options& o) {
   ProgressFile progress(o.progress_file, schedule.empty() ? nullptr : &schedule);
   TrainConfig step_config = config;
   progress.write(state.iteration);
-  const Pacer pacer(rate);
+  Pacer pacer(rate);
   const std::uint64_t first = state.iteration;
   while (state.iteration < o.iterations) {
     if (g_stop_signal) {

@@ -75,11 +75,14 @@ std::map<std::uint32_t, double> parse_scaling_map(const std::string& text,
 
 Pacer::Pacer(double rate) : rate_(rate), start_(std::chrono::steady_clock::now()) {}
 
-void Pacer::wait(std::uint64_t iterations, const volatile std::sig_atomic_t& stop) const {
+void Pacer::wait(std::uint64_t iterations, const volatile std::sig_atomic_t& stop) {
   if (rate_ <= 0) return;
-  const auto due =
-      start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                   std::chrono::duration<double>(static_cast<double>(iterations) / rate_));
+  const auto offset = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(static_cast<double>(iterations) / rate_));
+  // Behind by more than kCatchUp: the schedule starts again kCatchUp behind now.
+  if (const auto late = std::chrono::steady_clock::now() - (start_ + offset); late > kCatchUp)
+    start_ += late - kCatchUp;
+  const auto due = start_ + offset;
   for (auto now = std::chrono::steady_clock::now(); now < due && !stop;
        now = std::chrono::steady_clock::now())
     std::this_thread::sleep_until(std::min(due, now + kMaxSleep));

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs a build folder's test suite with ctest, several tests at once, and
+# prints the slowest tests at the end (CI's log shows where its time goes).
+#
+#   scripts/run-ctest.sh BUILD_DIR [ctest arguments...]
+#
+# FAIRGPU_TEST_JOBS (default 4 on 2 cores, 2 x cores elsewhere) tests run at
+# once: most of the suite's time is spent waiting on live processes (rounds,
+# leases, heartbeats), not computing. Tests that must not share the machine's
+# time with others are marked RUN_SERIAL in CMakeLists.txt; ones sharing a
+# resource (the Slurm test cluster) hold a RESOURCE_LOCK.
+set -uo pipefail
+build=$1
+shift
+jobs=${FAIRGPU_TEST_JOBS:-$(( $(nproc) * 2 ))}
+log=$build/ctest-output.log
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+echo "== 15 slowest tests ($build, $jobs at once):"
+# ctest's lines: "  7/608 Test  #12: Suite.Name .......   Passed    3.21 sec"
+grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$log" |
+  sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
+  sort -rn | head -15 | awk '{ printf "  %8.1f s  %s\n", $1, $2 }'
+exit "$status"
