@@ -135,9 +135,18 @@ for block in "$scratch"/block-*.sh; do
   [ -e "$block" ] || continue
   line=${block##*-}
   line=${line%.sh}
-  if ! (cd "$work" && timeout 60 bash -euo pipefail "$block" >"$block.out" 2>&1); then
+  # The failing command and its line, from an ERR trap (line 1 is the trap).
+  rm -f "$block.failed"
+  { printf 'trap '\''printf "%%s\\t%%s" "$((LINENO - 1))" "$BASH_COMMAND" > %q'\'' ERR\n' "$block.failed"
+    cat "$block"; } >"$block.run"
+  if ! (cd "$work" && timeout 60 bash -euo pipefail "$block.run" >"$block.out" 2>&1); then
     last=$(grep -v '^\s*$' "$block.out" | tail -1 || true)
-    echo "check-docs: README.md:$line: tour command failed: $(head -1 "$block") (${last:-no output})"
+    at=$line command=$(head -1 "$block")
+    if [ -s "$block.failed" ]; then
+      IFS=$'\t' read -r offset command <"$block.failed" || true
+      at=$((line + offset - 1))
+    fi
+    echo "check-docs: README.md:$at: tour command failed: $command (${last:-no output})"
     failures=$((failures + 1))
   fi
 done
