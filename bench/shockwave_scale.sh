@@ -3,9 +3,12 @@
 # trace on 256 GPUs of one type, and the plan time with 2,000 active jobs.
 # Whole-program timings, run on demand (never a test).
 #
-#   bench/shockwave_scale.sh [build/fairgpu] [policies]
+#   bench/shockwave_scale.sh [build/fairgpu] [policies] [--data DIR]
 #
-# 1. fairgpu shockwave-eval on ../shared/data/shockwave/900-jobs.trace with
+# Shockwave's files are read from DIR/shockwave/ (--data, else $FAIRGPU_DATA,
+# else ../shared/data; bench/data_dir.sh).
+#
+# 1. fairgpu shockwave-eval on shockwave/900-jobs.trace with
 #    tacc_throughputs.json, 120 s rounds and the 20 s restart cost of the
 #    authors' simulator: makespan, average JCT, worst FTF rho and unfair
 #    shares with the static N (the authors' figures), wall time, and the plan
@@ -15,9 +18,12 @@
 #    that sees all of them (the paper's solver figure: 2,000 active jobs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/data_dir.sh
+fairgpu_data_dir shockwave/900-jobs.trace "$@"
+set -- "${ARGS[@]}"
 BIN=${1:-build/fairgpu}
 POLICIES=${2:-shockwave:variant=artifact,shockwave}
-DATA=../shared/data/shockwave
+DATA=$FAIRGPU_DATA/shockwave
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 

@@ -7,12 +7,18 @@
 # (p50 and max), from each run's summary.json. An OUT that already holds a
 # configuration's runs is only tabulated again.
 #
-#   bench/synergy_targets.sh [build/fairgpu] [OUT]
+#   bench/synergy_targets.sh [build/fairgpu] [OUT] [--data DIR]
+#
+# Synergy's files are read from DIR/synergy/ (--data, else $FAIRGPU_DATA,
+# else ../shared/data; bench/data_dir.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/data_dir.sh
+fairgpu_data_dir synergy/profiles.json "$@"
+set -- "${ARGS[@]}"
 BIN=${1:-build/fairgpu}
 OUT=${2:-$(mktemp -d)}
-D=../shared/data/synergy
+D=$FAIRGPU_DATA/synergy
 for trace in static dynamic; do
   for mode in paper compat; do
     policies=""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A Slurm test cluster on this machine (Debian 12's Slurm 22.05, see
-# ../shared/specs/slurm.md): one slurmctld and one slurmd per emulated node,
+# docs/slurm.md): one slurmctld and one slurmd per emulated node,
 # all on 127.0.0.1, typed fake GPUs, auth/none, fast scheduler settings.
 # Everything it writes stays in DIR; every daemon it starts is stopped by
 # `stop` (jobs cancelled, `scontrol shutdown`, then what is left of the

@@ -1,4 +1,4 @@
-// `fairgpu agent` (src/live/agent.h; issue 5, DESIGN §7) against a fake
+// `fairgpu agent` (src/live/agent.h; issue 5, docs/design.md §7) against a fake
 // server speaking the agent half of docs/live-protocol.md: registration,
 // launch with the protocol's environment, progress in heartbeats, exits
 // reported until acked, revoke, fencing (server silent, lease not renewed),

@@ -382,7 +382,7 @@ TEST_F(LiveManager, GangsOverSeveralNodesRunAsPartsThatStartAndStopTogether) {
   EXPECT_EQ(manager_->cluster(as("admin-token"))["nodes"][0]["holders"].size(), 0u);
 }
 
-// A gang over nodes of two GPU types runs at its slowest worker's speed (DESIGN
+// A gang over nodes of two GPU types runs at its slowest worker's speed (docs/design.md
 // §4, as the simulator charges it), so every part's launch names the slowest
 // type: a job pacing itself by FAIRGPU_GPU_TYPE (fairgpu-train --speed-map,
 // bench/fidelity.sh) ran a fast+slow gang at rank 0's fast speed.

@@ -1,6 +1,6 @@
 // OEF at tenant level on a loaded cluster (issue: gangs that starve, jobs
 // that rotate every round, metrics that measure the tail) and the efficiency
-// metrics of DESIGN §6. Real inputs: Gavel's measured throughputs
+// metrics of docs/design.md §6. Real inputs: Gavel's measured throughputs
 // (../shared/data/gavel) on examples/oef-like-cluster.json (8 K80, 8 P100,
 // 8 V100, 4 per host), as in OEF §6.1.1 with Gavel's GPUs.
 //

@@ -1,4 +1,4 @@
-// The agent's process supervisor (src/live/process.h; issue 5, DESIGN §7,
+// The agent's process supervisor (src/live/process.h; issue 5, docs/design.md §7,
 // docs/live-protocol.md "launch" / "revoke"): the SIGUSR1 -> SIGTERM ->
 // SIGKILL stop sequence, exit and signal reports, exec failures, the job's
 // environment, progress files, log tails, pid files and the parent-death

@@ -1,4 +1,4 @@
-// The scheduling core and the simulator (DESIGN §2, §5): the job progress
+// The scheduling core and the simulator (docs/design.md §2, §5): the job progress
 // model (restart overhead, renewal, straggler, cross-node), events inside a
 // round, OEF's rounding and round-robin, Gavel's priority rounds, conservation
 // and determinism. Expected figures are derived in the comments from the toy

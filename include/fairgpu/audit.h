@@ -1,11 +1,11 @@
-// Fairness property audit of a share allocation (DESIGN §6, OEF §2.3.1).
+// Fairness property audit of a share allocation (docs/design.md §6, OEF §2.3.1).
 //
 // Properties are checked between entities (virtual tenants), where OEF states
 // them. With weights, entity l's view of entity i's bundle is scaled by
 // weight_l / weight_i (the replication of OEF §4.2.3). With a demand cap, an
 // entity values a bundle by the most it could draw from it with at most its
 // demand in devices (ShareProblem::capped_value); with neither, the definitions
-// reduce to the ones in DESIGN §6.
+// reduce to the ones in docs/design.md §6.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// The cluster a scheduler runs (DESIGN §1): nodes, each with one GPU type, a
+// The cluster a scheduler runs (docs/design.md §1): nodes, each with one GPU type, a
 // GPU count, CPU cores and memory. Types are ordered slowest first once a
 // throughput profile is bound (see bind_cluster in sim/model.h); the reader
 // keeps the order of first appearance.

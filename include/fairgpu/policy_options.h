@@ -1,4 +1,4 @@
-// Per-policy options (DESIGN §3): a policy is named `NAME` or
+// Per-policy options (docs/design.md §3): a policy is named `NAME` or
 // `NAME:key=value[:key=value...]` (`allox:alpha=0.2`, `themis:filter=0.5`),
 // the full string being the name its results are reported under, so variants
 // of one policy sit side by side in one comparison. Each policy declares its

@@ -1,4 +1,4 @@
-// Throughput profiles (DESIGN §1): per job type and GPU type, iterations/s of
+// Throughput profiles (docs/design.md §1): per job type and GPU type, iterations/s of
 // a job with g workers, with all workers on one node (consolidated) and, when
 // measured, spread over nodes (unconsolidated). Gavel's
 // simulation_throughputs.json has exactly this shape; the built-in catalogue

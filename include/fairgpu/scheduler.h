@@ -1,4 +1,4 @@
-// The scheduling core (DESIGN §2), shared by the simulator and the live
+// The scheduling core (docs/design.md §2), shared by the simulator and the live
 // manager:
 //
 //   SchedulerState --> RoundPolicy::plan() --> RoundPlan --> Executor

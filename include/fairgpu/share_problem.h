@@ -1,4 +1,4 @@
-// The allocation problem that every share policy solves (DESIGN §1, OEF §2.3).
+// The allocation problem that every share policy solves (docs/design.md §1, OEF §2.3).
 //
 // k GPU types with m_j devices each, ordered slowest first (type 0 is the
 // reference type). Tenants carry a weight and an optional demand (the most

@@ -15,7 +15,7 @@ namespace fairgpu {
 // (JobRecord::exclusive_s) and a contention N:
 //   static:        N = max(1, jobs in the trace / GPUs), what the authors'
 //                  figures use (Scheduler.get_finish_time_fairness);
-//   time-averaged: N = JobRecord::contention_avg (Shockwave eq. 9, DESIGN §6).
+//   time-averaged: N = JobRecord::contention_avg (Shockwave eq. 9, docs/design.md §6).
 struct FtfFigures {
   int jobs = 0;                // finished jobs with an isolated run time
   double contention = kUnset;  // the static N, NaN for time-averaged

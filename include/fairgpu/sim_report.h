@@ -1,4 +1,4 @@
-// Metrics and output files of a simulation run (DESIGN §5 outputs, §6
+// Metrics and output files of a simulation run (docs/design.md §5 outputs, §6
 // definitions), computed from a SimResult after the run.
 //
 // Every function here is pure: the same SimResult gives byte-identical strings.
@@ -28,7 +28,7 @@
 namespace fairgpu {
 
 // ρ_FTF above this is an unfair finish (Themis); ρ_job below this is a
-// sharing loss (DESIGN §6, after Astraea §6's sharing-loss ratio).
+// sharing loss (docs/design.md §6, after Astraea §6's sharing-loss ratio).
 inline constexpr double kUnfairFtfRho = 1.0;
 inline constexpr double kSharingLossRho = 0.95;
 // ρ_tenant below this over a window is a sharing loss of the tenant (Astraea
@@ -196,7 +196,7 @@ struct SimSummary {
   double actual_throughput = kUnset;
   double estimated_throughput = kUnset;
 
-  // Efficiency over contended time (DESIGN §6): the parts of rounds in which
+  // Efficiency over contended time (docs/design.md §6): the parts of rounds in which
   // some active job waited. contended_s is their total length; throughputs
   // are time averages over it, utilisation = busy GPU-seconds there / (GPUs
   // x contended_s). throughput_per_busy_gpu = normalised throughput integral

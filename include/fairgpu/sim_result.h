@@ -1,6 +1,6 @@
 // What one simulation run produced, before any metric is computed: one record
 // per job and one sample per scheduling round. src/report turns it into the
-// metrics of DESIGN §6 and the CSV/JSON/table outputs.
+// metrics of docs/design.md §6 and the CSV/JSON/table outputs.
 #pragma once
 
 #include <cstddef>
@@ -51,7 +51,7 @@ struct RoundSample {
   bool recomputed = false;        // the share policy re-solved its allocation here
   int active_jobs = 0;            // arrived and unfinished at start
   double busy_gpu_seconds = 0.0;  // over the round; mid-round completions free GPUs at once
-  // Contention (DESIGN §6): the part of the round in which some active job
+  // Contention (docs/design.md §6): the part of the round in which some active job
   // waited (from its start if a job waited after the plan, else from the
   // first arrival inside it), and the normalised throughput (sum over all
   // tenants, integrated) and busy GPU-seconds within that part.

@@ -1,4 +1,4 @@
-// The trace-driven simulator (DESIGN §5): the scheduling core driven by a
+// The trace-driven simulator (docs/design.md §5): the scheduling core driven by a
 // virtual clock and the simulated executor. Round-based with events inside a
 // round: arrivals wait for the next scheduling point, a job that finishes
 // mid-round frees its GPUs at once, a (re)started job loses its restart

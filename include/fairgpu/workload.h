@@ -1,4 +1,4 @@
-// Workloads (DESIGN §1, §5): the jobs a trace submits, with their tenants.
+// Workloads (docs/design.md §1, §5): the jobs a trace submits, with their tenants.
 // Readers: fairgpu's native CSV, Gavel's .trace, Alibaba's 2023 GPU cluster
 // trace; and a seeded generator with Gavel's job-size mix. Readers never drop
 // a job silently: a row they cannot use is an InputError (file:line, field),

@@ -1,5 +1,5 @@
 // `fairgpu agent`: the node daemon of the live cluster manager (issue 5,
-// DESIGN §7, docs/live-protocol.md), run until SIGINT or SIGTERM. The daemon
+// docs/design.md §7, docs/live-protocol.md), run until SIGINT or SIGTERM. The daemon
 // itself is src/live/agent.cc; this file turns flags into AgentOptions and
 // signals into the stop flag.
 #include <fmt/format.h>

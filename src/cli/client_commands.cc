@@ -1,4 +1,4 @@
-// The live manager's client commands (issue 5, DESIGN §7): `fairgpu submit`,
+// The live manager's client commands (issue 5, docs/design.md §7): `fairgpu submit`,
 // `jobs`, `cancel`, `cluster`, `tenants`, `profiles`, `drain` and `undrain`,
 // talking to `fairgpu serve` through live::LiveClient (docs/live-protocol.md).
 //

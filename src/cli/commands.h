@@ -31,7 +31,7 @@ void write_files(const std::string& dir,
 // write to the same folder.
 std::vector<std::string> split_policies(const std::string& list);
 
-// The live manager (DESIGN §7, docs/live-protocol.md): `serve`
+// The live manager (docs/design.md §7, docs/live-protocol.md): `serve`
 // (src/cli/serve_command.cc), `agent` (src/cli/agent_command.cc), and the
 // client commands submit | jobs | cancel | cluster | tenants | profiles
 // (src/cli/client_commands.cc).

@@ -1,4 +1,4 @@
-// `fairgpu serve --config FILE`: the live cluster manager (DESIGN §7,
+// `fairgpu serve --config FILE`: the live cluster manager (docs/design.md §7,
 // docs/live-protocol.md). Runs until SIGINT or SIGTERM (leases stay in the
 // store; agents keep their runs until their fences); SIGHUP reads the config
 // again and applies what can change live (Manager::reload). A kill -9 loses

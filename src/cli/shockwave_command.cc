@@ -2,7 +2,7 @@
 // like: one trace, several policies, the authors' figures (makespan, average
 // JCT, utilisation, worst FTF ρ and unfair fractions with the static
 // contention N = jobs / GPUs at thresholds 1.0, 1.05 and 1.1, beside the
-// time-averaged ρ of DESIGN §6), plan times by active-job count; and with
+// time-averaged ρ of docs/design.md §6), plan times by active-job count; and with
 // --predictor the regime predictor's accuracy on the trace (Fig. 5).
 #include <fmt/format.h>
 
@@ -88,7 +88,7 @@ std::string run_eval(const EvalArgs& a) {
   }
   out += fmt::format(
       "worst / unf: FTF rho with the static contention N = jobs / GPUs = {:.2f} (the authors' "
-      "figures); worst~ / unf~: with the time-averaged N (DESIGN §6)\n",
+      "figures); worst~ / unf~: with the time-averaged N (docs/design.md §6)\n",
       std::max(1.0, double(sc.workload.jobs.size()) / sc.model.total_gpus));
   return out + timing;
 }

@@ -1,4 +1,4 @@
-// `fairgpu simulate`, `fairgpu compare` and `fairgpu generate` (DESIGN §5-§6).
+// `fairgpu simulate`, `fairgpu compare` and `fairgpu generate` (docs/design.md §5-§6).
 // With no arguments, simulate and compare run the built-in scenario: three GPU
 // types (k80, p100, v100), 72 GPUs, 300 generated jobs from 20 tenants.
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Binding a cluster to a throughput profile (DESIGN §1): the slowest GPU type
+// Binding a cluster to a throughput profile (docs/design.md §1): the slowest GPU type
 // becomes type 0, the reference of every speedup, and everything a run will
 // look up is checked once here so that the scheduler never meets a missing
 // figure mid-run.

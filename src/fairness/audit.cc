@@ -1,4 +1,4 @@
-// Fairness property audit of a share allocation (DESIGN §6; OEF, Mo et al.,
+// Fairness property audit of a share allocation (docs/design.md §6; OEF, Mo et al.,
 // Middleware '24, §2.3).
 //
 // Every property is checked between entities, the "virtual tenants" of OEF

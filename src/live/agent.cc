@@ -1,5 +1,5 @@
 // `fairgpu agent`: the node daemon of the live cluster manager (issue 5,
-// DESIGN §7), the agent side of docs/live-protocol.md. The choices made where
+// docs/design.md §7), the agent side of docs/live-protocol.md. The choices made where
 // the protocol is silent are listed in agent.h.
 //
 // One loop, one thread: every tick it reaps runs and advances their stop

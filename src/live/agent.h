@@ -1,5 +1,5 @@
 // `fairgpu agent`, the node daemon of the live cluster manager (issue 5,
-// DESIGN §7), speaking the agent side of docs/live-protocol.md: register,
+// docs/design.md §7), speaking the agent side of docs/live-protocol.md: register,
 // heartbeat with runs and ack, launch / renew / revoke, 409 stale epoch and
 // fencing. One thread drives everything (process.h's supervisor is polled).
 //

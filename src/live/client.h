@@ -1,4 +1,4 @@
-// The live manager's client (issue 5, DESIGN §7): a typed wrapper over the
+// The live manager's client (issue 5, docs/design.md §7): a typed wrapper over the
 // HTTP/JSON protocol of docs/live-protocol.md that `fairgpu submit`, `jobs`,
 // `cancel`, `cluster`, `tenants`, `profiles`, `drain` and `undrain` use, and
 // the local check of job specifications (`fairgpu submit --file`).

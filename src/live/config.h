@@ -1,4 +1,4 @@
-// `fairgpu serve`'s configuration (DESIGN §7, docs/live-protocol.md): where it
+// `fairgpu serve`'s configuration (docs/design.md §7, docs/live-protocol.md): where it
 // listens and keeps its data, the policy and its options, the lease and
 // heartbeat timings, profiling, tenants with their API tokens, and the admin
 // and agent tokens. JSON, strictly read: an unknown or ill-typed field is an

@@ -1,5 +1,5 @@
 // What the lease manager asks of whatever runs its jobs (docs/executors.md,
-// DESIGN §7): fairgpu's own agents or Slurm. The lease manager decides
+// docs/design.md §7): fairgpu's own agents or Slurm. The lease manager decides
 // (plans, leases, fencing, the store); an executor carries out its
 // decisions and reports what happened, never deciding anything itself.
 //

@@ -622,7 +622,7 @@ RunStart Manager::run_start(std::int64_t gang,
   s.job = first.job;
   if (auto n = nodes_.find(first.node); n != nodes_.end()) s.gpu_type = n->second.s.gpu_type;
   // Every part is told the type the gang runs at: over nodes of several types,
-  // the slowest (DESIGN §4: a gang runs at its slowest worker's speed, as the
+  // the slowest (docs/design.md §4: a gang runs at its slowest worker's speed, as the
   // simulator charges it). Rank 0's type made a job that paces itself by
   // FAIRGPU_GPU_TYPE (fairgpu-train --speed-map) run a fast+slow gang fast.
   std::size_t slowest = kNone;

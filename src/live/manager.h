@@ -1,4 +1,4 @@
-// The live cluster manager (DESIGN §7; OEF §5 and Astraea §5.1 for leases,
+// The live cluster manager (docs/design.md §7; OEF §5 and Astraea §5.1 for leases,
 // Shockwave §7 for checkpoint-on-revoke, Gavel/Synergy for profiling): the
 // same scheduling core and round policies as the simulator, on the wall
 // clock. The Manager is the lease manager; an Executor (executor.h,

@@ -1,4 +1,4 @@
-// The agent's process supervisor (issue 5, DESIGN §7): fork/exec in a
+// The agent's process supervisor (issue 5, docs/design.md §7): fork/exec in a
 // process group of its own, the protocol's SIGUSR1 -> SIGTERM -> SIGKILL stop
 // sequence as a polled state machine, reaping, progress file and log tail.
 // See process.h for what callers may rely on.

@@ -1,4 +1,4 @@
-// The agent's process supervisor (issue 5, DESIGN §7, docs/live-protocol.md
+// The agent's process supervisor (issue 5, docs/design.md §7, docs/live-protocol.md
 // "launch" and "revoke"): starts one job command in a process group of its
 // own, stops it with the protocol's signal sequence, reaps it and reads what
 // the job leaves behind (its progress file, the tail of its log).

@@ -1,4 +1,4 @@
-// The live manager's durable state (DESIGN §7): jobs, nodes, leases and
+// The live manager's durable state (docs/design.md §7): jobs, nodes, leases and
 // measured profiles in SQLite, WAL mode with synchronous=FULL, so a row is on
 // disk before the request that wrote it is acknowledged and a kill -9 at any
 // moment loses nothing acknowledged.

@@ -1,5 +1,5 @@
 // Free devices at one scheduling point, and consolidated picks from them
-// (DESIGN §4: as few nodes as possible). Nodes of each type sit in buckets by
+// (docs/design.md §4: as few nodes as possible). Nodes of each type sit in buckets by
 // free count, so a best-fit pick costs O(GPUs per node), not O(nodes): the
 // simulator places jobs on thousands of GPUs every round. A node's free
 // devices are a bit set (one 64-bit word for nodes of up to 64 GPUs), so a

@@ -165,7 +165,7 @@ RoundPlan GangRound::plan() const {
     }
   }
   // Starts, more workers first so big gangs find whole nodes before small
-  // ones fragment them (DESIGN §4, as the OEF placer); best fit inside.
+  // ones fragment them (docs/design.md §4, as the OEF placer); best fit inside.
   std::stable_sort(starts.begin(), starts.end(), [&](const Grant* a, const Grant* b) {
     return s_.jobs[a->job].workers > s_.jobs[b->job].workers;
   });

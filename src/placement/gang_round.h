@@ -1,4 +1,4 @@
-// One scheduling point of a time-sharing policy (DESIGN §4): the policy grants
+// One scheduling point of a time-sharing policy (docs/design.md §4): the policy grants
 // leases job by job in its own priority order, all of a job's workers or none,
 // and the round places them consolidated (as few nodes as possible).
 //

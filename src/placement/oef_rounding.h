@@ -1,4 +1,4 @@
-// OEF's rounding placer (OEF §4.3, DESIGN §4): turns a tenant-level
+// OEF's rounding placer (OEF §4.3, docs/design.md §4): turns a tenant-level
 // fractional allocation into whole GPUs every round so that each entity's
 // long-run share approaches its ideal one, without starving big gangs or
 // rotating jobs every round.

@@ -1,6 +1,6 @@
 // `allox`: AlloX (Le et al., EuroSys 2020), §3 (min-cost bipartite matching
 // for a batch, its online extension) and §4 (fairness knob α over tenants'
-// progress); Astraea §6.1.5 uses it as a baseline, DESIGN §3.
+// progress); Astraea §6.1.5 uses it as a baseline, docs/design.md §3.
 //
 // Non-preemptive (§3.2: Kubernetes cannot preempt, migration is costly): a
 // started job keeps its GPUs to the end (its lease is renewed at every lease

@@ -28,7 +28,7 @@
 //     (FIFO inside a tenant, no backfilling).
 //   - CPUs and memory are checked in aggregate against the cluster's totals,
 //     not per node: packing CPU and memory onto the nodes a gang lands on is
-//     Synergy's job (DESIGN §4); GPUs are placed node by node by GangRound.
+//     Synergy's job (docs/design.md §4); GPUs are placed node by node by GangRound.
 //   - Preemptive at lease granularity: at every scheduling point, running jobs
 //     whose lease ended compete again with the queued ones, so shares
 //     re-balance as leases end; a job not granted again is preempted. Lease

@@ -1,4 +1,4 @@
-// Share policies as round policies (DESIGN §3-§4): the policy's fractional
+// Share policies as round policies (docs/design.md §3-§4): the policy's fractional
 // allocation is recomputed only when something it depends on changed (an
 // arrival, a completion), and turned into whole GPUs every round by
 //   - tenant level (OEF's way): entities are tenants, one virtual tenant per

@@ -1,4 +1,4 @@
-// Metrics of a simulation run, as defined in DESIGN §6:
+// Metrics of a simulation run, as defined in docs/design.md §6:
 //   - JCT = finish - arrival; makespan = last finish - first arrival;
 //     utilisation = busy GPU-seconds / (GPUs x makespan).
 //   - Finish-time fairness (Themis; Shockwave eq. 9 evaluated after the fact,

@@ -1,6 +1,6 @@
-// Output files of a simulation run (DESIGN §5): per-job, per-tenant and
+// Output files of a simulation run (docs/design.md §5): per-job, per-tenant and
 // per-round CSVs, the summary JSON, and text tables for a person; the metrics
-// are those of DESIGN §6 computed in sim_metrics.cc (FTF after Themis /
+// are those of docs/design.md §6 computed in sim_metrics.cc (FTF after Themis /
 // Shockwave eq. 9, LTGF after Astraea eq. 5, eq. 13-15 inside the tenant and
 // eq. 6-12 per tenant and window, slowdown after Astraea §3.2, normalised
 // throughput after OEF §6.1.4). Formats are documented in fairgpu/sim_report.h.

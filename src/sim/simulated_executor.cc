@@ -1,4 +1,4 @@
-// The simulated executor (DESIGN §5): carries out round plans on virtual
+// The simulated executor (docs/design.md §5): carries out round plans on virtual
 // devices and moves jobs forward event by event inside a round, so a job that
 // finishes mid-round frees its GPUs at its exact finish time. A job's finish
 // time is fixed when it starts (its rate holds until its next stop), so

@@ -1,4 +1,4 @@
-// The simulator's event loop (DESIGN §5): scheduling points every policy
+// The simulator's event loop (docs/design.md §5): scheduling points every policy
 // interval on a virtual clock; a job joins the state when it arrives and the
 // policy first sees it at the next scheduling point; idle stretches with
 // nothing active are skipped to the scheduling point at or after the next

@@ -3,7 +3,7 @@
 // reading a whole file, strict JSON parsing (repeated keys rejected, syntax
 // errors located), line-based tables (CSV / tab-separated) and number cells.
 // Every failure is an InputError naming the source ("<path>" or
-// "<path>:<line>") and the field, as DESIGN §8 asks.
+// "<path>:<line>") and the field, as docs/design.md §8 asks.
 #pragma once
 
 #include <cstddef>
