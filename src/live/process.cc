@@ -1,7 +1,7 @@
 // The agent's process supervisor (issue 5, DESIGN §7): fork/exec in a
-// process group of its own, the protocol's SIGUSR1 -> SIGTERM -> SIGKILL stop
-// sequence as a polled state machine, reaping, progress file and log tail.
-// See process.h for what callers may rely on.
+// session (and so a process group) of its own, the protocol's SIGUSR1 ->
+// SIGTERM -> SIGKILL stop sequence as a polled state machine, reaping,
+// progress file and log tail. See process.h for what callers may rely on.
 #include "live/process.h"
 
 #include <dirent.h>
@@ -31,7 +31,7 @@ namespace {
 constexpr int kExecFailedStatus = 127;
 // What failed in the child, reported through the close-on-exec pipe.
 constexpr int kStageExec = 1, kStageSetgroups = 2, kStageSetgid = 3, kStageSetuid = 4,
-              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7;
+              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7, kStageSetsid = 8;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -298,13 +298,17 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   }
   if (pid == 0) {
     // Child: async-signal-safe calls only.
-    setpgid(0, 0);
     auto child_fail = [&](int stage) {
       int report[2] = {stage, errno};
       ssize_t ignored = write(err_pipe[1], report, sizeof report);
       (void)ignored;
       _exit(kExecFailedStatus);
     };
+    // A session of its own, not only a process group (issue 30, H1): without
+    // a controlling terminal the job cannot open /dev/tty and push keystrokes
+    // into the shell that started the agent (TIOCSTI). The session leader
+    // also leads a new process group whose id is its pid.
+    if (setsid() < 0) child_fail(kStageSetsid);
     // While still the agent's user: the cgroup's files are the agent's.
     if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1) child_fail(kStageCgroup);
     if (pin && sched_setaffinity(0, sizeof cpu_mask, &cpu_mask) != 0) child_fail(kStageAffinity);
@@ -332,7 +336,9 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     child_fail(kStageExec);
   }
 
-  setpgid(pid, pid);  // also here, so the group exists as soon as we return
+  // No setpgid(pid, pid) here: setsid() fails in a process that already
+  // leads a group. The group exists when launch() returns all the same: the
+  // pipe below is read until the child has exec'd (or failed).
   if (cgroup_fd >= 0) close(cgroup_fd);
   close(err_pipe[1]);
   close(log_fd);
@@ -356,6 +362,8 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
                               errno_text(report[1])));
     if (report[0] == kStageCgroup)
       return fail(fmt::format("cannot join cgroup {}: {}", spec.cgroup_dir, errno_text(report[1])));
+    if (report[0] == kStageSetsid)
+      return fail(fmt::format("cannot start a session: {}", errno_text(report[1])));
     if (report[0] != kStageExec)
       return fail(fmt::format("cannot switch to uid {} gid {}: {}", run_uid, run_gid,
                               errno_text(report[1])));

@@ -1,14 +1,18 @@
 // The agent's process supervisor (issue 5, DESIGN §7, docs/live-protocol.md
-// "launch" and "revoke"): starts one job command in a process group of its
-// own, stops it with the protocol's signal sequence, reaps it and reads what
-// the job leaves behind (its progress file, the tail of its log).
+// "launch" and "revoke"): starts one job command in a session and process
+// group of its own, stops it with the protocol's signal sequence, reaps it
+// and reads what the job leaves behind (its progress file, the tail of its
+// log).
 //
 // Nothing here blocks for long: the stop sequence is a state machine that
 // poll() advances, so one thread supervises many runs at once.
 //
 // Guarantees a caller may rely on:
-// - the job's process group id is its pid (setpgid in both parent and child,
-//   so the group exists when launch() returns);
+// - the job leads a session of its own (setsid in the child): it has no
+//   controlling terminal, so it can neither open /dev/tty nor type into the
+//   terminal the agent was started from (issue 30, H1); its session id and
+//   process group id are its pid, and both exist when launch() returns (the
+//   parent waits for the exec through a close-on-exec pipe);
 // - the job gets SIGKILL when the thread that launched it dies
 //   (PR_SET_PDEATHSIG, with a getppid() check against the race where the
 //   parent died before the prctl): a kill -9'd agent takes its jobs with it.
