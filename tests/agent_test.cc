@@ -388,6 +388,40 @@ TEST_F(Agent, RegistersAndRunsALaunchWithTheProtocolsEnvironment) {
   EXPECT_FALSE(fs::exists(dir_ / "state/runs/18/pid"));
 }
 
+// Issue 30, H2: what the agent reports stays within the server's bounds (a
+// progress count of at most 1e15, a log tail of at most 64 KiB), so that one
+// job cannot get its node's every heartbeat refused: a count beyond is
+// malformed (the last good one is kept); a launch failure naming a 70 KiB
+// argv[0] is cut in the middle.
+TEST_F(Agent, ReportsStayWithinTheServersBounds) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(
+      launch(31, "j-000031",
+             "echo 500 > \"$FAIRGPU_PROGRESS_FILE\"; sleep 0.5; "
+             "echo 9999999999999999 > \"$FAIRGPU_PROGRESS_FILE\"; "
+             "echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; while true; do sleep 0.05; done"));
+  server_.push(launch(32, "j-000032", json::array({std::string(70 * 1024, 'x')})));
+  ASSERT_GT(started("j-000031"), 0) << agent_.lines();  // the huge count is written
+  ASSERT_TRUE(reported(32, "launch_failed")) << agent_.lines();
+  const std::size_t n = server_.heartbeat_count();
+  ASSERT_TRUE(server_.wait([&](FakeServer::State& s) { return s.heartbeats.size() >= n + 3; }, 5));
+  EXPECT_EQ(server_.last_report(31).at("iterations"), 500) << server_.last_report(31);
+  const std::string tail = server_.last_report(32).at("log_tail").get<std::string>();
+  EXPECT_LE(tail.size(), kMaxLogTailBytes);
+  EXPECT_EQ(tail.rfind("cannot execute 'xxx", 0), 0u) << tail.substr(0, 100);
+  EXPECT_NE(tail.find("bytes in all; the middle cut]"), std::string::npos);
+  server_.with([](FakeServer::State& s) {
+    for (const json& hb : s.heartbeats)
+      for (const json& run : hb.at("runs")) {
+        EXPECT_LE(run.at("iterations").get<double>(), 1e15) << run.at("lease");
+        if (run.contains("log_tail")) {
+          EXPECT_LE(run.at("log_tail").get<std::string>().size(), kMaxLogTailBytes);
+        }
+      }
+  });
+}
+
 TEST_F(Agent, ExitIsReportedUntilAcked) {
   server_.with([](FakeServer::State& s) { s.ack_exits = false; });
   agent_.start(options());

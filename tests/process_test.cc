@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -291,6 +292,33 @@ TEST(Process, ProgressFileKeepsTheLastGoodValue) {
 // would make them): the decisions of make_memory_cgroup and the child's
 // write to cgroup.procs. The kernel's side is LiveResources'
 // MemoryGrantIsTheJobsCgroupMemoryMax, where the machine allows it.
+// Issue 30, H2: what an agent reports of a run stays within the bounds the
+// server takes: a count beyond 1e15 is malformed; a text is valid UTF-8 of
+// at most 64 KiB once JSON-encoded (a byte that is not UTF-8 would be
+// written as the 3 bytes of U+FFFD: 30 000 such bytes grow to 90 000).
+TEST(Process, ReportsAreBoundedAsTheServerTakesThem) {
+  EXPECT_EQ(parse_progress_report("1000000000000000\n")->iterations, kMaxProgressIterations);
+  EXPECT_EQ(parse_progress_report("9999999999999999\n"), std::nullopt);
+  EXPECT_EQ(parse_progress_report("1000000000000001 64\n"), std::nullopt);
+
+  EXPECT_EQ(fit_report_text("short\n"), "short\n");
+  EXPECT_EQ(fit_report_text("a\xff\x62"), "a\xEF\xBF\xBD\x62");  // \x62: b
+  for (const std::string& text : {std::string(30000, '\xff'), std::string(70 * 1024, 'x'),
+                                  "\xE2\x82\xAC" + std::string(70000, 'y') + "\xE2\x82\xAC"}) {
+    const std::string fit = fit_report_text(text);
+    EXPECT_LE(fit.size(), kMaxLogTailBytes);
+    EXPECT_GT(fit.size(), kMaxLogTailBytes - 100);
+    EXPECT_NE(fit.find("bytes in all; the middle cut]"), std::string::npos);
+    // Valid UTF-8: the strict encoder takes it as it is.
+    const std::string encoded = nlohmann::json(fit).dump();
+    EXPECT_EQ(nlohmann::json::parse(encoded).get<std::string>(), fit);
+  }
+  const std::string euro =
+      fit_report_text("\xE2\x82\xAC" + std::string(70000, 'y') + "\xE2\x82\xAC");
+  EXPECT_EQ(euro.rfind("\xE2\x82\xAC", 0), 0u);
+  EXPECT_EQ(euro.substr(euro.size() - 3), "\xE2\x82\xAC");
+}
+
 TEST(Process, MemoryCgroupAndCpuAffinityReachTheJob) {
   TempDir dir;
   fs::create_directories(dir / "cg");

@@ -410,7 +410,9 @@ class Agent {
     if (r.launch_failed()) {
       j["state"] = "launch_failed";
       j["iterations"] = 0;
-      j["log_tail"] = r.process ? r.process->failure() : r.failure;
+      // Within the server's bounds (issue 30, H2): a 70 KiB argv[0] in the
+      // reason must not get the whole heartbeat refused.
+      j["log_tail"] = fit_report_text(r.process ? r.process->failure() : r.failure);
       return j;
     }
     Process& p = *r.process;
@@ -424,7 +426,7 @@ class Agent {
     j["exit_code"] = p.exit_code();
     j["signal"] = p.signal();
     j["revoked"] = p.stop_requested();
-    j["log_tail"] = p.log_tail();
+    j["log_tail"] = fit_report_text(p.log_tail());
     return j;
   }
 

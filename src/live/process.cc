@@ -78,15 +78,79 @@ std::optional<std::int64_t> parse_progress(const std::string& text) {
 }
 
 std::optional<ProgressReport> parse_progress_report(const std::string& text) {
-  if (auto one = parse_progress(text)) return ProgressReport{*one, 0};
-  // Two numbers: only whole (ending in the newline the writer puts last).
-  if (text.empty() || text.back() != '\n') return std::nullopt;
-  const auto space = text.find_first_of(" \t");
-  if (space == std::string::npos) return std::nullopt;
-  const auto iterations = parse_progress(text.substr(0, space));
-  const auto batch = parse_progress(text.substr(space));
-  if (!iterations || !batch || *batch < 1 || *batch > (std::int64_t{1} << 30)) return std::nullopt;
-  return ProgressReport{*iterations, *batch};
+  ProgressReport report;
+  if (auto one = parse_progress(text)) {
+    report = {*one, 0};
+  } else {
+    // Two numbers: only whole (ending in the newline the writer puts last).
+    if (text.empty() || text.back() != '\n') return std::nullopt;
+    const auto space = text.find_first_of(" \t");
+    if (space == std::string::npos) return std::nullopt;
+    const auto iterations = parse_progress(text.substr(0, space));
+    const auto batch = parse_progress(text.substr(space));
+    if (!iterations || !batch || *batch < 1 || *batch > (std::int64_t{1} << 30))
+      return std::nullopt;
+    report = {*iterations, *batch};
+  }
+  // Beyond what the server takes (issue 30, H2): malformed, never reported.
+  if (report.iterations > kMaxProgressIterations) return std::nullopt;
+  return report;
+}
+
+std::string fit_report_text(const std::string& text, std::size_t max_bytes) {
+  // Strict UTF-8 (RFC 3629, as nlohmann::json checks it): the length of the
+  // well-formed character at text[i], 0 when the byte there starts none.
+  auto char_length = [&text](std::size_t i) -> std::size_t {
+    const auto b = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = b(i);
+    if (c < 0x80) return 1;
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return 0;
+    }
+    if (i + n > text.size()) return 0;
+    if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+      if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+    return n;
+  };
+  std::string clean;
+  clean.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = char_length(i);
+    if (n == 0) {
+      clean += "\xEF\xBF\xBD";  // U+FFFD, as the JSON encoder would write it
+      ++i;
+    } else {
+      clean.append(text, i, n);
+      i += n;
+    }
+  }
+  if (clean.size() <= max_bytes) return clean;
+  // Its head says what failed (a launch's reason), its end why a job
+  // stopped: both are kept, each from a character's start.
+  const std::string mark = fmt::format("\n[{} bytes in all; the middle cut]\n", clean.size());
+  if (max_bytes <= mark.size()) return "";
+  const std::size_t budget = max_bytes - mark.size();
+  auto continuation = [&clean](std::size_t i) {
+    return i < clean.size() && (static_cast<unsigned char>(clean[i]) & 0xC0) == 0x80;
+  };
+  std::size_t head = budget / 2;
+  while (head > 0 && continuation(head)) --head;
+  std::size_t from = clean.size() - (budget - budget / 2);
+  while (continuation(from)) ++from;
+  return clean.substr(0, head) + mark + clean.substr(from);
 }
 
 std::int64_t ProgressFile::read() {

@@ -78,6 +78,11 @@ struct LaunchSpec {
   std::string cgroup_dir;
 };
 
+// The protocol's bounds on what an agent reports of a run (the server
+// refuses a run's report beyond them: docs/live-protocol.md).
+constexpr std::int64_t kMaxProgressIterations = 1'000'000'000'000'000;  // 1e15
+constexpr std::size_t kMaxLogTailBytes = 64 * 1024;
+
 // The progress file a job rewrites with its total iterations done: a decimal
 // integer, surrounding whitespace allowed; or "ITERATIONS BATCH" and a
 // newline, BATCH the batch size the job now trains at (issue 14, Shockwave
@@ -170,12 +175,18 @@ class Process {
 // whitespace around.
 std::optional<std::int64_t> parse_progress(const std::string& text);
 // The same or "ITERATIONS BATCH\n" (batch_size 0 for the one-number form;
-// the batch in 1..2^30).
+// the batch in 1..2^30; ITERATIONS at most kMaxProgressIterations).
 struct ProgressReport {
   std::int64_t iterations = 0;
   std::int64_t batch_size = 0;
 };
 std::optional<ProgressReport> parse_progress_report(const std::string& text);
+
+// `text` as an agent may report it (a log tail, a launch failure): valid
+// UTF-8 (a byte that is not is replaced by U+FFFD, so that the JSON encoder
+// grows nothing) of at most `max_bytes` bytes; when longer, its head and its
+// end around a "[N bytes in all; the middle cut]" line.
+std::string fit_report_text(const std::string& text, std::size_t max_bytes = kMaxLogTailBytes);
 
 // The last `max_bytes` of a file (empty when it cannot be read). When cut, it
 // starts after the first newline of that window, so it begins at a line.
