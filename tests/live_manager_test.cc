@@ -1035,6 +1035,21 @@ TEST_F(LiveManager, LaunchNamesTheTenantsUnixUserAndAStableSlot) {
   for (const json& l : launches) EXPECT_EQ(l["tenant_slot"], want.at(l["tenant"])) << l.dump();
 }
 
+// Issue 30, low: tokens are compared whole, in a time that does not depend
+// on where a guess differs (digests, CRYPTO_memcmp; the timing itself is not
+// measured here). An empty secret (an unset metrics_token) matches nothing.
+TEST(LiveTokens, SameSecretMatchesTheWholeTokenOnly) {
+  const std::string token = "fgn_" + std::string(48, 'a');
+  EXPECT_TRUE(same_secret(token, token));
+  EXPECT_FALSE(same_secret(token.substr(0, 51) + "b", token));  // the last byte
+  EXPECT_FALSE(same_secret("b" + token.substr(1), token));      // the first byte
+  EXPECT_FALSE(same_secret(token.substr(0, 51), token));        // a prefix
+  EXPECT_FALSE(same_secret(token + "a", token));
+  EXPECT_FALSE(same_secret("", ""));
+  EXPECT_FALSE(same_secret("x", ""));
+  EXPECT_FALSE(same_secret("", token));
+}
+
 TEST(LiveConfigNames, TenantNamesAreRestricted) {
   const std::string head = R"({"admin_token": "admin-0000", "tenants": [)";
   try {
