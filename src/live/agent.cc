@@ -406,7 +406,7 @@ class Agent {
 
   json report(Run& r) {
     json j = {{"lease", r.lease}, {"job", r.job}};
-    if (!r.limits.empty()) j["limits"] = r.limits;
+    if (!r.limits.empty()) j["limits"] = fit_report_text(r.limits, 1024);  // the server's bound
     if (r.launch_failed()) {
       j["state"] = "launch_failed";
       j["iterations"] = 0;
