@@ -65,6 +65,7 @@ class FakeServer {
     std::set<std::int64_t> acked;
     int heartbeat_status = 200;  // 503: the server is failing
     int register_failures = 0;   // answer 503 to that many registrations first
+    double heartbeat_timeout_s = 0.6;
     std::int64_t epoch = 0;
   };
 
@@ -82,7 +83,7 @@ class FakeServer {
                      {"heartbeat_s", 0.1},
                      {"grace_s", 0.3},
                      {"kill_after_s", 0.3},
-                     {"heartbeat_timeout_s", 0.6}};
+                     {"heartbeat_timeout_s", s_.heartbeat_timeout_s}};
       res.set_content(answer.dump(), "application/json");
     });
     http_.Post("/v1/agents/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
@@ -386,6 +387,68 @@ TEST_F(Agent, RegistersAndRunsALaunchWithTheProtocolsEnvironment) {
   EXPECT_EQ(last.at("exit_code"), 0);
   EXPECT_EQ(last.at("iterations"), 1234);
   EXPECT_FALSE(fs::exists(dir_ / "state/runs/18/pid"));
+}
+
+// Issue 30, H2: what the agent reports stays within the server's bounds (a
+// progress count of at most 1e15, a log tail of at most 64 KiB), so that one
+// job cannot get its node's every heartbeat refused: a count beyond is
+// malformed (the last good one is kept); a launch failure naming a 70 KiB
+// argv[0] is cut in the middle.
+TEST_F(Agent, ReportsStayWithinTheServersBounds) {
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(
+      launch(31, "j-000031",
+             "echo 500 > \"$FAIRGPU_PROGRESS_FILE\"; sleep 0.5; "
+             "echo 9999999999999999 > \"$FAIRGPU_PROGRESS_FILE\"; "
+             "echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; while true; do sleep 0.05; done"));
+  server_.push(launch(32, "j-000032", json::array({std::string(70 * 1024, 'x')})));
+  ASSERT_GT(started("j-000031"), 0) << agent_.lines();  // the huge count is written
+  ASSERT_TRUE(reported(32, "launch_failed")) << agent_.lines();
+  const std::size_t n = server_.heartbeat_count();
+  ASSERT_TRUE(server_.wait([&](FakeServer::State& s) { return s.heartbeats.size() >= n + 3; }, 5));
+  EXPECT_EQ(server_.last_report(31).at("iterations"), 500) << server_.last_report(31);
+  const std::string tail = server_.last_report(32).at("log_tail").get<std::string>();
+  EXPECT_LE(tail.size(), kMaxLogTailBytes);
+  EXPECT_EQ(tail.rfind("cannot execute 'xxx", 0), 0u) << tail.substr(0, 100);
+  EXPECT_NE(tail.find("bytes in all; the middle cut]"), std::string::npos);
+  server_.with([](FakeServer::State& s) {
+    for (const json& hb : s.heartbeats)
+      for (const json& run : hb.at("runs")) {
+        EXPECT_LE(run.at("iterations").get<double>(), 1e15) << run.at("lease");
+        if (run.contains("log_tail")) {
+          EXPECT_LE(run.at("log_tail").get<std::string>().size(), kMaxLogTailBytes);
+        }
+      }
+  });
+}
+
+// Issue 30: a root agent runs a job as uid_base + its tenant's slot, a uid
+// with no passwd entry, so Python's getpass.getuser() (torch 2.x calls it at
+// import) died with KeyError. USER and LOGNAME now name it, and its HOME is
+// its own, writable.
+TEST_F(Agent, AJobOfARootAgentKnowsItsUserNameAndHasAWritableHome) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root agent switches users";
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  // No fencing of a slow python start on a busy machine.
+  server_.with([](FakeServer::State& s) { s.heartbeat_timeout_s = 30; });
+  agent_.start(options());
+  ASSERT_TRUE(registered());
+  server_.push(
+      launch(51, "j-000051",
+             "out=\"$FAIRGPU_CHECKPOINT_DIR\"; "
+             "/usr/bin/python3 -c 'import getpass; print(getpass.getuser())' > \"$out/user\" 2>&1; "
+             "echo \"$USER $LOGNAME $HOME $(id -u)\" > \"$out/ids\"; "
+             "echo written > \"$HOME/probe\" && cat \"$HOME/probe\" > \"$out/home\"; "
+             "stat -c '%u %a' \"$HOME\" > \"$out/home_mode\""));
+  ASSERT_TRUE(reported(51, "exited", 20)) << agent_.lines();
+  EXPECT_EQ(server_.last_report(51).at("exit_code"), 0)
+      << server_.last_report(51) << agent_.lines();
+  const std::string home = (dir_ / "state/runs/51/job").string();
+  EXPECT_EQ(slurp(ckpt("j-000051") + "/user"), "fairgpu-run-3\n");
+  EXPECT_EQ(slurp(ckpt("j-000051") + "/ids"), "fairgpu-run-3 fairgpu-run-3 " + home + " 200003\n");
+  EXPECT_EQ(slurp(ckpt("j-000051") + "/home"), "written\n");
+  EXPECT_EQ(slurp(ckpt("j-000051") + "/home_mode"), "200003 700\n");
 }
 
 TEST_F(Agent, ExitIsReportedUntilAcked) {

@@ -368,5 +368,38 @@ TEST_F(CliTest, HelpListsSubcommands) {
     EXPECT_NE(r.out.find(sub), std::string::npos) << sub << " in\n" << r.out;
 }
 
+// Issue 30, low: `fairgpu logs` shows a job's output without its escape
+// sequences (a job could retitle the operator's terminal, clear it, or with
+// some terminals have it type). Control bytes but newline and tab, the C1
+// controls and bytes that are not UTF-8 are shown as \xNN; UTF-8 text and
+// CRLF pass; a lone CR becomes a newline. --raw writes the bytes as they are;
+// -f shows what the default shows.
+TEST_F(CliTest, LogsShowAJobsEscapeSequencesAsText) {
+  const auto run_dir = dir_ / "state" / "runs" / "7";
+  std::filesystem::create_directories(run_dir);
+  write("state/runs/7/job_id", "j-000001\n");
+  const std::string log =
+      "hello \x1b]0;pwned\x07 \x1b[2J\tok\n"
+      "c1 \xc2\x9b and 8-bit \x9b, caf\xc3\xa9, \xe2\x82\xac, cut \xe2\x82\n"
+      "crlf\r\nbar 1\rbar 2\n\x7f\x01";
+  write("state/runs/7/log", log);
+  const std::string shown =
+      "hello \\x1b]0;pwned\\x07 \\x1b[2J\tok\n"
+      "c1 \\xc2\\x9b and 8-bit \\x9b, caf\xc3\xa9, \xe2\x82\xac, cut \\xe2\\x82\n"
+      "crlf\r\nbar 1\nbar 2\n\\x7f\\x01";
+  const std::string state = (dir_ / "state").string();
+  RunResult r = run({"logs", "j-000001", "--state-dir", state});
+  ASSERT_TRUE(succeeded(r)) << r.err;
+  EXPECT_EQ(r.out, shown);
+  r = run({"logs", "j-000001", "--state-dir", state, "--raw"});
+  ASSERT_TRUE(succeeded(r)) << r.err;
+  EXPECT_EQ(r.out, log);
+  // -f follows until killed; what it wrote by then is the same, but for the
+  // last bytes (a character or CR that may go on in the next write waits).
+  r = run_binary({"logs", "j-000001", "--state-dir", state, "-f"}, dir_, {}, 2);
+  EXPECT_EQ(r.status, 137);
+  EXPECT_EQ(r.out, shown);
+}
+
 }  // namespace
 }  // namespace fairgpu

@@ -1098,11 +1098,13 @@ TEST_F(LiveEndToEnd, TenantJobsCannotReachTheAgentOrEachOther) {
   EXPECT_EQ(get("/v1/jobs/" + alice_job)["state"], "running");
 }
 
-// Defect 2 of issue 12: a heartbeat is taken whole or not at all. A valid
-// exit of the running job followed by a malformed run is answered 400 and
-// leaves the job running, in memory and (after a kill -9 and a restart) in
-// the store. A fake agent speaks the protocol over HTTP.
-TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
+// Defect 2 of issue 12 and H2 of issue 30: a heartbeat whose frame is bad
+// (its epoch) is answered 400 and changes nothing, in memory and (after a
+// kill -9 and a restart) in the store; a bad run entry costs that run only:
+// a valid exit of one job beside a malformed report of the other is taken,
+// and the malformed one counts as that job's failure, durable before the
+// answer. A fake agent speaks the protocol over HTTP.
+TEST_F(LiveEndToEnd, BadHeartbeatFrameChangesNothingAndABadRunCostsThatRunOnly) {
   start_server(0);
   const std::string token = [&] {
     std::string t = slurp(token_file("fake"));
@@ -1149,28 +1151,13 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
   ASSERT_EQ(r->status, 200) << r->body;
   ASSERT_EQ(get("/v1/jobs/" + ids[0])["iterations_done"], 10.0);
 
-  // A clean exit of the first job, then the second job's run with a log
-  // tail that is a number.
-  const json bad = {{"node", "fake"},
-                    {"epoch", epoch},
-                    {"runs",
-                     {{{"lease", lease[ids[0]]},
-                       {"job", ids[0]},
-                       {"state", "exited"},
-                       {"iterations", 100},
-                       {"exit_code", 0},
-                       {"signal", 0},
-                       {"revoked", false},
-                       {"log_tail", "forged"}},
-                      {{"lease", lease[ids[1]]},
-                       {"job", ids[1]},
-                       {"state", "exited"},
-                       {"exit_code", 0},
-                       {"log_tail", 5}}}}};
-  r = post("/v1/agents/heartbeat", bad);
+  // A heartbeat with a bad frame (its epoch) changes nothing.
+  json bad_frame = both;
+  bad_frame["epoch"] = "one";
+  r = post("/v1/agents/heartbeat", bad_frame);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(json::parse(r->body)["error"], "runs[1].log_tail: expected a string");
+  EXPECT_EQ(json::parse(r->body)["error"], "epoch: expected an integer in 0..9007199254740992");
   auto expect_unchanged = [&] {
     for (const std::string& id : ids) {
       const json j = get("/v1/jobs/" + id);
@@ -1207,9 +1194,50 @@ TEST_F(LiveEndToEnd, RejectedHeartbeatChangesNothingBeforeOrAfterARestart) {
   // The agent's next (valid) heartbeat is answered as before the bad one.
   r = post("/v1/agents/heartbeat", both);
   ASSERT_EQ(r->status, 200) << r->body;
-  const json answer = json::parse(r->body);
+  json answer = json::parse(r->body);
   ASSERT_EQ(answer["actions"].size(), 2u) << r->body;
   for (const json& action : answer["actions"]) EXPECT_EQ(action["action"], "renew") << r->body;
+
+  // A clean exit of the first job, then the second job's run with a log
+  // tail that is a number: the first finishes, the second's run fails.
+  const json bad = {{"node", "fake"},
+                    {"epoch", epoch},
+                    {"runs",
+                     {{{"lease", lease[ids[0]]},
+                       {"job", ids[0]},
+                       {"state", "exited"},
+                       {"iterations", 100},
+                       {"exit_code", 0},
+                       {"signal", 0},
+                       {"revoked", false},
+                       {"log_tail", "done"}},
+                      {{"lease", lease[ids[1]]},
+                       {"job", ids[1]},
+                       {"state", "exited"},
+                       {"exit_code", 0},
+                       {"log_tail", 5}}}}};
+  r = post("/v1/agents/heartbeat", bad);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  answer = json::parse(r->body);
+  EXPECT_EQ(answer["ack"], json::array({lease[ids[0]], lease[ids[1]]})) << r->body;
+  auto expect_taken = [&] {
+    const json first = get("/v1/jobs/" + ids[0]);
+    EXPECT_EQ(first["state"], "finished") << first.dump();
+    EXPECT_EQ(first["log_tail"], "done") << first.dump();
+    const json second = get("/v1/jobs/" + ids[1]);
+    EXPECT_EQ(second["failures"], 1) << second.dump();
+    EXPECT_NE(second["state"], "finished") << second.dump();
+    EXPECT_NE(second["log_tail"].get<std::string>().find("runs[1].log_tail: expected a string"),
+              std::string::npos)
+        << second.dump();
+  };
+  expect_taken();
+  EXPECT_NE(slurp(dir_ / "server.log").find("heartbeat_run_refused"), std::string::npos);
+  // Ends are durable before they are acked.
+  server_->stop(SIGKILL);
+  start_server(port_);
+  expect_taken();
 }
 
 // Defects 4 and 8 of issue 12: bytes that are not UTF-8 get a JSON error, not

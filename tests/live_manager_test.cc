@@ -722,6 +722,95 @@ TEST_F(LiveManager, FailingJobIsRetriedThenFailedWithItsLogTail) {
   EXPECT_TRUE(actions(beat("n1", e), "launch").empty());
 }
 
+// Issue 30, H2: a bad entry in a heartbeat's runs costs that run only. A
+// progress count beyond the protocol's 1e15, a launch failure whose log tail
+// is over 64 KiB and an entry without a lease were each answered 400 for the
+// whole heartbeat, for ever: every run of the node was fenced and the node
+// declared lost. Now the rest of the heartbeat is taken (the other tenant's
+// run is renewed, its progress recorded, the node stays ready), the bad run
+// is stopped and its end counts as a failure naming the field.
+TEST_F(LiveManager, ABadRunEntryCostsThatRunOnlyNotTheNodesHeartbeat) {
+  start();
+  const auto e = reg("f1", "fast", 2);
+  const std::string a = submit("alice-token")["id"];
+  const std::string b = submit("bob-token")["id"];
+  manager_->schedule();
+  std::map<std::string, std::int64_t> lease;
+  for (const json& l : actions(beat("f1", e), "launch")) lease[l["job"]] = l["lease"];
+  ASSERT_EQ(lease.size(), 2u);
+  const json huge = {{"lease", lease[a]}, {"state", "running"}, {"iterations", 9999999999999999}};
+  auto lease_of = [](const std::vector<json>& list) {
+    std::vector<std::int64_t> ids;
+    for (const json& x : list) ids.push_back(x["lease"]);
+    return ids;
+  };
+  auto node_state = [&] {
+    return manager_->cluster(as("admin-token"))["nodes"][0]["state"].get<std::string>();
+  };
+
+  // Beyond the node's heartbeat timeout: the bad entry in every heartbeat.
+  for (int s = 1; s <= 8; ++s) {
+    now_ += 1;
+    const json answer = beat(
+        "f1", e, {huge, json{{"lease", "nope"}, {"state", "running"}}, running(lease[b], 10 * s)});
+    EXPECT_EQ(lease_of(actions(answer, "revoke")), std::vector<std::int64_t>{lease[a]}) << answer;
+    EXPECT_EQ(lease_of(actions(answer, "renew")), std::vector<std::int64_t>{lease[b]}) << answer;
+    manager_->tick();
+  }
+  EXPECT_EQ(job(b)["iterations_done"], 80.0);
+  EXPECT_EQ(job(a)["iterations_done"], 0.0) << "nothing of a refused report is taken";
+  EXPECT_EQ(node_state(), "ready");
+  EXPECT_EQ(job(b)["state"], "running");
+
+  // Stopped as told, it reports a clean revoked exit: still a failure, with
+  // the problem as its log tail.
+  now_ += 1;
+  json answer = beat("f1", e, {exited(lease[a], 30, 0, true), running(lease[b], 90)});
+  EXPECT_EQ(answer["ack"], json::array({lease[a]}));
+  json ja = job(a);
+  EXPECT_EQ(ja["failures"], 1) << ja;
+  EXPECT_NE(ja["state"], "running") << ja;
+  EXPECT_NE(
+      ja["log_tail"].get<std::string>().find("runs[0].iterations: expected a number in 0..1e15"),
+      std::string::npos)
+      << ja;
+
+  // Its retry fails to launch with a 70 KiB reason: failed for good (one
+  // retry allowed), bob's run untouched.
+  now_ += 60;
+  manager_->schedule();
+  auto relaunch = actions(beat("f1", e, {running(lease[b], 100)}), "launch");
+  ASSERT_EQ(relaunch.size(), 1u);
+  ASSERT_EQ(relaunch[0]["job"], a);
+  now_ += 1;
+  const std::int64_t retry = relaunch[0]["lease"];
+  answer = beat("f1", e,
+                {running(lease[b], 110), json{{"lease", retry},
+                                              {"state", "launch_failed"},
+                                              {"iterations", 0},
+                                              {"log_tail", std::string(70 * 1024, 'x')}}});
+  EXPECT_EQ(answer["ack"], json::array({retry}));
+  EXPECT_EQ(lease_of(actions(answer, "renew")), std::vector<std::int64_t>{lease[b]}) << answer;
+  ja = job(a);
+  EXPECT_EQ(ja["state"], "failed") << ja;
+  EXPECT_EQ(ja["failures"], 2) << ja;
+  EXPECT_NE(ja["log_tail"].get<std::string>().find("runs[1].log_tail: longer than 64 KiB"),
+            std::string::npos)
+      << ja;
+  EXPECT_EQ(job(b)["iterations_done"], 110.0);
+  EXPECT_EQ(job(b)["state"], "running");
+  EXPECT_EQ(node_state(), "ready");
+
+  // The frame itself is still taken whole or refused.
+  try {
+    manager_->heartbeat(agent("f1"), {{"node", "f1"}, {"epoch", e}, {"runs", "none"}});
+    FAIL() << "expected 400";
+  } catch (const ApiError& err) {
+    EXPECT_EQ(err.status(), 400);
+    EXPECT_STREQ(err.what(), "runs: expected an array");
+  }
+}
+
 TEST_F(LiveManager, TokensMalformedRequestsAndCancel) {
   start();
   const std::string id = submit("alice-token")["id"];
@@ -945,6 +1034,21 @@ TEST_F(LiveManager, LaunchNamesTheTenantsUnixUserAndAStableSlot) {
   const auto launches = actions(beat("f1", e), "launch");
   EXPECT_EQ(launches.size(), 2u);
   for (const json& l : launches) EXPECT_EQ(l["tenant_slot"], want.at(l["tenant"])) << l.dump();
+}
+
+// Issue 30, low: tokens are compared whole, in a time that does not depend
+// on where a guess differs (digests, CRYPTO_memcmp; the timing itself is not
+// measured here). An empty secret (an unset metrics_token) matches nothing.
+TEST(LiveTokens, SameSecretMatchesTheWholeTokenOnly) {
+  const std::string token = "fgn_" + std::string(48, 'a');
+  EXPECT_TRUE(same_secret(token, token));
+  EXPECT_FALSE(same_secret(token.substr(0, 51) + "b", token));  // the last byte
+  EXPECT_FALSE(same_secret("b" + token.substr(1), token));      // the first byte
+  EXPECT_FALSE(same_secret(token.substr(0, 51), token));        // a prefix
+  EXPECT_FALSE(same_secret(token + "a", token));
+  EXPECT_FALSE(same_secret("", ""));
+  EXPECT_FALSE(same_secret("x", ""));
+  EXPECT_FALSE(same_secret("", token));
 }
 
 TEST(LiveConfigNames, TenantNamesAreRestricted) {

@@ -6,6 +6,7 @@
 // job's process group is gone at the end.
 #include "live/process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -290,6 +292,33 @@ TEST(Process, ProgressFileKeepsTheLastGoodValue) {
 // would make them): the decisions of make_memory_cgroup and the child's
 // write to cgroup.procs. The kernel's side is LiveResources'
 // MemoryGrantIsTheJobsCgroupMemoryMax, where the machine allows it.
+// Issue 30, H2: what an agent reports of a run stays within the bounds the
+// server takes: a count beyond 1e15 is malformed; a text is valid UTF-8 of
+// at most 64 KiB once JSON-encoded (a byte that is not UTF-8 would be
+// written as the 3 bytes of U+FFFD: 30 000 such bytes grow to 90 000).
+TEST(Process, ReportsAreBoundedAsTheServerTakesThem) {
+  EXPECT_EQ(parse_progress_report("1000000000000000\n")->iterations, kMaxProgressIterations);
+  EXPECT_EQ(parse_progress_report("9999999999999999\n"), std::nullopt);
+  EXPECT_EQ(parse_progress_report("1000000000000001 64\n"), std::nullopt);
+
+  EXPECT_EQ(fit_report_text("short\n"), "short\n");
+  EXPECT_EQ(fit_report_text("a\xff\x62"), "a\xEF\xBF\xBD\x62");  // \x62: b
+  for (const std::string& text : {std::string(30000, '\xff'), std::string(70 * 1024, 'x'),
+                                  "\xE2\x82\xAC" + std::string(70000, 'y') + "\xE2\x82\xAC"}) {
+    const std::string fit = fit_report_text(text);
+    EXPECT_LE(fit.size(), kMaxLogTailBytes);
+    EXPECT_GT(fit.size(), kMaxLogTailBytes - 100);
+    EXPECT_NE(fit.find("bytes in all; the middle cut]"), std::string::npos);
+    // Valid UTF-8: the strict encoder takes it as it is.
+    const std::string encoded = nlohmann::json(fit).dump();
+    EXPECT_EQ(nlohmann::json::parse(encoded).get<std::string>(), fit);
+  }
+  const std::string euro =
+      fit_report_text("\xE2\x82\xAC" + std::string(70000, 'y') + "\xE2\x82\xAC");
+  EXPECT_EQ(euro.rfind("\xE2\x82\xAC", 0), 0u);
+  EXPECT_EQ(euro.substr(euro.size() - 3), "\xE2\x82\xAC");
+}
+
 TEST(Process, MemoryCgroupAndCpuAffinityReachTheJob) {
   TempDir dir;
   fs::create_directories(dir / "cg");
@@ -447,6 +476,63 @@ TEST(Process, JobDiesWithAKilledAgent) {
   kill(agent, SIGKILL);
   ASSERT_EQ(waitpid(agent, nullptr, 0), agent);
   EXPECT_TRUE(wait_for([&] { return !process_group_alive(job); }, 2));
+}
+
+// Issue 30, H1: a job leads a session of its own, so it has no controlling
+// terminal. A stand-in agent takes a pseudo-terminal as its controlling
+// terminal (as an agent started from an interactive shell has one) and
+// launches a job that tries to open /dev/tty: with only a process group of
+// its own (setpgid) the job inherits the terminal and could type into it
+// with TIOCSTI; in its own session the open fails with ENXIO. The job's
+// session id (field 6 of /proc/<pid>/stat) is its pid.
+TEST(Process, JobHasASessionOfItsOwnAndNoControllingTerminal) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t agent = fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    close(fds[0]);
+    // The stand-in agent: a new session whose controlling terminal is a pty
+    // (opening the slave without O_NOCTTY as session leader makes it so).
+    int report[3] = {0, -1, -1};  // [0]: 1 when the agent has a terminal
+    if (setsid() >= 0) {
+      const int master = posix_openpt(O_RDWR | O_NOCTTY);
+      if (master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0) {
+        const int slave = open(ptsname(master), O_RDWR);
+        const int tty = open("/dev/tty", O_RDWR);
+        report[0] = slave >= 0 && tty >= 0 ? 1 : 0;
+      }
+    }
+    LaunchSpec spec;
+    spec.shell_command =
+        "if (exec 3</dev/tty) 2>\"$OUT.err\"; then echo opened; else echo refused; fi > \"$OUT\"; "
+        "awk '{print $6}' /proc/$$/stat > \"$OUT.sid\"";
+    spec.env = {{"OUT", out}};
+    spec.log_path = dir / "log";
+    auto p = Process::launch(spec);
+    report[1] = p->pid();
+    report[2] = static_cast<int>(getsid(p->pid()));
+    poll_until_ended(*p, 20.0);
+    if (write(fds[1], report, sizeof report) != sizeof report) _exit(1);
+    _exit(p->state() == ProcessState::kExited && p->exit_code() == 0 ? 0 : 3);
+  }
+  close(fds[1]);
+  int report[3] = {0, -1, -1};
+  ASSERT_EQ(read(fds[0], report, sizeof report), static_cast<ssize_t>(sizeof report));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(agent, &status, 0), agent);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << slurp(dir / "log");
+  ASSERT_EQ(report[0], 1) << "the stand-in agent has no controlling terminal: the check is void";
+  const pid_t job = report[1];
+  ASSERT_GT(job, 0);
+  EXPECT_EQ(report[2], job) << "getsid of the running job";
+  EXPECT_EQ(slurp(out + ".sid"), std::to_string(job) + "\n");
+  EXPECT_EQ(slurp(out), "refused\n") << slurp(out + ".err");
+  EXPECT_NE(slurp(out + ".err").find("No such device or address"), std::string::npos)
+      << slurp(out + ".err");  // ENXIO
 }
 
 TEST(Process, KillLeftoverGroupChecksTheStartTime) {

@@ -719,6 +719,7 @@ struct LogsArgs {
   std::string job;
   std::string state_dir;
   bool follow = false;
+  bool raw = false;
   double poll_s = 0.5;
 };
 
@@ -743,15 +744,84 @@ std::vector<std::pair<long long, std::filesystem::path>> job_runs(const LogsArgs
   return runs;
 }
 
-// Writes what `log` holds from `offset` on; returns the new offset.
-std::uintmax_t copy_from(const std::filesystem::path& log, std::uintmax_t offset) {
+// A job's output as it may reach the operator's terminal (issue 30, low): a
+// job must not move the cursor, retitle the window or answer for the
+// operator with escape sequences. Newlines and tabs pass, and so does UTF-8
+// text; a carriage return not before a newline becomes a newline (progress
+// bars stay readable, nothing is overwritten); every other control byte (C0,
+// DEL, the C1 controls U+0080..U+009F) and every byte that is not UTF-8 is
+// shown as \xNN. Returns how much of `bytes` it wrote out: at the end of
+// what has been read so far (`more`), a character or CR that may go on in
+// the next read is left for then.
+std::size_t escape_for_terminal(std::string_view bytes, bool more, std::string& out) {
+  const auto at = [&bytes](std::size_t k) { return static_cast<unsigned char>(bytes[k]); };
+  auto hex = [&out](unsigned char c) { out += fmt::format("\\x{:02x}", c); };
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    const unsigned char c = at(i);
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c == '\r') {
+      if (i + 1 == bytes.size() && more) break;
+      out += i + 1 < bytes.size() && bytes[i + 1] == '\n' ? "\r" : "\n";
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence (RFC 3629): its length from the lead byte, the range
+    // of the byte after it.
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 3;
+      lo = c == 0xE0 ? 0xA0 : 0x80;
+      hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 4;
+      lo = c == 0xF0 ? 0x90 : 0x80;
+      hi = c == 0xF4 ? 0x8F : 0xBF;
+    }
+    std::size_t good = n > 0 ? 1 : 0;  // bytes of the sequence that fit
+    while (good > 0 && good < n && i + good < bytes.size()) {
+      const unsigned char next = at(i + good);
+      const bool fits = good == 1 ? next >= lo && next <= hi : next >= 0x80 && next <= 0xBF;
+      if (!fits) break;
+      ++good;
+    }
+    if (n > 0 && good < n && i + good == bytes.size() && more) break;  // the rest comes later
+    if (n > 0 && good == n && !(c == 0xC2 && at(i + 1) <= 0x9F)) {
+      out.append(bytes.substr(i, n));
+      i += n;
+      continue;
+    }
+    // A control byte, a C1 control, or a byte that starts no character.
+    const std::size_t shown = n == 2 && good == 2 ? 2 : 1;
+    for (std::size_t k = 0; k < shown; ++k) hex(at(i + k));
+    i += shown;
+  }
+  return i;
+}
+
+// Writes what `log` holds from `offset` on (escaped unless `raw`); returns
+// the new offset.
+std::uintmax_t copy_from(const std::filesystem::path& log, std::uintmax_t offset, bool raw) {
   std::ifstream in(log, std::ios::binary);
   if (!in) return offset;
   in.seekg(static_cast<std::streamoff>(offset));
   std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t used = chunk.size();
+  if (!raw) {
+    std::string shown;
+    used = escape_for_terminal(chunk, true, shown);
+    chunk = std::move(shown);
+  }
   std::fwrite(chunk.data(), 1, chunk.size(), stdout);
   std::fflush(stdout);
-  return offset + chunk.size();
+  return offset + used;
 }
 
 std::string run_logs(const LogsArgs& a) {
@@ -766,7 +836,11 @@ std::string run_logs(const LogsArgs& a) {
     for (const auto& [lease, dir] : runs) {
       if (runs.size() > 1) out += fmt::format("==> lease {} <==\n", lease);
       std::ifstream in(dir / "log", std::ios::binary);
-      out.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (a.raw)
+        out += log;
+      else
+        escape_for_terminal(log, false, out);
     }
     return out;
   }
@@ -778,7 +852,7 @@ std::string run_logs(const LogsArgs& a) {
     for (const auto& [lease, dir] : job_runs(a)) {
       if (!offsets.count(lease) && !offsets.empty())
         std::fprintf(stdout, "==> lease %lld <==\n", lease);
-      offsets[lease] = copy_from(dir / "log", offsets[lease]);
+      offsets[lease] = copy_from(dir / "log", offsets[lease], a.raw);
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_s));
   }
@@ -928,6 +1002,10 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
     logs->add_option("--state-dir", logs_args->state_dir,
                      "the agent's --state-dir (default: ./fairgpu-agent-<host name>)");
     logs->add_flag("-f,--follow", logs_args->follow, "keep printing what the job writes");
+    logs->add_flag("--raw", logs_args->raw,
+                   "write the output's bytes as they are (default: control characters other "
+                   "than newline and tab, and bytes that are not UTF-8, are shown as \\xNN, so "
+                   "that a job's escape sequences never reach the terminal)");
     commands.push_back({logs, [logs_args] {
                           if (logs_args->state_dir.empty()) {
                             char host[256] = {};

@@ -406,11 +406,13 @@ class Agent {
 
   json report(Run& r) {
     json j = {{"lease", r.lease}, {"job", r.job}};
-    if (!r.limits.empty()) j["limits"] = r.limits;
+    if (!r.limits.empty()) j["limits"] = fit_report_text(r.limits, 1024);  // the server's bound
     if (r.launch_failed()) {
       j["state"] = "launch_failed";
       j["iterations"] = 0;
-      j["log_tail"] = r.process ? r.process->failure() : r.failure;
+      // Within the server's bounds (issue 30, H2): a 70 KiB argv[0] in the
+      // reason must not get the whole heartbeat refused.
+      j["log_tail"] = fit_report_text(r.process ? r.process->failure() : r.failure);
       return j;
     }
     Process& p = *r.process;
@@ -424,7 +426,7 @@ class Agent {
     j["exit_code"] = p.exit_code();
     j["signal"] = p.signal();
     j["revoked"] = p.stop_requested();
-    j["log_tail"] = p.log_tail();
+    j["log_tail"] = fit_report_text(p.log_tail());
     return j;
   }
 
@@ -597,23 +599,28 @@ class Agent {
 
     // Whom the job runs as (agent.h): never as a root agent's root.
     std::optional<RunAs> run_as;
-    std::string home;
+    std::string home, user;
     if (switch_users_) {
       const json unix_user = action.value("unix_user", json(nullptr));
       const json slot = action.value("tenant_slot", json(nullptr));
       if (unix_user.is_string() && !unix_user.get<std::string>().empty()) {
-        const std::string user = unix_user.get<std::string>();
+        const std::string user_name = unix_user.get<std::string>();
         struct passwd pw {};
         struct passwd* found = nullptr;
         std::vector<char> buf(16384);
-        if (getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
-          return fail("launch action: unix_user: no user '" + user + "' on this node");
-        if (pw.pw_uid == 0) return fail("launch action: unix_user: '" + user + "' is root");
+        if (getpwnam_r(user_name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+          return fail("launch action: unix_user: no user '" + user_name + "' on this node");
+        if (pw.pw_uid == 0) return fail("launch action: unix_user: '" + user_name + "' is root");
         run_as = RunAs{pw.pw_uid, pw.pw_gid};
         home = pw.pw_dir ? pw.pw_dir : "";
+        user = user_name;
       } else if (const auto n = integer_in(slot, 0, kMaxTenantSlot - 1)) {
         const auto id = static_cast<std::uint32_t>(o_.uid_base + *n);
         run_as = RunAs{id, id};
+        // A uid with no passwd entry: USER and LOGNAME name it, so that what
+        // asks who runs it (Python's getpass.getuser(), which torch 2.x calls
+        // at import) does not die on getpwuid (issue 30).
+        user = fmt::format("fairgpu-run-{}", *n);
       } else {
         return fail(
             "launch action: names neither unix_user nor tenant_slot; a root agent runs no job as "
@@ -645,6 +652,10 @@ class Agent {
     spec.pid_path = (run_dir / "pid").string();
     spec.checkpoint_dir = checkpoint_dir;
     if (!home.empty()) spec.env.emplace_back("HOME", home);
+    if (!user.empty()) {
+      spec.env.emplace_back("USER", user);
+      spec.env.emplace_back("LOGNAME", user);
+    }
     // (A NUL byte in the command or env fails the launch in Process::launch.)
     if (action.contains("env") && !action["env"].is_null())
       for (const auto& [key, value] : action["env"].items())

@@ -35,7 +35,10 @@
 //   launch's unix_user, else as uid = gid = uid_base + tenant_slot (no
 //   supplementary groups); the job's checkpoint dir and runs/<lease>/job
 //   (its HOME and progress file) are then that user's, mode 0700, and its
-//   log is mode 0600 in runs/<lease>, which only the agent can list. A
+//   log is mode 0600 in runs/<lease>, which only the agent can list. USER
+//   and LOGNAME name that user (the unix_user, or fairgpu-run-<slot> for a
+//   uid with no passwd entry: getpass.getuser() reads them first); the
+//   job's env may override them and HOME. A
 //   launch naming neither is refused (launch_failed). An agent that is not
 //   root runs jobs as itself (then tenants are not isolated from each other
 //   or from the agent: documented in docs/live-protocol.md).

@@ -9,7 +9,9 @@
 #include <limits>
 #include <set>
 
+#include "live/log.h"
 #include "live/manager.h"
+#include "live/process.h"
 #include "live/request.h"
 
 namespace fairgpu::live {
@@ -91,6 +93,7 @@ json AgentExecutor::register_agent(const Caller& c, const json& body, const std:
     // A new epoch: whatever ran under the old one is gone (the agent killed
     // its leftovers before registering), launches not yet sent included.
     std::erase_if(launches_, [&up](const auto& kv) { return kv.second.node == up.name; });
+    std::erase_if(refused_, [&up](const auto& kv) { return kv.second.node == up.name; });
     const std::int64_t epoch = host_.node_up(up, tickets);
     Node& n = nodes_[up.name];
     n.last_heard = clock_();
@@ -116,9 +119,11 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
   const std::int64_t epoch = need_integer(raw["epoch"], "epoch", 0, kMaxExact);
   auto runs_it = raw.find("runs");
   if (runs_it == raw.end() || !runs_it->is_array()) bad("runs", "expected an array");
-  // The whole request is checked before anything is applied, and what is
-  // applied is rebuilt from the checked values: a heartbeat is taken whole or
-  // answered 400 having changed nothing.
+  // The heartbeat's frame (node, epoch, runs) is checked whole: a bad one is
+  // answered 400 having changed nothing. A bad entry in `runs` costs that
+  // run only (issue 30, H2): one job's progress file or log must not fence
+  // every run of its node and keep the node lost. What is applied is rebuilt
+  // from the checked values.
   struct Run {
     RunEvent event;
     bool running = false;
@@ -128,57 +133,85 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
   for (std::size_t i = 0; i < runs_it->size(); ++i) {
     const json& r = (*runs_it)[i];
     const std::string at = fmt::format("runs[{}]", i);
-    if (!r.is_object()) bad(at, "expected an object");
-    for (const auto& [key, value] : r.items())
-      if (key != "lease" && key != "job" && key != "state" && key != "iterations" &&
-          key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail" &&
-          key != "limits" && key != "batch_size")
-        bad(at + "." + key, "unknown field");
-    if (!r.contains("lease")) bad(at + ".lease", "missing required field");
     Run run;
     RunEvent& ev = run.event;
-    ev.lease = need_integer(r["lease"], at + ".lease", 1, kMaxExact);
-    if (!seen_leases.insert(ev.lease).second) bad(at + ".lease", "repeats an earlier run's lease");
-    if (!r.contains("state") || !r["state"].is_string())
-      bad(at + ".state", "expected running, exited or launch_failed");
-    const std::string s = r["state"].get<std::string>();
-    if (s != "running" && s != "exited" && s != "launch_failed")
-      bad(at + ".state", "expected running, exited or launch_failed");
-    run.running = s == "running";
-    ev.kind = run.running ? RunEvent::Kind::kProgress : RunEvent::Kind::kEnded;
-    ev.launch_failed = s == "launch_failed";
+    try {
+      if (!r.is_object()) bad(at, "expected an object");
+      if (!r.contains("lease")) bad(at + ".lease", "missing required field");
+      ev.lease = need_integer(r["lease"], at + ".lease", 1, kMaxExact);
+      if (!seen_leases.insert(ev.lease).second)
+        bad(at + ".lease", "repeats an earlier run's lease");
+    } catch (const ApiError& e) {
+      // No run to answer for: the entry is dropped. A run the agent holds
+      // and nobody renews is fenced by the agent at its lease's end.
+      log::warn("heartbeat_run_ignored", {{"node", name}, {"problem", e.what()}});
+      continue;
+    }
     ev.nodes = {name};
     ev.exit_code = -1;
-    if (r.contains("job")) {
-      if (!r["job"].is_string()) bad(at + ".job", "expected a string");
-      ev.job = r["job"].get<std::string>();
-    }
-    if (r.contains("iterations")) {
-      const json& it = r["iterations"];
-      if (!it.is_number() || !(it.get<double>() >= 0) || it.get<double>() > 1e15)
-        bad(at + ".iterations", "expected a number in 0..1e15");
-      ev.iterations = it.get<double>();
-    }
-    if (r.contains("exit_code"))
-      ev.exit_code = static_cast<int>(need_integer(r["exit_code"], at + ".exit_code", -1, 255));
-    if (r.contains("signal"))
-      ev.signal = static_cast<int>(need_integer(r["signal"], at + ".signal", 0, 128));
-    if (r.contains("revoked")) {
-      if (!r["revoked"].is_boolean()) bad(at + ".revoked", "expected true or false");
-      ev.revoked = r["revoked"].get<bool>();
-    }
-    if (r.contains("limits")) {
-      if (!r["limits"].is_string() || r["limits"].get<std::string>().size() > 1024)
-        bad(at + ".limits", "expected a string of at most 1 KiB");
-      ev.limits = r["limits"].get<std::string>();
-    }
-    if (r.contains("batch_size"))
-      ev.batch_size = need_integer(r["batch_size"], at + ".batch_size", 1, 1 << 30);
-    if (r.contains("log_tail")) {
-      if (!r["log_tail"].is_string()) bad(at + ".log_tail", "expected a string");
-      if (r["log_tail"].get<std::string>().size() > 65536)
-        bad(at + ".log_tail", "longer than 64 KiB");
-      ev.detail = r["log_tail"].get<std::string>();
+    try {
+      if (!r.contains("state") || !r["state"].is_string())
+        bad(at + ".state", "expected running, exited or launch_failed");
+      const std::string s = r["state"].get<std::string>();
+      if (s != "running" && s != "exited" && s != "launch_failed")
+        bad(at + ".state", "expected running, exited or launch_failed");
+      run.running = s == "running";
+      ev.kind = run.running ? RunEvent::Kind::kProgress : RunEvent::Kind::kEnded;
+      ev.launch_failed = s == "launch_failed";
+      for (const auto& [key, value] : r.items())
+        if (key != "lease" && key != "job" && key != "state" && key != "iterations" &&
+            key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail" &&
+            key != "limits" && key != "batch_size")
+          bad(at + "." + key, "unknown field");
+      if (r.contains("job")) {
+        if (!r["job"].is_string()) bad(at + ".job", "expected a string");
+        ev.job = r["job"].get<std::string>();
+      }
+      if (r.contains("iterations")) {
+        const json& it = r["iterations"];
+        if (!it.is_number() || !(it.get<double>() >= 0) ||
+            it.get<double>() > static_cast<double>(kMaxProgressIterations))
+          bad(at + ".iterations", "expected a number in 0..1e15");
+        ev.iterations = it.get<double>();
+      }
+      if (r.contains("exit_code"))
+        ev.exit_code = static_cast<int>(need_integer(r["exit_code"], at + ".exit_code", -1, 255));
+      if (r.contains("signal"))
+        ev.signal = static_cast<int>(need_integer(r["signal"], at + ".signal", 0, 128));
+      if (r.contains("revoked")) {
+        if (!r["revoked"].is_boolean()) bad(at + ".revoked", "expected true or false");
+        ev.revoked = r["revoked"].get<bool>();
+      }
+      if (r.contains("limits")) {
+        if (!r["limits"].is_string() || r["limits"].get<std::string>().size() > 1024)
+          bad(at + ".limits", "expected a string of at most 1 KiB");
+        ev.limits = r["limits"].get<std::string>();
+      }
+      if (r.contains("batch_size"))
+        ev.batch_size = need_integer(r["batch_size"], at + ".batch_size", 1, 1 << 30);
+      if (r.contains("log_tail")) {
+        if (!r["log_tail"].is_string()) bad(at + ".log_tail", "expected a string");
+        if (r["log_tail"].get<std::string>().size() > kMaxLogTailBytes)
+          bad(at + ".log_tail", "longer than 64 KiB");
+        ev.detail = r["log_tail"].get<std::string>();
+      }
+    } catch (const ApiError& e) {
+      // Refused: nothing it reports is taken. A running run is told to stop
+      // and its end counts as a failure; an ended one fails now.
+      RunEvent refused;
+      refused.kind = ev.kind;
+      refused.lease = ev.lease;
+      refused.job = r.contains("job") && r["job"].is_string() ? r["job"].get<std::string>() : "";
+      refused.nodes = {name};
+      refused.exit_code = -1;
+      refused.launch_failed = ev.launch_failed;
+      refused.refused = e.what();
+      ev = std::move(refused);
+      log::warn("heartbeat_run_refused", {{"node", name},
+                                          {"lease", ev.lease},
+                                          {"job", ev.job},
+                                          {"problem", ev.refused},
+                                          {"then", run.running ? "stopped" : "failed"}});
     }
     runs.push_back(std::move(run));
   }
@@ -199,7 +232,27 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
       reported.insert(id);
       if (auto l = launches_.find(id); l != launches_.end() && l->second.node == name)
         launches_.erase(l);  // the agent has it: never launched again
-      const LeaseHost::Verdict v = host_.report(run.event, tickets);
+      if (run.running && (!run.event.refused.empty() || refused_.count(id))) {
+        // Its report is not taken; it stops (until it has), and its end is a
+        // failure.
+        if (!run.event.refused.empty()) refused_[id] = {name, run.event.refused};
+        actions.push_back({{"action", "revoke"}, {"lease", id}, {"job", run.event.job}});
+        continue;
+      }
+      RunEvent event = run.event;
+      if (!run.running) {
+        if (auto f = refused_.find(id); f != refused_.end()) {
+          if (f->second.node == name && event.refused.empty()) {
+            event.refused = f->second.problem;
+            event.detail = event.detail.empty() ? "" : "\n" + event.detail;
+          }
+          refused_.erase(f);
+        }
+        if (!event.refused.empty())
+          event.detail =
+              "the node's report of this run was refused: " + event.refused + event.detail;
+      }
+      const LeaseHost::Verdict v = host_.report(event, tickets);
       must_wait |= v.wait;
       if (!run.running) {
         ack.push_back(id);
@@ -310,6 +363,7 @@ std::vector<RunEvent> AgentExecutor::poll(double now) {
     n.lost = true;
     const std::string node = name;  // (clang 14: no lambda capture of a binding)
     std::erase_if(launches_, [&node](const auto& kv) { return kv.second.node == node; });
+    std::erase_if(refused_, [&node](const auto& kv) { return kv.second.node == node; });
     // The agent fences its runs heartbeat_timeout after its last heartbeat;
     // they are gone grace + kill_after later (docs/live-protocol.md).
     RunEvent lost;

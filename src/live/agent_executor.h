@@ -2,8 +2,11 @@
 // docs/executors.md). The protocol is pull-style: agents register and send
 // heartbeats; the answer to a heartbeat carries the launches, renewals and
 // revocations. So this executor:
-//   - checks registrations and heartbeats (a request is taken whole or
-//     answered 400 having changed nothing), and hands what they report to the
+//   - checks registrations and heartbeats (a registration, and a
+//     heartbeat's frame, is taken whole or answered 400 having changed
+//     nothing; a bad entry of a heartbeat's runs costs that run only: it is
+//     stopped if it runs and its end counts as a failure with the problem as
+//     its log tail), and hands what they report to the
 //     lease manager (LeaseHost) under its lock: a registration (a new epoch
 //     ends the node's old runs), runs reported running (the verdict: renew,
 //     or revoke) and ended runs;
@@ -73,6 +76,13 @@ class AgentExecutor : public Executor {
   std::function<double()> clock_;
   std::map<std::string, Node> nodes_;
   std::map<std::int64_t, Launch> launches_;  // by part lease, until the agent reports it
+  // Running runs whose report was refused, by lease, until their end is
+  // reported (then a failure with this problem). Not kept over a restart:
+  // such a run then ends as revoked.
+  struct Refused {
+    std::string node, problem;
+  };
+  std::map<std::int64_t, Refused> refused_;
 };
 
 }  // namespace fairgpu::live

@@ -2,6 +2,8 @@
 #include "live/config.h"
 
 #include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <cctype>
@@ -53,6 +55,19 @@ std::string read_token_file(const std::string& path, const std::string& source,
     if (static_cast<unsigned char>(ch) <= ' ' || static_cast<unsigned char>(ch) >= 0x7f)
       throw InputError(source, field, path + ": the token holds a space or control character");
   return token;
+}
+
+bool same_secret(std::string_view presented, std::string_view secret) {
+  // Equal-length digests compared with CRYPTO_memcmp, which reads every byte
+  // whatever it finds: the time depends on nothing secret.
+  auto digest = [](std::string_view text, unsigned char* out) {
+    unsigned int length = 0;
+    return EVP_Digest(text.data(), text.size(), out, &length, EVP_sha256(), nullptr) == 1 &&
+           length == 32;
+  };
+  unsigned char a[EVP_MAX_MD_SIZE] = {}, b[EVP_MAX_MD_SIZE] = {};
+  const bool hashed = digest(presented, a) && digest(secret, b);
+  return hashed && CRYPTO_memcmp(a, b, 32) == 0 && !secret.empty();
 }
 
 ServeConfig parse_serve_config(std::string_view json_text, const std::string& source,

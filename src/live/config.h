@@ -77,6 +77,12 @@ struct ServeConfig {
 std::string read_token_file(const std::string& path, const std::string& source,
                             const std::string& field);
 
+// Whether a presented API token is `secret`, in a time that depends on
+// neither where they differ nor how long either is (issue 30, low: a compare
+// that stops at the first different byte lets a client guess a token byte by
+// byte from the answers' timing). An empty secret matches nothing.
+bool same_secret(std::string_view presented, std::string_view secret);
+
 // `base_dir`: the folder relative paths in the config (data_dir,
 // checkpoint_dir, profiles, tls cert and key, token files) are taken from;
 // "" leaves them as written.

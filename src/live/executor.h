@@ -95,6 +95,10 @@ struct RunEvent {
   std::string detail;              // kEnded: why, in a few words (the log tail)
   std::int64_t batch_size = 0;     // kProgress: the batch size the job reports (0: none)
   std::string limits;              // kProgress: what the node holds the run to ("": unsaid)
+  // kEnded (agents): why the node's report of this run was refused (a field
+  // out of the protocol's bounds, now or while it ran): the end counts as a
+  // failure, never as a clean exit or a revoke.
+  std::string refused;
   std::string node;                // kNodeLost
   double relaunch_at = 0;          // kNodeLost
 };

@@ -127,11 +127,11 @@ Caller Manager::authenticate(std::string_view header) const {
   std::lock_guard lock(mu_);  // tenants may be added at run time
   const std::string_view token = header.substr(kBearer.size());
   if (token.empty()) return {};
-  if (token == config_.admin_token) return {Caller::Role::kAdmin, "", ""};
+  if (same_secret(token, config_.admin_token)) return {Caller::Role::kAdmin, "", ""};
   for (const auto& [node, node_token] : node_tokens_)
-    if (token == node_token) return {Caller::Role::kAgent, "", node};
+    if (same_secret(token, node_token)) return {Caller::Role::kAgent, "", node};
   for (const TenantConfig& t : config_.tenants)
-    if (token == t.token) return {Caller::Role::kTenant, t.name, ""};
+    if (same_secret(token, t.token)) return {Caller::Role::kTenant, t.name, ""};
   return {};
 }
 

@@ -407,7 +407,8 @@ bool Manager::metrics_allowed(std::string_view header) const {
   if (config_.metrics_open) return true;
   if (header.substr(0, kBearer.size()) != kBearer) return false;
   const std::string_view token = header.substr(kBearer.size());
-  return !token.empty() && (token == config_.admin_token || token == config_.metrics_token);
+  return !token.empty() &&
+         (same_secret(token, config_.admin_token) || same_secret(token, config_.metrics_token));
 }
 
 std::string Manager::metrics() const {

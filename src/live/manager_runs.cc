@@ -136,14 +136,17 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
   const bool exited = !r.launch_failed;  // else it never ran
   const int code = r.exit_code;
   const int sig = r.signal;
-  const bool revoked = r.revoked;
+  // A refused report (issue 30, H2) is the job's fault: a failure, even
+  // after the stop we asked for.
+  const bool refused = !r.refused.empty();
+  const bool revoked = r.revoked && !refused;
   const double iterations = r.iterations;
   if (l.rank == 0 && iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
   // A run shorter than a heartbeat is never reported running: it started
   // when its lease became active (the queue-wait metric needs it).
   if (e.s.started_at < 0 && !r.launch_failed && !r.never_started) e.s.started_at = l.start;
   settle(e, t);
-  const bool clean = exited && code == 0 && sig == 0;
+  const bool clean = exited && code == 0 && sig == 0 && !refused;
   log::write(clean || revoked ? log::Level::kInfo : log::Level::kWarn, "exit",
              {{"lease", l.id},
               {"job", e.s.id},

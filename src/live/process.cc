@@ -1,7 +1,7 @@
 // The agent's process supervisor (issue 5, docs/design.md §7): fork/exec in a
-// process group of its own, the protocol's SIGUSR1 -> SIGTERM -> SIGKILL stop
-// sequence as a polled state machine, reaping, progress file and log tail.
-// See process.h for what callers may rely on.
+// session (and so a process group) of its own, the protocol's SIGUSR1 ->
+// SIGTERM -> SIGKILL stop sequence as a polled state machine, reaping,
+// progress file and log tail. See process.h for what callers may rely on.
 #include "live/process.h"
 
 #include <dirent.h>
@@ -31,7 +31,7 @@ namespace {
 constexpr int kExecFailedStatus = 127;
 // What failed in the child, reported through the close-on-exec pipe.
 constexpr int kStageExec = 1, kStageSetgroups = 2, kStageSetgid = 3, kStageSetuid = 4,
-              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7;
+              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7, kStageSetsid = 8;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -78,15 +78,79 @@ std::optional<std::int64_t> parse_progress(const std::string& text) {
 }
 
 std::optional<ProgressReport> parse_progress_report(const std::string& text) {
-  if (auto one = parse_progress(text)) return ProgressReport{*one, 0};
-  // Two numbers: only whole (ending in the newline the writer puts last).
-  if (text.empty() || text.back() != '\n') return std::nullopt;
-  const auto space = text.find_first_of(" \t");
-  if (space == std::string::npos) return std::nullopt;
-  const auto iterations = parse_progress(text.substr(0, space));
-  const auto batch = parse_progress(text.substr(space));
-  if (!iterations || !batch || *batch < 1 || *batch > (std::int64_t{1} << 30)) return std::nullopt;
-  return ProgressReport{*iterations, *batch};
+  ProgressReport report;
+  if (auto one = parse_progress(text)) {
+    report = {*one, 0};
+  } else {
+    // Two numbers: only whole (ending in the newline the writer puts last).
+    if (text.empty() || text.back() != '\n') return std::nullopt;
+    const auto space = text.find_first_of(" \t");
+    if (space == std::string::npos) return std::nullopt;
+    const auto iterations = parse_progress(text.substr(0, space));
+    const auto batch = parse_progress(text.substr(space));
+    if (!iterations || !batch || *batch < 1 || *batch > (std::int64_t{1} << 30))
+      return std::nullopt;
+    report = {*iterations, *batch};
+  }
+  // Beyond what the server takes (issue 30, H2): malformed, never reported.
+  if (report.iterations > kMaxProgressIterations) return std::nullopt;
+  return report;
+}
+
+std::string fit_report_text(const std::string& text, std::size_t max_bytes) {
+  // Strict UTF-8 (RFC 3629, as nlohmann::json checks it): the length of the
+  // well-formed character at text[i], 0 when the byte there starts none.
+  auto char_length = [&text](std::size_t i) -> std::size_t {
+    const auto b = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char c = b(i);
+    if (c < 0x80) return 1;
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return 0;
+    }
+    if (i + n > text.size()) return 0;
+    if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+      if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+    return n;
+  };
+  std::string clean;
+  clean.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = char_length(i);
+    if (n == 0) {
+      clean += "\xEF\xBF\xBD";  // U+FFFD, as the JSON encoder would write it
+      ++i;
+    } else {
+      clean.append(text, i, n);
+      i += n;
+    }
+  }
+  if (clean.size() <= max_bytes) return clean;
+  // Its head says what failed (a launch's reason), its end why a job
+  // stopped: both are kept, each from a character's start.
+  const std::string mark = fmt::format("\n[{} bytes in all; the middle cut]\n", clean.size());
+  if (max_bytes <= mark.size()) return "";
+  const std::size_t budget = max_bytes - mark.size();
+  auto continuation = [&clean](std::size_t i) {
+    return i < clean.size() && (static_cast<unsigned char>(clean[i]) & 0xC0) == 0x80;
+  };
+  std::size_t head = budget / 2;
+  while (head > 0 && continuation(head)) --head;
+  std::size_t from = clean.size() - (budget - budget / 2);
+  while (continuation(from)) ++from;
+  return clean.substr(0, head) + mark + clean.substr(from);
 }
 
 std::int64_t ProgressFile::read() {
@@ -298,13 +362,17 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   }
   if (pid == 0) {
     // Child: async-signal-safe calls only.
-    setpgid(0, 0);
     auto child_fail = [&](int stage) {
       int report[2] = {stage, errno};
       ssize_t ignored = write(err_pipe[1], report, sizeof report);
       (void)ignored;
       _exit(kExecFailedStatus);
     };
+    // A session of its own, not only a process group (issue 30, H1): without
+    // a controlling terminal the job cannot open /dev/tty and push keystrokes
+    // into the shell that started the agent (TIOCSTI). The session leader
+    // also leads a new process group whose id is its pid.
+    if (setsid() < 0) child_fail(kStageSetsid);
     // While still the agent's user: the cgroup's files are the agent's.
     if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1) child_fail(kStageCgroup);
     if (pin && sched_setaffinity(0, sizeof cpu_mask, &cpu_mask) != 0) child_fail(kStageAffinity);
@@ -332,7 +400,9 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     child_fail(kStageExec);
   }
 
-  setpgid(pid, pid);  // also here, so the group exists as soon as we return
+  // No setpgid(pid, pid) here: setsid() fails in a process that already
+  // leads a group. The group exists when launch() returns all the same: the
+  // pipe below is read until the child has exec'd (or failed).
   if (cgroup_fd >= 0) close(cgroup_fd);
   close(err_pipe[1]);
   close(log_fd);
@@ -356,6 +426,8 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
                               errno_text(report[1])));
     if (report[0] == kStageCgroup)
       return fail(fmt::format("cannot join cgroup {}: {}", spec.cgroup_dir, errno_text(report[1])));
+    if (report[0] == kStageSetsid)
+      return fail(fmt::format("cannot start a session: {}", errno_text(report[1])));
     if (report[0] != kStageExec)
       return fail(fmt::format("cannot switch to uid {} gid {}: {}", run_uid, run_gid,
                               errno_text(report[1])));

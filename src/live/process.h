@@ -1,14 +1,18 @@
 // The agent's process supervisor (issue 5, docs/design.md §7, docs/live-protocol.md
-// "launch" and "revoke"): starts one job command in a process group of its
-// own, stops it with the protocol's signal sequence, reaps it and reads what
-// the job leaves behind (its progress file, the tail of its log).
+// "launch" and "revoke"): starts one job command in a session and process
+// group of its own, stops it with the protocol's signal sequence, reaps it
+// and reads what the job leaves behind (its progress file, the tail of its
+// log).
 //
 // Nothing here blocks for long: the stop sequence is a state machine that
 // poll() advances, so one thread supervises many runs at once.
 //
 // Guarantees a caller may rely on:
-// - the job's process group id is its pid (setpgid in both parent and child,
-//   so the group exists when launch() returns);
+// - the job leads a session of its own (setsid in the child): it has no
+//   controlling terminal, so it can neither open /dev/tty nor type into the
+//   terminal the agent was started from (issue 30, H1); its session id and
+//   process group id are its pid, and both exist when launch() returns (the
+//   parent waits for the exec through a close-on-exec pipe);
 // - the job gets SIGKILL when the thread that launched it dies
 //   (PR_SET_PDEATHSIG, with a getppid() check against the race where the
 //   parent died before the prctl): a kill -9'd agent takes its jobs with it.
@@ -73,6 +77,11 @@ struct LaunchSpec {
   // forks is held to that cgroup's limits. The caller makes and removes it.
   std::string cgroup_dir;
 };
+
+// The protocol's bounds on what an agent reports of a run (the server
+// refuses a run's report beyond them: docs/live-protocol.md).
+constexpr std::int64_t kMaxProgressIterations = 1'000'000'000'000'000;  // 1e15
+constexpr std::size_t kMaxLogTailBytes = 64 * 1024;
 
 // The progress file a job rewrites with its total iterations done: a decimal
 // integer, surrounding whitespace allowed; or "ITERATIONS BATCH" and a
@@ -166,12 +175,18 @@ class Process {
 // whitespace around.
 std::optional<std::int64_t> parse_progress(const std::string& text);
 // The same or "ITERATIONS BATCH\n" (batch_size 0 for the one-number form;
-// the batch in 1..2^30).
+// the batch in 1..2^30; ITERATIONS at most kMaxProgressIterations).
 struct ProgressReport {
   std::int64_t iterations = 0;
   std::int64_t batch_size = 0;
 };
 std::optional<ProgressReport> parse_progress_report(const std::string& text);
+
+// `text` as an agent may report it (a log tail, a launch failure): valid
+// UTF-8 (a byte that is not is replaced by U+FFFD, so that the JSON encoder
+// grows nothing) of at most `max_bytes` bytes; when longer, its head and its
+// end around a "[N bytes in all; the middle cut]" line.
+std::string fit_report_text(const std::string& text, std::size_t max_bytes = kMaxLogTailBytes);
 
 // The last `max_bytes` of a file (empty when it cannot be read). When cut, it
 // starts after the first newline of that window, so it begins at a line.
