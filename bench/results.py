@@ -114,7 +114,7 @@ def parse_metrics(args):
             a, b = keys.split("/")
             out.append(Metric(keys, label, 1.0, int(digits), (a, b)))
     if args.never_started:
-        out.append(Metric("never_started_jobs", "never started", 1.0, 1))
+        out.append(Metric("never_started_jobs", "never started", 1.0, 0))
     return out
 
 
@@ -190,6 +190,17 @@ def cmd_seeds(args):
         rows.append(cells)
     print(table(["policy"] + [m.label for m in metrics], rows))
     first = metrics[0]
+    print(f"\n{lead}'s {first.label} relative to each policy's, seed by seed "
+          f"({lead} / policy − 1, mean ± 95% CI):\n")
+    rows = []
+    for p in policies:
+        if p == lead:
+            continue
+        rel = [100 * (first.value(runs[s][lead]) / first.value(runs[s][p]) - 1) for s in seeds]
+        k, mean, h = mean_ci(rel)
+        mark = "*" if k >= 2 and not math.isnan(h) and abs(mean) > h else ""
+        rows.append([p, fmt_ci(k, mean, h, 1) + " %" + mark])
+    print(table(["policy", f"{lead} vs policy"], rows))
     print(f"\n{first.label}, seed by seed:\n")
     rows = [[p] + [fmt(first.value(runs[s][p]), first.digits) for s in seeds] for p in policies]
     print(table(["policy"] + [f"seed {s}" for s in seeds], rows))
