@@ -61,7 +61,9 @@ def num(text):
 
 
 def read_compare(d):
-    """policy -> {column: float} from DIR/compare.csv (row order kept)."""
+    """policy -> {column: float} from DIR/compare.csv (row order kept), with
+    the numbers of each policy's summary.json that compare.csv leaves out
+    (p99_jct_s, p999_jct_s, never_started_jobs, wall_seconds, ...)."""
     path = os.path.join(d, "compare.csv")
     if not os.path.exists(path):
         sys.exit(f"results.py: {path} is missing (did the run fail?)")
@@ -72,22 +74,19 @@ def read_compare(d):
             # text around the table says it.
             policy = row["policy"].split("@")[0]
             rows[policy] = {k: num(v) for k, v in row.items() if k != "policy"}
-    return rows
-
-
-def never_started(d):
-    """policy -> never_started_jobs from each policy folder's summary.json."""
-    out = {}
     for name in sorted(os.listdir(d)):
         path = os.path.join(d, name, "summary.json")
         if not os.path.exists(path):
             continue
         with open(path) as f:
-            s = json.load(f)
-        policy = s.get("policy")
-        if policy is not None:
-            out[policy] = float(s.get("never_started_jobs", math.nan))
-    return out
+            summary = json.load(f)
+        policy = summary.get("policy")
+        if policy not in rows:
+            continue
+        for k, v in summary.items():
+            if k not in rows[policy] and isinstance(v, (int, float)) and not isinstance(v, bool):
+                rows[policy][k] = float(v)
+    return rows
 
 
 class Metric:
@@ -150,12 +149,7 @@ def cmd_seeds(args):
     metrics = parse_metrics(args)
     runs = {}  # seed -> policy -> row
     for d in args.dirs:
-        rows = read_compare(d)
-        if args.never_started:
-            for p, v in never_started(d).items():
-                if p in rows:
-                    rows[p]["never_started_jobs"] = v
-        runs[seed_of(d)] = rows
+        runs[seed_of(d)] = read_compare(d)
     seeds = sorted(runs)
     policies = list(runs[seeds[0]])
     for s in seeds:
@@ -210,10 +204,6 @@ def cmd_single(args):
     metrics = parse_metrics(args)
     d = args.dirs[0]
     rows_in = read_compare(d)
-    if args.never_started:
-        for p, v in never_started(d).items():
-            if p in rows_in:
-                rows_in[p]["never_started_jobs"] = v
     rows = [[p] + [fmt(m.value(r), m.digits) for m in metrics] for p, r in rows_in.items()]
     print(table(["policy"] + [m.label for m in metrics], rows))
 
@@ -228,31 +218,45 @@ def percentile(sorted_values, q):
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def window_figures(jobs_csv, first, last):
+    """(mean, p99, p99.9 JCT in hours, unfinished) of jobs first..last in
+    arrival order (ties in file order)."""
+    with open(jobs_csv, newline="") as f:
+        js = list(csv.DictReader(f))
+    js = [j for _, j in sorted(enumerate(js), key=lambda ij: (num(ij[1]["arrival"]), ij[0]))]
+    part = js[first:last + 1]
+    jct = sorted(num(j["finish"]) - num(j["arrival"]) for j in part
+                 if not math.isnan(num(j["finish"])))
+    mean = sum(jct) / len(jct) / 3600 if jct else math.nan
+    return (mean, percentile(jct, 0.99) / 3600, percentile(jct, 0.999) / 3600,
+            len(part) - len(jct))
+
+
 def cmd_window(args):
-    rows = []
+    per_policy = {}  # policy -> seed -> figures
     for d in args.dirs:
+        seed = seed_of(d)
         for name in sorted(os.listdir(d)):
             jobs = os.path.join(d, name, "jobs.csv")
             summary = os.path.join(d, name, "summary.json")
-            if not os.path.exists(jobs):
+            if not os.path.exists(jobs) or not os.path.exists(summary):
                 continue
-            policy = name
-            if os.path.exists(summary):
-                with open(summary) as f:
-                    policy = json.load(f).get("policy", name)
-            with open(jobs, newline="") as f:
-                js = list(csv.DictReader(f))
-            js = [j for _, j in sorted(enumerate(js), key=lambda ij: (num(ij[1]["arrival"]), ij[0]))]
-            part = js[args.first:args.last + 1]
-            jct = sorted(num(j["finish"]) - num(j["arrival"]) for j in part
-                         if not math.isnan(num(j["finish"])))
-            unfinished = len(part) - len(jct)
-            m = sum(jct) / len(jct) / 3600 if jct else math.nan
-            rows.append([d.rstrip("/").split("/")[-1], policy, fmt(m, 2),
-                         fmt(percentile(jct, 0.99) / 3600, 2),
-                         fmt(percentile(jct, 0.999) / 3600, 2), str(unfinished)])
-    print(table(["run", "policy", "mean JCT h", "p99 JCT h", "p99.9 JCT h", "unfinished"], rows,
-                right_from=2))
+            with open(summary) as f:
+                policy = json.load(f).get("policy", name)
+            per_policy.setdefault(policy, {})[seed] = window_figures(jobs, args.first, args.last)
+    seeds = sorted({s for v in per_policy.values() for s in v})
+    print(f"Means ± 95% CI over seeds {', '.join(map(str, seeds))} of each run's figure:\n")
+    rows = []
+    for policy, by_seed in per_policy.items():
+        cells = [policy]
+        for i, digits in ((0, 2), (1, 2), (2, 2), (3, 0)):
+            _, m, h = mean_ci([by_seed[s][i] for s in seeds])
+            cells.append(fmt_ci(len(seeds), m, h, digits))
+        rows.append(cells)
+    print(table(["policy", "mean JCT h", "p99 JCT h", "p99.9 JCT h", "unfinished"], rows))
+    print("\nMean JCT h of the window, seed by seed:\n")
+    rows = [[p] + [fmt(by_seed[s][0], 2) for s in seeds] for p, by_seed in per_policy.items()]
+    print(table(["policy"] + [f"seed {s}" for s in seeds], rows))
 
 
 class Column(argparse.Action):
