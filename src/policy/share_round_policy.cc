@@ -87,7 +87,6 @@ class ShareRoundPolicy final : public RoundPolicy {
     }
     if (s.changed || !solved_) {
       ShareProblem previous = std::move(problem_);
-      std::vector<double> previous_demand = std::move(demand_);
       tenant_level_ ? build_tenant_problem(s) : build_job_problem(s);
       if (tenant_level_)
         jobs_ready = gatherer_->submit([&] { placer_.prepare_jobs(s, entities_); });
@@ -98,7 +97,7 @@ class ShareRoundPolicy final : public RoundPolicy {
       // placer hands what a row cannot use (or a row that left held) to
       // others. On bench/simulate_scale.sh this saves about 10% of the solves.
       const bool same_rows = solved_ && rows_unchanged(previous);
-      const bool holds = same_rows && demands_still_hold(previous_demand);
+      const bool holds = same_rows && demands_still_hold();
       // Except a capped row that can now use more than its bundle: held
       // at the bundle it needed when it had fewer jobs, it would get only
       // what others leave until the next re-solve (live, a tenant submitting
@@ -159,6 +158,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   void solve() {
     const std::size_t rows = problem_.num_entities();
     capped_.assign(rows, !tenant_level_);
+    solved_demand_ = demand_;
     if (rows == 0) {
       x_ = Matrix();
       return;
@@ -281,23 +281,26 @@ class ShareRoundPolicy final : public RoundPolicy {
   }
 
   // When every row of problem_ was a row of `previous` (same name and
-  // speedups): x_ and capped_ re-indexed to problem_'s rows, the rows that
-  // left dropped. False, changing nothing, if a row is new.
+  // speedups): x_, capped_ and solved_demand_ re-indexed to problem_'s rows,
+  // the rows that left dropped. False, changing nothing, if a row is new.
   bool carry_over(const ShareProblem& previous) {
     std::unordered_map<std::string_view, std::size_t> row_index;
     for (std::size_t e = 0; e < previous.num_entities(); ++e)
       row_index.emplace(previous.entities[e].name, e);
     Matrix x(problem_.num_entities(), problem_.num_types());
     std::vector<bool> capped(problem_.num_entities(), false);
+    std::vector<double> solved_demand(problem_.num_entities());
     for (std::size_t e = 0; e < problem_.num_entities(); ++e) {
       auto it = row_index.find(problem_.entities[e].name);
       if (it == row_index.end() || previous.entities[it->second].speedup != problem_.entities[e].speedup)
         return false;
       for (std::size_t j = 0; j < problem_.num_types(); ++j) x(e, j) = x_(it->second, j);
       capped[e] = capped_[it->second];
+      solved_demand[e] = solved_demand_[it->second];
     }
     x_ = std::move(x);
     capped_ = std::move(capped);
+    solved_demand_ = std::move(solved_demand);
     return true;
   }
 
@@ -319,18 +322,19 @@ class ShareRoundPolicy final : public RoundPolicy {
     return true;
   }
 
-  // With the same rows, whether x_ (solved with demands `previous_demand`,
-  // one per row) is still the answer: every uncapped row still able to use
-  // what it holds, and every capped row's demand unchanged or, where it
-  // changed, above every bundle any row holds (scaled to its weight) before
-  // and after, so it binds no constraint at the optimum. (A row capped at
-  // tenant level holds exactly its old demand, so a change there always
-  // re-solves.)
-  bool demands_still_hold(const std::vector<double>& previous_demand) const {
+  // With the same rows, whether x_ is still the answer for the demands now:
+  // every row whose demand differs from the one x_ was solved with
+  // (solved_demand_, not last round's: a row whose demand fell in a round
+  // that kept stale shares must not pass as unchanged in the next) is
+  // uncapped and can still use what it holds, or capped with its demand,
+  // then and now, above every bundle any row holds (scaled to its weight),
+  // so it binds no constraint at the optimum. (A row capped at tenant level
+  // holds exactly its old demand, so a change there always re-solves.)
+  bool demands_still_hold() const {
     const ShareProblem& p = problem_;
     double size_per_weight = -1.0;
     for (std::size_t l = 0; l < p.num_entities(); ++l) {
-      const double now_d = demand_[l], before_d = previous_demand[l];
+      const double now_d = demand_[l], before_d = solved_demand_[l];
       if (now_d == before_d) continue;
       if (!capped_[l]) {
         if (allocated(l) > now_d * (1 + 1e-9) + 1e-9) return false;
@@ -618,6 +622,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::vector<double> demand_;         // its demand cap (kNoDemand: none)
   std::vector<double> usable_demand_;  // GPUs its active jobs can use
   std::vector<bool> capped_;           // its demand is imposed on the policy
+  std::vector<double> solved_demand_;  // its demand when x_ was solved
   Matrix x_;
   double estimated_ = 0.0;
   std::vector<placement::RoundingEntity> entities_;  // tenant level: rows of x_
