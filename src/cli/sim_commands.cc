@@ -95,8 +95,8 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   c->add_flag_callback(
       "--tenant-demands", [&p] { p.set("demands", "on"); },
       "alias of key demands=on (the default), share policies: at tenant level demand- and "
-      "gang-aware shares: each tenant's share is capped by the GPUs its active jobs can use "
-      "and its speedups are its jobs' gang rates");
+      "gang-aware shares: each LP row's (a tenant's job type and gang size) share is capped "
+      "by the GPUs its active jobs can use and its speedups are its jobs' gang rates");
   c->add_flag_callback(
       "--paper-shares", [&p] { p.set("demands", "off"); },
       "alias of key demands=off, share policies: 1-worker speedups and weights only, as in "
