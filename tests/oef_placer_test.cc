@@ -25,6 +25,7 @@
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
+#include "placement/oef_rounding.h"
 #include "test_files.h"
 #include "toy_model.h"
 
@@ -186,6 +187,106 @@ TEST(OefPlacer, SingleGpuLoadEstimatedAndActualThroughputAgree) {
         << policy << ": actual " << s.contended_actual_throughput << " estimated "
         << s.contended_estimated_throughput;
   }
+}
+
+// The placer alone, one round at a time, on a hand-made state: job i holds
+// `devices` with its lease ending at lease_end (running), or is queued.
+void hold(SchedulerState& s, std::size_t i, std::vector<DeviceRef> devices, double lease_end) {
+  Job& j = s.jobs[i];
+  j.state = JobState::kRunning;
+  for (DeviceRef d : devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(i);
+  j.devices = std::move(devices);
+  j.lease_end = lease_end;
+}
+
+std::vector<DeviceRef> placed(const std::vector<Assignment>& plan, std::size_t job) {
+  for (const Assignment& a : plan)
+    if (a.job == job) return a.devices;
+  return {};
+}
+
+TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
+  // Job type "g": 4 workers at 3.2 it/s on one slow node, 9.6 on one fast
+  // node, and spread over nodes x0.25: 2.4 on fast, below the slow node's
+  // 3.2. Two fast nodes of 4 (n0, n1), two GPUs of each held by another
+  // tenant's jobs, and a free slow node (n2). The gang's entity is owed 4
+  // fast GPUs; the 4 free fast ones exist only spread.
+  ProfileCatalogue c = toy::toy_profiles();
+  JobTypeProfile g;
+  g.name = "g";
+  g.consolidated["slow"] = {{1, 1.0}, {4, 3.2}};
+  g.consolidated["fast"] = {{1, 3.0}, {4, 9.6}};
+  g.cross_node_factor = 0.25;
+  c.job_types.push_back(g);
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
+  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
+  const Workload w = toy::workload(jobs);
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}), c, w, 10.0);
+  const std::size_t slow = 0, fast = 1, gang = 4;
+  ASSERT_EQ(m.cluster.gpu_types[fast], "fast");
+  auto state = [&](double now, double others_lease_end) {
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = now;
+    admit_job(s, gang);
+    s.jobs[gang].last_stop = 0;  // waiting since 0
+    hold(s, 0, {{0, 0}}, others_lease_end);
+    hold(s, 1, {{0, 1}}, others_lease_end);
+    hold(s, 2, {{1, 0}}, others_lease_end);
+    hold(s, 3, {{1, 1}}, others_lease_end);
+    return s;
+  };
+  {
+    const SchedulerState s = state(0, 1e9);
+    ASSERT_DOUBLE_EQ(s.jobs[gang].rate_spread[fast], 2.4);
+    ASSERT_DOUBLE_EQ(s.jobs[gang].rate_one_node[slow], 3.2);
+    ASSERT_DOUBLE_EQ(s.jobs[gang].rate_one_node[fast], 9.6);
+  }
+  const std::vector<placement::RoundingEntity> entities = {{1, {0.0, 4.0}, {gang}}};
+  // The other tenant's GPUs stay held: the gang waits while it may (2700 s),
+  // then takes the spread placement rather than starve.
+  placement::OefRoundingPlacer held;
+  for (double now = 0; now < 2700; now += 300)
+    EXPECT_TRUE(placed(held.place(state(now, 1e9), entities, now + 300), gang).empty())
+        << "spread at " << now << " s";
+  const std::vector<DeviceRef> late = placed(held.place(state(2700, 1e9), entities, 3000), gang);
+  ASSERT_EQ(late.size(), 4u);
+  for (DeviceRef d : late) EXPECT_EQ(m.cluster.nodes[d.node].type, fast);
+  // Node n0 frees at 600 s: the gang runs there, on one node, from then.
+  placement::OefRoundingPlacer freed;
+  for (double now = 0; now < 600; now += 300)
+    EXPECT_TRUE(placed(freed.place(state(now, 600), entities, now + 300), gang).empty());
+  SchedulerState at_600 = state(600, 1e9);
+  at_600.jobs[0].lease_end = at_600.jobs[1].lease_end = 600;  // n0's leases end
+  const std::vector<DeviceRef> whole = placed(freed.place(at_600, entities, 900), gang);
+  ASSERT_EQ(whole.size(), 4u);
+  for (DeviceRef d : whole) EXPECT_EQ(d.node, 0u);
+}
+
+TEST(OefPlacer, LeftoverFastGpuGoesToTheRowWhoseShareIncludesIt) {
+  // One fast GPU (n0) and one slow (n1, held by Z). X's share is 0.9 slow
+  // GPU, Y's 0.5 fast: neither's credit covers a start, so the fast GPU is a
+  // leftover. X is further below its share (0.9 > 0.5) and would come first,
+  // but the fast GPU goes to Y, whose share includes fast GPUs.
+  const Workload w = toy::workload({toy::job("Z", "z", "b", 1, 0, 1e6),
+                                    toy::job("X1", "x", "b", 1, 0, 1e6),
+                                    toy::job("Y1", "y", "b", 1, 0, 1e6)});
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 1}, {"slow", 1}}), toy::toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  s.now = 300;
+  hold(s, 0, {{1, 0}}, 1e9);
+  admit_job(s, 1);
+  admit_job(s, 2);
+  const std::vector<placement::RoundingEntity> entities = {{1, {0.9, 0.0}, {1}},
+                                                           {2, {0.0, 0.5}, {2}}};
+  placement::OefRoundingPlacer placer;
+  const std::vector<Assignment> plan = placer.place(s, entities, 600);
+  EXPECT_TRUE(placed(plan, 1).empty());
+  const std::vector<DeviceRef> fast_gpu = {{0, 0}};
+  EXPECT_EQ(placed(plan, 2), fast_gpu);
 }
 
 TEST(OefPlacer, TimeAveragedAllocationIsEnvyFreeAndSharingIncentive) {

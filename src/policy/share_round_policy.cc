@@ -661,6 +661,17 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
       bool_option("move", placement::RoundingOptions{}.move_to_faster,
                   "tenant level: move running jobs onto idle faster GPUs when the gain repays "
                   "the restart within the round"),
+      number_option("spread_min", placement::RoundingOptions{}.spread_min,
+                    "tenant level: a gang waits (up to spread_wait) rather than run below this "
+                    "fraction of its best one-node rate (0: takes any placement)",
+                    0.0, 1.0),
+      number_option("spread_wait", placement::RoundingOptions{}.spread_wait_s,
+                    "tenant level: seconds a gang waits for a placement at spread_min before "
+                    "it takes any",
+                    0.0, std::numeric_limits<double>::infinity()),
+      bool_option("affine", placement::RoundingOptions{}.type_affine,
+                  "tenant level: leftover GPUs of a type go first to rows whose share includes "
+                  "it; a job renewed on a type its row is not owed may move"),
       number_option("resolve", 900.0,
                     "tenant level with demands: seconds between re-solves for demand changes "
                     "alone (a new class of jobs re-solves at once)",
@@ -685,6 +696,9 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
   placement::RoundingOptions rounding;
   rounding.quantum_s = options.number("quantum");
   rounding.move_to_faster = options.flag("move");
+  rounding.spread_min = options.number("spread_min");
+  rounding.spread_wait_s = options.number("spread_wait");
+  rounding.type_affine = options.flag("affine");
   return std::make_unique<ShareRoundPolicy>(options.full_name(), std::move(share),
                                             level == "tenant", round, options.flag("demands"),
                                             options.number("resolve"), rounding);
