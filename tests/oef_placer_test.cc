@@ -245,14 +245,21 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
     ASSERT_DOUBLE_EQ(s.jobs[gang].rate_one_node[fast], 9.6);
   }
   const std::vector<placement::RoundingEntity> entities = {{1, {0.0, 4.0}, {gang}}};
-  // The other tenant's GPUs stay held: the gang waits while it may (2700 s),
-  // then takes the spread placement rather than starve.
+  auto spread = [](const std::vector<DeviceRef>& d) {
+    return std::any_of(d.begin(), d.end(), [&](DeviceRef x) { return x.node != d[0].node; });
+  };
+  // The other tenant's GPUs stay held: the gang is never spread while it may
+  // wait (2700 s; here it waits, its share being on fast GPUs), then takes
+  // the spread placement rather than starve.
   placement::OefRoundingPlacer held;
-  for (double now = 0; now < 2700; now += 300)
-    EXPECT_TRUE(placed(held.place(state(now, 1e9), entities, now + 300), gang).empty())
-        << "spread at " << now << " s";
+  for (double now = 0; now < 2700; now += 300) {
+    const std::vector<DeviceRef> d = placed(held.place(state(now, 1e9), entities, now + 300), gang);
+    EXPECT_FALSE(spread(d)) << "spread at " << now << " s";
+    EXPECT_TRUE(d.empty()) << "placed at " << now << " s";
+  }
   const std::vector<DeviceRef> late = placed(held.place(state(2700, 1e9), entities, 3000), gang);
   ASSERT_EQ(late.size(), 4u);
+  EXPECT_TRUE(spread(late));
   for (DeviceRef d : late) EXPECT_EQ(m.cluster.nodes[d.node].type, fast);
   // Node n0 frees at 600 s: the gang runs there, on one node, from then.
   placement::OefRoundingPlacer freed;
