@@ -25,6 +25,7 @@
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
+#include "placement/gavel_rounds.h"
 #include "placement/oef_rounding.h"
 #include "test_files.h"
 #include "toy_model.h"
@@ -205,12 +206,9 @@ std::vector<DeviceRef> placed(const std::vector<Assignment>& plan, std::size_t j
   return {};
 }
 
-TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
-  // Job type "g": 4 workers at 3.2 it/s on one slow node, 9.6 on one fast
-  // node, and spread over nodes x0.25: 2.4 on fast, below the slow node's
-  // 3.2. Two fast nodes of 4 (n0, n1), two GPUs of each held by another
-  // tenant's jobs, and a free slow node (n2). The gang's entity is owed 4
-  // fast GPUs; the 4 free fast ones exist only spread.
+// Job type "g": 4 workers at 3.2 it/s on one slow node, 9.6 on one fast
+// node, and spread over nodes x0.25: 2.4 on fast, below the slow node's 3.2.
+ProfileCatalogue spread_penalised_profiles() {
   ProfileCatalogue c = toy::toy_profiles();
   JobTypeProfile g;
   g.name = "g";
@@ -218,6 +216,14 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
   g.consolidated["fast"] = {{1, 3.0}, {4, 9.6}};
   g.cross_node_factor = 0.25;
   c.job_types.push_back(g);
+  return c;
+}
+
+TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
+  // Gang G of type "g". Two fast nodes of 4 (n0, n1), two GPUs of each held
+  // by another tenant's jobs, and a free slow node (n2). The gang's entity
+  // is owed 4 fast GPUs; the 4 free fast ones exist only spread.
+  const ProfileCatalogue c = spread_penalised_profiles();
   std::vector<JobSpec> jobs;
   for (int i = 0; i < 4; ++i)
     jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
@@ -270,6 +276,56 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
   const std::vector<DeviceRef> whole = placed(freed.place(at_600, entities, 900), gang);
   ASSERT_EQ(whole.size(), 4u);
   for (DeviceRef d : whole) EXPECT_EQ(d.node, 0u);
+}
+
+TEST(GavelRound, GangSpreadBelowSlowNodeRateTakesOneNodeOrWaitsBounded) {
+  // Gavel's rounds at job level, the cluster of the test above: G's
+  // allocation is on fast GPUs, where only a spread placement (2.4 it/s) is
+  // free. It runs on the free slow node (3.2 it/s, one node) instead; with
+  // the slow node held too it waits, and after spread_wait_s runs spread.
+  const ProfileCatalogue c = spread_penalised_profiles();
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 5; ++i)
+    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
+  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
+  const Workload w = toy::workload(jobs);
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}), c, w, 10.0);
+  const std::size_t fast = 1, gang = 5;
+  auto state = [&](double now, bool slow_node_held) {
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = now;
+    admit_job(s, gang);
+    s.jobs[gang].last_stop = 0;
+    hold(s, 0, {{0, 0}}, 1e9);
+    hold(s, 1, {{0, 1}}, 1e9);
+    hold(s, 2, {{1, 0}}, 1e9);
+    hold(s, 3, {{1, 1}}, 1e9);
+    if (slow_node_held) hold(s, 4, {{2, 0}}, 1e9);
+    return s;
+  };
+  Matrix x(1, 2);
+  x(0, fast) = 4.0;
+  const placement::GavelRoundOptions options{0.9, 2700.0};
+  auto on_nodes = [](const std::vector<DeviceRef>& d) {
+    std::vector<std::uint32_t> nodes;
+    for (DeviceRef r : d) nodes.push_back(r.node);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    return nodes;
+  };
+  const std::vector<std::uint32_t> slow_node = {2}, fast_nodes = {0, 1};
+  EXPECT_EQ(on_nodes(placed(placement::gavel_priority_round(state(0, false), {gang}, x, 300,
+                                                            options),
+                            gang)),
+            slow_node);
+  EXPECT_TRUE(
+      placed(placement::gavel_priority_round(state(300, true), {gang}, x, 600, options), gang)
+          .empty());
+  EXPECT_EQ(on_nodes(placed(placement::gavel_priority_round(state(2700, true), {gang}, x, 3000,
+                                                            options),
+                            gang)),
+            fast_nodes);
 }
 
 TEST(OefPlacer, LeftoverFastGpuGoesToTheRowWhoseShareIncludesIt) {
