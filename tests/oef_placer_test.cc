@@ -255,22 +255,34 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
     return std::any_of(d.begin(), d.end(), [&](DeviceRef x) { return x.node != d[0].node; });
   };
   // The other tenant's GPUs stay held: the gang is never spread while it may
-  // wait (2700 s; here it waits, its share being on fast GPUs), then takes
-  // the spread placement rather than starve.
-  placement::OefRoundingPlacer held;
-  for (double now = 0; now < 2700; now += 300) {
-    const std::vector<DeviceRef> d = placed(held.place(state(now, 1e9), entities, now + 300), gang);
-    EXPECT_FALSE(spread(d)) << "spread at " << now << " s";
-    EXPECT_TRUE(d.empty()) << "placed at " << now << " s";
+  // wait (2700 s), then takes the spread placement rather than starve.
+  // Meanwhile it runs on the slow node nobody else takes (spread_idle: one
+  // node, 3.2 it/s), or with spread_idle off waits, its share being on fast
+  // GPUs.
+  for (const bool idle : {true, false}) {
+    placement::RoundingOptions o;
+    o.spread_idle = idle;
+    placement::OefRoundingPlacer held(o);
+    for (double now = 0; now < 2700; now += 300) {
+      const std::vector<DeviceRef> d =
+          placed(held.place(state(now, 1e9), entities, now + 300), gang);
+      EXPECT_FALSE(spread(d)) << "spread at " << now << " s";
+      if (idle) {
+        ASSERT_EQ(d.size(), 4u);
+        EXPECT_EQ(d[0].node, 2u) << "not on the slow node at " << now << " s";
+      } else {
+        EXPECT_TRUE(d.empty()) << "placed at " << now << " s";
+      }
+    }
+    const std::vector<DeviceRef> late = placed(held.place(state(2700, 1e9), entities, 3000), gang);
+    ASSERT_EQ(late.size(), 4u);
+    EXPECT_TRUE(spread(late));
+    for (DeviceRef d : late) EXPECT_EQ(m.cluster.nodes[d.node].type, fast);
   }
-  const std::vector<DeviceRef> late = placed(held.place(state(2700, 1e9), entities, 3000), gang);
-  ASSERT_EQ(late.size(), 4u);
-  EXPECT_TRUE(spread(late));
-  for (DeviceRef d : late) EXPECT_EQ(m.cluster.nodes[d.node].type, fast);
   // Node n0 frees at 600 s: the gang runs there, on one node, from then.
   placement::OefRoundingPlacer freed;
   for (double now = 0; now < 600; now += 300)
-    EXPECT_TRUE(placed(freed.place(state(now, 600), entities, now + 300), gang).empty());
+    EXPECT_FALSE(spread(placed(freed.place(state(now, 600), entities, now + 300), gang)));
   SchedulerState at_600 = state(600, 1e9);
   at_600.jobs[0].lease_end = at_600.jobs[1].lease_end = 600;  // n0's leases end
   const std::vector<DeviceRef> whole = placed(freed.place(at_600, entities, 900), gang);

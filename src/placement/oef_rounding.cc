@@ -34,9 +34,10 @@
 //     gang last, their head job first), in two sweeps: first only on types of
 //     the entity's share at a good rate (type-affine: a free fast GPU goes to
 //     an entity whose share includes it before a slow job that happens to be
-//     next), then anywhere: no GPU idles while a job that fits waits, except
-//     a gang holding out for a good rate; a leftover costs credit only on a
-//     type the entity is owed, and is outside the quantum;
+//     next), then anywhere: no GPU idles while a job that fits waits; a gang
+//     holding out for a good rate comes last, on what nobody else took
+//     (spread_idle), and stays first in line; a leftover costs credit only on
+//     a type the entity is owed, and is outside the quantum;
 //   - a renewal of a job spread below spread_min of its rate on its type, or
 //     on a type faster than its entity's share (a slow job on a fast GPU), is
 //     a move candidate: it restarts where a start would go if that is free,
@@ -317,7 +318,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // How a start is placed: within the share (owed types, rates that follow),
   // a leftover on the entity's own share types at a good rate (`kAffine`), or
   // a leftover anywhere at any rate (`kAny`, work conservation).
-  enum class Mode { kShare, kAffine, kAny };
+  // `kIdle`: a held-out gang on GPUs nobody took, by rate alone.
+  enum class Mode { kShare, kAffine, kAny, kIdle };
   // Types of the entity's share (ideal > 0): where kAffine leftovers go.
   auto affine_limits = [&](std::size_t e, const Job& j) {
     for (std::size_t t = 0; t < k; ++t)
@@ -352,6 +354,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
         min_rate = min_rate_of(j, false);
       } else {
         std::fill(limit.begin(), limit.end(), j.workers);
+        if (mode == Mode::kIdle) std::fill(owed.begin(), owed.end(), 0.0);
       }
     }
     const Fit fit = choose_counts(j, owed, limit, free, min_rate, counts, type_order);
@@ -468,6 +471,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   // Chosen gangs waiting this round for a placement at a good rate: they
   // take no leftover below it either.
   std::vector<char> holding(view.size(), 0);
+  std::vector<Chosen> held_out;
   auto place_chosen = [&](const Chosen& c, bool renew_otherwise) {
     const Fit fit = start(c.e, c.pos, Mode::kShare);
     if (fit == Fit::kPlaced || (renew_otherwise && renew_in_place(c.e, c.pos, true))) {
@@ -475,7 +479,10 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (uses_short_type(out.back().devices)) next_in_share.pop_back();
       return;
     }
-    if (fit == Fit::kTooSlow) holding[c.pos] = 1;
+    if (fit == Fit::kTooSlow) {
+      holding[c.pos] = 1;
+      held_out.push_back(c);
+    }
     const Job& j = s.jobs[job_at[c.pos]];
     within_share_limits(c.e, j);
     for (std::size_t t = 0; t < k; ++t)
@@ -569,7 +576,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     // Two sweeps: first only placements on the entity's share types at a
     // good rate (free GPUs of a type go to entities whose share includes it;
     // a renewal elsewhere waits for the second sweep), then anywhere at any
-    // rate (work conservation), except gangs holding out for a good rate.
+    // rate (work conservation), gangs holding out for a good rate last.
     auto renew_leftover = [&](std::size_t e, std::size_t p, Mode mode) {
       if (!view[p].running) return false;
       if (mode == Mode::kAffine) {
@@ -614,6 +621,15 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   };
   hand_out_leftovers();
+  // Gangs holding out run meanwhile on GPUs nobody else took (spread_idle),
+  // as leftovers at the best rate those give: they stay first in line for a
+  // good placement.
+  if (options_.spread_idle)
+    for (const Chosen& c : held_out) {
+      if (free.total_free() == 0) break;
+      if (taken[c.pos]) continue;  // placed well in the type-affine sweep
+      if (!renew_in_place(c.e, c.pos, false)) start(c.e, c.pos, Mode::kIdle);
+    }
 
   // 5. Idle faster GPUs: a running job kept on its devices moves there when
   // the gain over the lease repays its restart; what it frees is handed out.

@@ -670,6 +670,9 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
       number_option("spread_wait", placement::RoundingOptions{}.spread_wait_s,
                     "seconds a gang waits for a placement at spread_min before it takes any",
                     0.0, std::numeric_limits<double>::infinity()),
+      bool_option("spread_idle", placement::RoundingOptions{}.spread_idle,
+                  "tenant level: a gang waiting for spread_min runs meanwhile on GPUs no other "
+                  "job takes (still first in line)"),
       bool_option("affine", placement::RoundingOptions{}.type_affine,
                   "tenant level: leftover GPUs of a type go first to rows whose share includes "
                   "it; a job renewed on a type its row is not owed may move"),
@@ -700,6 +703,7 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
   rounding.spread_min = options.number("spread_min");
   rounding.spread_wait_s = options.number("spread_wait");
   rounding.type_affine = options.flag("affine");
+  rounding.spread_idle = options.flag("spread_idle");
   return std::make_unique<ShareRoundPolicy>(options.full_name(), std::move(share),
                                             level == "tenant", round, options.flag("demands"),
                                             options.number("resolve"), rounding);
