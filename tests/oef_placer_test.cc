@@ -364,6 +364,31 @@ TEST(OefPlacer, LeftoverFastGpuGoesToTheRowWhoseShareIncludesIt) {
   EXPECT_EQ(placed(plan, 2), fast_gpu);
 }
 
+TEST(OefPlacer, SlowJobRenewedOnAFastGpuOutsideItsShareMoves) {
+  // A's job of type b runs on the fast GPU (n0) though A's share is the slow
+  // one (n1, free); B's share is the fast GPU and its job waits. At the
+  // round A's renewal is a move candidate: A moves to the slow GPU and B's
+  // job gets the fast one.
+  const Workload w = toy::workload({toy::job("A1", "a", "b", 1, 0, 1e6),
+                                    toy::job("B1", "b", "b", 1, 0, 1e6)});
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 1}, {"slow", 1}}), toy::toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  s.now = 300;
+  admit_job(s, 0);
+  admit_job(s, 1);
+  hold(s, 0, {{0, 0}}, 300);  // its lease ends now: the placer decides about it
+  s.jobs[0].rate = s.jobs[0].rate_one_node[1];
+  s.jobs[0].placement_type = 1;
+  const std::vector<placement::RoundingEntity> entities = {{1, {1.0, 0.0}, {0}},
+                                                           {2, {0.0, 1.0}, {1}}};
+  placement::OefRoundingPlacer placer;
+  const std::vector<Assignment> plan = placer.place(s, entities, 600);
+  const std::vector<DeviceRef> slow_gpu = {{1, 0}}, fast_gpu = {{0, 0}};
+  EXPECT_EQ(placed(plan, 0), slow_gpu);
+  EXPECT_EQ(placed(plan, 1), fast_gpu);
+}
+
 TEST(OefPlacer, TimeAveragedAllocationIsEnvyFreeAndSharingIncentive) {
   // Backlogged single-GPU tenants for 24 h: each tenant's GPU-time per type
   // over the run, as a fraction of the run, is its time-averaged allocation.
