@@ -675,7 +675,7 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                   "job takes (still first in line)"),
       bool_option("affine", placement::RoundingOptions{}.type_affine,
                   "tenant level: leftover GPUs of a type go first to rows whose share includes "
-                  "it; a job renewed on a type its row is not owed may move"),
+                  "it; a job renewed on a type faster than its row's share may move"),
       number_option("resolve", 900.0,
                     "tenant level with demands: seconds between re-solves for demand changes "
                     "alone (a new class of jobs re-solves at once)",
