@@ -75,8 +75,11 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
     bool same_type = j.state == JobState::kRunning &&
                      std::all_of(j.devices.begin(), j.devices.end(),
                                  [&, t = t](DeviceRef d) { return s.type_of(d) == t; });
-    if (same_type && options.spread_min > 0.0 &&
-        j.rate < options.spread_min * j.rate_best[t]) {
+    const bool spread = same_type && std::any_of(j.devices.begin(), j.devices.end(), [&](DeviceRef d) {
+      return d.node != j.devices.front().node;
+    });
+    if (spread && options.spread_min > 0.0 &&
+        j.rate_spread[t] < options.spread_min * j.rate_best[t]) {
       spread_renewals.push_back({r, t});  // after the others: a node of its type may be free
     } else if (same_type && free.take(j.devices)) {
       out.push_back({jobs[r], j.devices, lease_end});

@@ -374,7 +374,17 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       for (DeviceRef d : devices_of(p))
         if (s.type_of(d) > fastest_allowed) return false;
     }
-    return j.rate >= options_.spread_min * j.rate_best[j.placement_type];
+    // Its placement's rate from its devices (Job::rate also carries the CPU
+    // and memory multiplier, which moving does not change).
+    std::size_t slowest = k;
+    bool spans_nodes = false;
+    for (DeviceRef d : devices_of(p)) {
+      slowest = std::min(slowest, s.type_of(d));
+      spans_nodes |= d.node != devices_of(p).front().node;
+    }
+    if (slowest == k) return true;
+    const double rate = spans_nodes ? j.rate_spread[slowest] : j.rate_one_node[slowest];
+    return rate >= options_.spread_min * j.rate_best[slowest];
   };
 
   // 1. The quantum: jobs placed within their share last round keep their
