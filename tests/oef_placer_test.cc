@@ -327,17 +327,16 @@ TEST(GavelRound, GangSpreadBelowSlowNodeRateTakesOneNodeOrWaitsBounded) {
     return nodes;
   };
   const std::vector<std::uint32_t> slow_node = {2}, fast_nodes = {0, 1};
-  EXPECT_EQ(on_nodes(placed(placement::gavel_priority_round(state(0, false), {gang}, x, 300,
-                                                            options),
-                            gang)),
+  EXPECT_EQ(on_nodes(placed(
+                placement::gavel_priority_round(state(0, false), {gang}, x, 300, options), gang)),
             slow_node);
   EXPECT_TRUE(
       placed(placement::gavel_priority_round(state(300, true), {gang}, x, 600, options), gang)
           .empty());
-  EXPECT_EQ(on_nodes(placed(placement::gavel_priority_round(state(2700, true), {gang}, x, 3000,
-                                                            options),
-                            gang)),
-            fast_nodes);
+  EXPECT_EQ(
+      on_nodes(placed(placement::gavel_priority_round(state(2700, true), {gang}, x, 3000, options),
+                      gang)),
+      fast_nodes);
 }
 
 TEST(OefPlacer, LeftoverFastGpuGoesToTheRowWhoseShareIncludesIt) {
@@ -345,9 +344,9 @@ TEST(OefPlacer, LeftoverFastGpuGoesToTheRowWhoseShareIncludesIt) {
   // GPU, Y's 0.5 fast: neither's credit covers a start, so the fast GPU is a
   // leftover. X is further below its share (0.9 > 0.5) and would come first,
   // but the fast GPU goes to Y, whose share includes fast GPUs.
-  const Workload w = toy::workload({toy::job("Z", "z", "b", 1, 0, 1e6),
-                                    toy::job("X1", "x", "b", 1, 0, 1e6),
-                                    toy::job("Y1", "y", "b", 1, 0, 1e6)});
+  const Workload w =
+      toy::workload({toy::job("Z", "z", "b", 1, 0, 1e6), toy::job("X1", "x", "b", 1, 0, 1e6),
+                     toy::job("Y1", "y", "b", 1, 0, 1e6)});
   const ClusterModel m =
       bind_model(toy::toy_cluster({{"fast", 1}, {"slow", 1}}), toy::toy_profiles(), w, 10.0);
   SchedulerState s = make_scheduler_state(m, w);
@@ -369,8 +368,8 @@ TEST(OefPlacer, SlowJobRenewedOnAFastGpuOutsideItsShareMoves) {
   // one (n1, free); B's share is the fast GPU and its job waits. At the
   // round A's renewal is a move candidate: A moves to the slow GPU and B's
   // job gets the fast one.
-  const Workload w = toy::workload({toy::job("A1", "a", "b", 1, 0, 1e6),
-                                    toy::job("B1", "b", "b", 1, 0, 1e6)});
+  const Workload w =
+      toy::workload({toy::job("A1", "a", "b", 1, 0, 1e6), toy::job("B1", "b", "b", 1, 0, 1e6)});
   const ClusterModel m =
       bind_model(toy::toy_cluster({{"fast", 1}, {"slow", 1}}), toy::toy_profiles(), w, 10.0);
   SchedulerState s = make_scheduler_state(m, w);

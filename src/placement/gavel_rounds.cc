@@ -16,9 +16,8 @@
 namespace fairgpu::placement {
 
 std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
-                                             const std::vector<std::size_t>& jobs,
-                                             const Matrix& x, double lease_end,
-                                             const GavelRoundOptions& options) {
+                                             const std::vector<std::size_t>& jobs, const Matrix& x,
+                                             double lease_end, const GavelRoundOptions& options) {
   const std::size_t k = s.model->cluster.num_types();
   FreeDevices free(s);
   // Whether a gang waits rather than run spread on type t now: a node of t
@@ -29,8 +28,7 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
   };
   auto holds_out = [&](const Job& j, std::size_t t) {
     return options.spread_min > 0.0 && rate_now(j, t) < options.spread_min * j.rate_best[t] &&
-           !(j.state != JobState::kRunning &&
-             s.now - j.last_stop >= options.spread_wait_s - 1e-9);
+           !(j.state != JobState::kRunning && s.now - j.last_stop >= options.spread_wait_s - 1e-9);
   };
   struct Pair {
     double priority, fraction;
@@ -75,9 +73,9 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
     bool same_type = j.state == JobState::kRunning &&
                      std::all_of(j.devices.begin(), j.devices.end(),
                                  [&, t = t](DeviceRef d) { return s.type_of(d) == t; });
-    const bool spread = same_type && std::any_of(j.devices.begin(), j.devices.end(), [&](DeviceRef d) {
-      return d.node != j.devices.front().node;
-    });
+    const bool spread =
+        same_type && std::any_of(j.devices.begin(), j.devices.end(),
+                                 [&](DeviceRef d) { return d.node != j.devices.front().node; });
     if (spread && options.spread_min > 0.0 &&
         j.rate_spread[t] < options.spread_min * j.rate_best[t]) {
       spread_renewals.push_back({r, t});  // after the others: a node of its type may be free

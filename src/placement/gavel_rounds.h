@@ -31,8 +31,8 @@ struct GavelRoundOptions {
   double spread_wait_s = 0.0;
 };
 std::vector<Assignment> gavel_priority_round(const SchedulerState& state,
-                                             const std::vector<std::size_t>& jobs,
-                                             const Matrix& x, double lease_end,
+                                             const std::vector<std::size_t>& jobs, const Matrix& x,
+                                             double lease_end,
                                              const GavelRoundOptions& options = {});
 
 }  // namespace fairgpu::placement

@@ -668,8 +668,8 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                     "fraction of its best one-node rate (0: takes any placement)",
                     0.0, 1.0),
       number_option("spread_wait", placement::RoundingOptions{}.spread_wait_s,
-                    "seconds a gang waits for a placement at spread_min before it takes any",
-                    0.0, std::numeric_limits<double>::infinity()),
+                    "seconds a gang waits for a placement at spread_min before it takes any", 0.0,
+                    std::numeric_limits<double>::infinity()),
       bool_option("spread_idle", placement::RoundingOptions{}.spread_idle,
                   "tenant level: a gang waiting for spread_min runs meanwhile on GPUs no other "
                   "job takes (still first in line)"),
