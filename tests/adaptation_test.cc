@@ -69,6 +69,7 @@ TEST(AdaptationSchedule, AccordionGoesLargeOutsideCriticalRegimesAfterThirtyPerc
 }
 
 TEST(ShockwaveTrace, ReadsTheCanonicalTraceWithTheSpecsRegimeCounts) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   Workload w = read_shockwave_trace(kShockwave + "120-jobs.trace", {});
   ASSERT_EQ(w.jobs.size(), 120u);
   std::map<AdaptationMode, int> modes;
@@ -91,6 +92,7 @@ TEST(ShockwaveTrace, ReadsTheCanonicalTraceWithTheSpecsRegimeCounts) {
 }
 
 TEST(ShockwaveTrace, IsolatedWorkWithAdaptationMatchesTheAuthorsProfile) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Spec §1.2: the 120 jobs' isolated run times sum to 471,542 s with
   // adaptation (Σ duration_every_epoch on tacc "v100").
   ScenarioOptions o;
@@ -284,6 +286,7 @@ namespace fairgpu {
 namespace {
 
 TEST(ShockwaveGenerator, DrawsTheDynamicAdaptationMixDeterministically) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // §8.1's mix: half Accordion (static when under 1000 s), half GNS; gangs
   // 1/2/4/8 at 0.6/0.3/0.09/0.01; 0.2-5 h at the initial batch size.
   const ProfileCatalogue profiles =

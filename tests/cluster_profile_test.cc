@@ -282,6 +282,7 @@ TEST(ProfileCatalogue, GpuTypesAreThoseEveryJobTypeHas) {
 // ---- Gavel's profile file ---------------------------------------------------
 
 TEST(ProfileInput, ReadsGavelSimulationThroughputs) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   ProfileCatalogue c = read_profiles_file(kGavelProfiles);
   EXPECT_EQ(c.source, kGavelProfiles);
   // 26 job types: ResNet-18 and ResNet-50 at 4-5 batch sizes, Transformer x5,
@@ -314,6 +315,7 @@ TEST(ProfileInput, ReadsGavelSimulationThroughputs) {
 }
 
 TEST(ProfileInput, BuiltInFiguresAreTheArtifactsFigures) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   ProfileCatalogue file = read_profiles_file(kGavelProfiles);
   const ProfileCatalogue& builtin = builtin_profiles();
   EXPECT_EQ(builtin.source, "built-in");

@@ -20,6 +20,7 @@
 #include "fairgpu/simulator.h"
 #include "fairgpu/workload.h"
 #include "toy_model.h"
+#include "test_files.h"
 #include "test_paths.h"
 
 namespace fairgpu {
@@ -393,6 +394,7 @@ TraceOptions one_type() {
 }
 
 TEST(DrfTrace, AlibabaPodsCarryCpuAndMemoryRequests) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // openb-pod-0000: cpu_milli 12000, memory_mib 16384 -> 12 CPUs, 16 GB.
   // Over the 6203 pods read as jobs (num_gpu > 0, scheduled, ran > 0 s), awk
   // sums cpu_milli / 1000 = 57761.316 and memory_mib / 1024 = 211338.494141.

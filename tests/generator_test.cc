@@ -154,6 +154,7 @@ TEST(Generator, BadOptionsNameTheOption) {
 
 
 TEST(Generator, RunTimesAreDrawnFromAnEmpiricalList) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Philly's run times (OEF §6.1.2): every drawn duration is one of them, and
   // both halves of the list are drawn from.
   std::size_t zeros = 0;

@@ -25,6 +25,8 @@
 #include "fairgpu/scenario.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
+#include "placement/gavel_rounds.h"
+#include "placement/oef_rounding.h"
 #include "test_files.h"
 #include "toy_model.h"
 
@@ -86,6 +88,7 @@ Scenario single_gpu_backlog(int per_tenant) {
 }
 
 TEST(OefPlacer, LoadedGangMixEveryJobStartsWithBoundedWaitAndFewRestarts) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const Scenario sc = gang_mix();
   const SimResult r = run(sc, "oef-coop", "tenant", 24 * 3600.0);
   const SimSummary s = summarise(r);
@@ -126,6 +129,7 @@ TEST(OefPlacer, LoadedGangMixEveryJobStartsWithBoundedWaitAndFewRestarts) {
 }
 
 TEST(OefPlacer, PaperSharesGangsSaveUpInsteadOfStarving) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // The paper's shares (1-worker speedups, one row per tenant and job type):
   // a tenant's 1-, 2-, 4- and 8-GPU jobs take turns on one share, so a gang
   // that does not fit has its tenant start nothing else until its credit
@@ -164,6 +168,7 @@ TEST(OefPlacer, RunningJobMovesOntoAnIdleFasterGpu) {
 }
 
 TEST(OefPlacer, NoIdleGpuAtSchedulingPointsAtEitherLevel) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const Scenario sc = gang_mix();
   for (const auto& [policy, level] :
        std::vector<std::pair<std::string, std::string>>{{"oef-coop", "tenant"},
@@ -178,6 +183,7 @@ TEST(OefPlacer, NoIdleGpuAtSchedulingPointsAtEitherLevel) {
 }
 
 TEST(OefPlacer, SingleGpuLoadEstimatedAndActualThroughputAgree) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const Scenario sc = single_gpu_backlog(6);
   for (const char* policy : {"oef-coop", "oef-noncoop", "gavel", "max-min"}) {
     const SimSummary s = summarise(run(sc, policy, "tenant", 12 * 3600.0));
@@ -188,7 +194,206 @@ TEST(OefPlacer, SingleGpuLoadEstimatedAndActualThroughputAgree) {
   }
 }
 
+// The placer alone, one round at a time, on a hand-made state: job i holds
+// `devices` with its lease ending at lease_end (running), or is queued.
+void hold(SchedulerState& s, std::size_t i, std::vector<DeviceRef> devices, double lease_end) {
+  Job& j = s.jobs[i];
+  j.state = JobState::kRunning;
+  for (DeviceRef d : devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(i);
+  j.devices = std::move(devices);
+  j.lease_end = lease_end;
+}
+
+std::vector<DeviceRef> placed(const std::vector<Assignment>& plan, std::size_t job) {
+  for (const Assignment& a : plan)
+    if (a.job == job) return a.devices;
+  return {};
+}
+
+// Job type "g": 4 workers at 3.2 it/s on one slow node, 9.6 on one fast
+// node, and spread over nodes x0.25: 2.4 on fast, below the slow node's 3.2.
+ProfileCatalogue spread_penalised_profiles() {
+  ProfileCatalogue c = toy::toy_profiles();
+  JobTypeProfile g;
+  g.name = "g";
+  g.consolidated["slow"] = {{1, 1.0}, {4, 3.2}};
+  g.consolidated["fast"] = {{1, 3.0}, {4, 9.6}};
+  g.cross_node_factor = 0.25;
+  c.job_types.push_back(g);
+  return c;
+}
+
+TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
+  // Gang G of type "g". Two fast nodes of 4 (n0, n1), two GPUs of each held
+  // by another tenant's jobs, and a free slow node (n2). The gang's entity
+  // is owed 4 fast GPUs; the 4 free fast ones exist only spread.
+  const ProfileCatalogue c = spread_penalised_profiles();
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 4; ++i)
+    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
+  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
+  const Workload w = toy::workload(jobs);
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}), c, w, 10.0);
+  const std::size_t slow = 0, fast = 1, gang = 4;
+  ASSERT_EQ(m.cluster.gpu_types[fast], "fast");
+  auto state = [&](double now, double others_lease_end) {
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = now;
+    admit_job(s, gang);
+    s.jobs[gang].last_stop = 0;  // waiting since 0
+    hold(s, 0, {{0, 0}}, others_lease_end);
+    hold(s, 1, {{0, 1}}, others_lease_end);
+    hold(s, 2, {{1, 0}}, others_lease_end);
+    hold(s, 3, {{1, 1}}, others_lease_end);
+    return s;
+  };
+  {
+    const SchedulerState s = state(0, 1e9);
+    ASSERT_DOUBLE_EQ(s.jobs[gang].rate_spread[fast], 2.4);
+    ASSERT_DOUBLE_EQ(s.jobs[gang].rate_one_node[slow], 3.2);
+    ASSERT_DOUBLE_EQ(s.jobs[gang].rate_one_node[fast], 9.6);
+  }
+  const std::vector<placement::RoundingEntity> entities = {{1, {0.0, 4.0}, {gang}}};
+  auto spread = [](const std::vector<DeviceRef>& d) {
+    return std::any_of(d.begin(), d.end(), [&](DeviceRef x) { return x.node != d[0].node; });
+  };
+  // The other tenant's GPUs stay held: the gang is never spread while it may
+  // wait (2700 s), then takes the spread placement rather than starve.
+  // Meanwhile it runs on the slow node nobody else takes (spread_idle: one
+  // node, 3.2 it/s), or with spread_idle off waits, its share being on fast
+  // GPUs.
+  for (const bool idle : {true, false}) {
+    placement::RoundingOptions o;
+    o.spread_idle = idle;
+    placement::OefRoundingPlacer held(o);
+    for (double now = 0; now < 2700; now += 300) {
+      const std::vector<DeviceRef> d =
+          placed(held.place(state(now, 1e9), entities, now + 300), gang);
+      EXPECT_FALSE(spread(d)) << "spread at " << now << " s";
+      if (idle) {
+        ASSERT_EQ(d.size(), 4u);
+        EXPECT_EQ(d[0].node, 2u) << "not on the slow node at " << now << " s";
+      } else {
+        EXPECT_TRUE(d.empty()) << "placed at " << now << " s";
+      }
+    }
+    const std::vector<DeviceRef> late = placed(held.place(state(2700, 1e9), entities, 3000), gang);
+    ASSERT_EQ(late.size(), 4u);
+    EXPECT_TRUE(spread(late));
+    for (DeviceRef d : late) EXPECT_EQ(m.cluster.nodes[d.node].type, fast);
+  }
+  // Node n0 frees at 600 s: the gang runs there, on one node, from then.
+  placement::OefRoundingPlacer freed;
+  for (double now = 0; now < 600; now += 300)
+    EXPECT_FALSE(spread(placed(freed.place(state(now, 600), entities, now + 300), gang)));
+  SchedulerState at_600 = state(600, 1e9);
+  at_600.jobs[0].lease_end = at_600.jobs[1].lease_end = 600;  // n0's leases end
+  const std::vector<DeviceRef> whole = placed(freed.place(at_600, entities, 900), gang);
+  ASSERT_EQ(whole.size(), 4u);
+  for (DeviceRef d : whole) EXPECT_EQ(d.node, 0u);
+}
+
+TEST(GavelRound, GangSpreadBelowSlowNodeRateTakesOneNodeOrWaitsBounded) {
+  // Gavel's rounds at job level, the cluster of the test above: G's
+  // allocation is on fast GPUs, where only a spread placement (2.4 it/s) is
+  // free. It runs on the free slow node (3.2 it/s, one node) instead; with
+  // the slow node held too it waits, and after spread_wait_s runs spread.
+  const ProfileCatalogue c = spread_penalised_profiles();
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 5; ++i)
+    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
+  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
+  const Workload w = toy::workload(jobs);
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}), c, w, 10.0);
+  const std::size_t fast = 1, gang = 5;
+  auto state = [&](double now, bool slow_node_held) {
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = now;
+    admit_job(s, gang);
+    s.jobs[gang].last_stop = 0;
+    hold(s, 0, {{0, 0}}, 1e9);
+    hold(s, 1, {{0, 1}}, 1e9);
+    hold(s, 2, {{1, 0}}, 1e9);
+    hold(s, 3, {{1, 1}}, 1e9);
+    if (slow_node_held) hold(s, 4, {{2, 0}}, 1e9);
+    return s;
+  };
+  Matrix x(1, 2);
+  x(0, fast) = 4.0;
+  const placement::GavelRoundOptions options{0.9, 2700.0};
+  auto on_nodes = [](const std::vector<DeviceRef>& d) {
+    std::vector<std::uint32_t> nodes;
+    for (DeviceRef r : d) nodes.push_back(r.node);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    return nodes;
+  };
+  const std::vector<std::uint32_t> slow_node = {2}, fast_nodes = {0, 1};
+  EXPECT_EQ(on_nodes(placed(
+                placement::gavel_priority_round(state(0, false), {gang}, x, 300, options), gang)),
+            slow_node);
+  EXPECT_TRUE(
+      placed(placement::gavel_priority_round(state(300, true), {gang}, x, 600, options), gang)
+          .empty());
+  EXPECT_EQ(
+      on_nodes(placed(placement::gavel_priority_round(state(2700, true), {gang}, x, 3000, options),
+                      gang)),
+      fast_nodes);
+}
+
+TEST(OefPlacer, LeftoverFastGpuGoesToTheRowWhoseShareIncludesIt) {
+  // One fast GPU (n0) and one slow (n1, held by Z). X's share is 0.9 slow
+  // GPU, Y's 0.5 fast: neither's credit covers a start, so the fast GPU is a
+  // leftover. X is further below its share (0.9 > 0.5) and would come first,
+  // but the fast GPU goes to Y, whose share includes fast GPUs.
+  const Workload w =
+      toy::workload({toy::job("Z", "z", "b", 1, 0, 1e6), toy::job("X1", "x", "b", 1, 0, 1e6),
+                     toy::job("Y1", "y", "b", 1, 0, 1e6)});
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 1}, {"slow", 1}}), toy::toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  s.now = 300;
+  hold(s, 0, {{1, 0}}, 1e9);
+  admit_job(s, 1);
+  admit_job(s, 2);
+  const std::vector<placement::RoundingEntity> entities = {{1, {0.9, 0.0}, {1}},
+                                                           {2, {0.0, 0.5}, {2}}};
+  placement::OefRoundingPlacer placer;
+  const std::vector<Assignment> plan = placer.place(s, entities, 600);
+  EXPECT_TRUE(placed(plan, 1).empty());
+  const std::vector<DeviceRef> fast_gpu = {{0, 0}};
+  EXPECT_EQ(placed(plan, 2), fast_gpu);
+}
+
+TEST(OefPlacer, SlowJobRenewedOnAFastGpuOutsideItsShareMoves) {
+  // A's job of type b runs on the fast GPU (n0) though A's share is the slow
+  // one (n1, free); B's share is the fast GPU and its job waits. At the
+  // round A's renewal is a move candidate: A moves to the slow GPU and B's
+  // job gets the fast one.
+  const Workload w =
+      toy::workload({toy::job("A1", "a", "b", 1, 0, 1e6), toy::job("B1", "b", "b", 1, 0, 1e6)});
+  const ClusterModel m =
+      bind_model(toy::toy_cluster({{"fast", 1}, {"slow", 1}}), toy::toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  s.now = 300;
+  admit_job(s, 0);
+  admit_job(s, 1);
+  hold(s, 0, {{0, 0}}, 300);  // its lease ends now: the placer decides about it
+  s.jobs[0].rate = s.jobs[0].rate_one_node[1];
+  s.jobs[0].placement_type = 1;
+  const std::vector<placement::RoundingEntity> entities = {{1, {1.0, 0.0}, {0}},
+                                                           {2, {0.0, 1.0}, {1}}};
+  placement::OefRoundingPlacer placer;
+  const std::vector<Assignment> plan = placer.place(s, entities, 600);
+  const std::vector<DeviceRef> slow_gpu = {{1, 0}}, fast_gpu = {{0, 0}};
+  EXPECT_EQ(placed(plan, 0), slow_gpu);
+  EXPECT_EQ(placed(plan, 1), fast_gpu);
+}
+
 TEST(OefPlacer, TimeAveragedAllocationIsEnvyFreeAndSharingIncentive) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Backlogged single-GPU tenants for 24 h: each tenant's GPU-time per type
   // over the run, as a fraction of the run, is its time-averaged allocation.
   const Scenario sc = single_gpu_backlog(6);

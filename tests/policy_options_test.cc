@@ -168,7 +168,8 @@ TEST(RoundPolicySpecifier, AliasesApplyOnlyWhereTheKeyIsDeclared) {
   EXPECT_NO_THROW(make_round_policy("allox", o));
   // Keys of another policy in a specifier are errors.
   EXPECT_EQ(error_of([] { make_round_policy("oef-coop:lease=600", {}); }),
-            "policy oef-coop: lease: unknown key (keys: level, round, demands, quantum, move, resolve)");
+            "policy oef-coop: lease: unknown key (keys: level, round, demands, quantum, move, "
+            "spread_min, spread_wait, spread_idle, affine, resolve)");
   EXPECT_EQ(error_of([] { make_round_policy("themis:alpha=0.5", {}); }),
             "policy themis: alpha: unknown key (keys: level, round, lease, filter)");
   // A setting for a named policy is checked even when another runs.

@@ -4,7 +4,10 @@
 // step, rank 0 checkpointing there, both exiting 0 (a rank leaving alone
 // would strand its peer in a collective); and bad input is one line, exit 2.
 // Skipped without Debian's python3-torch (scripts/setup.sh installs it).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +34,24 @@ bool have_torch() {
   return have;
 }
 
+// A TCP port free on 127.0.0.1 now (the kernel's pick for port 0). A port
+// computed from the pid fell in the ephemeral range, where a connection of a
+// test running beside this one held it (EADDRINUSE at the rendezvous).
+std::string free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return "";
+  }
+  ::close(fd);
+  return std::to_string(ntohs(addr.sin_port));
+}
+
 class PyTorchJob : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -52,7 +73,8 @@ class PyTorchJob : public ::testing::Test {
 TEST_F(PyTorchJob, AGangSignalledOnOneRankStopsEveryRankAtTheSameStep) {
   // Two processes of one gang, as fairgpu starts a gang's parts on two nodes;
   // rank 0 alone writes progress. SIGUSR1 goes to rank 1 only.
-  const std::string port = std::to_string(33000 + ::getpid() % 2000);
+  const std::string port = free_port();
+  ASSERT_NE(port, "");
   const std::string run = quote(kPython) + " " + quote(kScript) +
                           " --iterations 100000 --steps-per-s 200 --checkpoint-dir ckpt";
   const std::string script =

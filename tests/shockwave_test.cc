@@ -327,6 +327,7 @@ Scenario canonical_scenario(int jobs) {
 }
 
 TEST(ShockwavePolicy, DeterministicAndEveryJobFinishes) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   Scenario sc = canonical_scenario(30);
   for (const char* spec : {"shockwave", "shockwave:variant=artifact"}) {
     auto p1 = make_round_policy(spec, {});
@@ -343,6 +344,7 @@ TEST(ShockwavePolicy, DeterministicAndEveryJobFinishes) {
 }
 
 TEST(ShockwavePolicy, HeterogeneousClusterUsesBothTypesAndEveryJobFinishes) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // fairgpu's extension: rounds per GPU type. 4 P100 + 4 V100, 16 generated
   // Shockwave jobs arriving fast enough to need both types.
   const std::string cluster = testing::TempDir() + "/fairgpu-shockwave-pv.json";
@@ -368,6 +370,7 @@ TEST(ShockwavePolicy, HeterogeneousClusterUsesBothTypesAndEveryJobFinishes) {
 }
 
 TEST(ShockwavePolicy, ReactiveReplansOnARegimeChangeAndLazyDoesNot) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // One GNS job alone (so nothing else triggers a plan) whose regime changes
   // mid-window: reactive re-plans at the first point after the change, lazy
   // only at its 8-round cap.
@@ -391,6 +394,7 @@ TEST(ShockwavePolicy, ReactiveReplansOnARegimeChangeAndLazyDoesNot) {
 }
 
 TEST(ShockwavePolicy, AsyncSolveNeverHoldsUpARoundAndIsAdoptedLater) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // solve=async (the live manager's): the scheduling point that starts a
   // solve does not wait for it (its round is the work-conserving fill), and
   // a later point adopts the finished plan.

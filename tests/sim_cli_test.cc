@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "run_binary.h"
+#include "test_files.h"
 #include "test_paths.h"
 
 namespace fairgpu {
@@ -424,6 +425,7 @@ TEST_F(SimCliTest, GenerateIsSeeded) {
 }
 
 TEST_F(SimCliTest, GavelTraceWithGavelProfiles) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const std::string trace = kShared + "/gavel/small_test.trace";
   const std::string profiles = kShared + "/gavel/simulation_throughputs.json";
   RunResult r =
@@ -445,6 +447,7 @@ TEST_F(SimCliTest, GavelTraceWithGavelProfiles) {
 }
 
 TEST_F(SimCliTest, AlibabaTraceWithItsNodeList) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const std::string dir = kShared + "/alibaba-gpu-v2023/";
   RunResult r = run({"simulate", "--quiet", "--trace", dir + "openb_pod_list_default.csv",
                      "--alibaba-nodes", dir + "openb_node_list_gpu_node.csv", "--horizon-hours",
@@ -610,6 +613,7 @@ TEST_F(SimCliTest, CompareRunsVariantsOfOnePolicySideBySide) {
 }
 
 TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   auto data = [](const std::string& name) { return source_path("tests/data/" + name); };
   const std::string gavel = kShared + "/gavel/small_test.trace";
   const std::string out = "out";  // relative to the working directory

@@ -93,6 +93,7 @@ const Assignment* assignment_of(const RoundPlan& plan, std::size_t job) {
 // ---------------------------------------------------------------- readers
 
 TEST(Synergy, ProfilesReader) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const ProfileCatalogue& c = synergy_profiles();
   const JobTypeProfile* alexnet = c.find("alexnet");
   ASSERT_NE(alexnet, nullptr);
@@ -113,6 +114,7 @@ TEST(Synergy, ProfilesReader) {
 }
 
 TEST(Synergy, TraceAndClusterReaders) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   const Workload w = read_synergy_trace(kDir + "static-100-jobs.csv", {});
   ASSERT_EQ(w.jobs.size(), 100u);
   EXPECT_EQ(w.jobs[0].id, "0");
@@ -143,6 +145,7 @@ void expect_input_error(const std::function<void()>& f, const std::string& where
 }
 
 TEST(Synergy, BadInput) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   std::string text = text_input::read_text_file(kDir + "profiles.json");
   // A grid that is not increasing.
   auto doc = text_input::parse_json(text, "p.json");
@@ -192,6 +195,7 @@ TEST(Synergy, BadInput) {
 // ------------------------------------------------------- simulator model
 
 TEST(Synergy, SimulatorAppliesTheMultiplierOfWhatAJobHolds) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // One alexnet job of 2940 iterations at 0.6 s each: proportional (3 CPUs,
   // 62.5 GB) -> 1764 s after the 10 s restart; TUNE gives it its best-case
   // 12 CPUs / 125 GB -> 2.94x: 600 s + 10 s.
@@ -223,6 +227,7 @@ TEST(Synergy, SimulatorAppliesTheMultiplierOfWhatAJobHolds) {
 }
 
 TEST(Synergy, RenewalWithOtherResourcesIsARestart) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Round 1: alexnet alone at 12 CPUs (2.94x). Round 2: res18 arrives and
   // TUNE shrinks alexnet to the proportional 3 CPUs on the same GPU: a new
   // placement, which pays the restart overhead in paper mode.
@@ -250,6 +255,7 @@ TEST(Synergy, RenewalWithOtherResourcesIsARestart) {
 // --------------------------------------------------- TUNE on one server
 
 TEST(Synergy, HandDerivedOneServer) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // One server of 4 GPUs, 12 CPUs, 250 GB (proportional: 3 CPUs, 62.5 GB).
   // Jobs: alexnet (best 12/125), res18 (9/62.5), gnmt, gnmt (1/20).
   // TUNE (paper, sorted by demand): alexnet gets 12/125; res18 fits neither
@@ -288,6 +294,7 @@ TEST(Synergy, HandDerivedOneServer) {
 }
 
 TEST(Synergy, TuneShrinksACappedTwoGpuJob) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Two servers of 4 GPUs / 12 CPUs / 250 GB; 8 GPUs asked for. By demand
   // (paper): gnmt x4 (1 CPU, 20 GB per GPU) takes server 0; res18 x2 (9 CPUs
   // per GPU, capped to the server: 6) takes 12 CPUs of server 1; the first
@@ -315,6 +322,7 @@ TEST(Synergy, TuneShrinksACappedTwoGpuJob) {
 }
 
 TEST(Synergy, FirstFitIsSynergysGpuIndexOrder) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Two servers of 4 GPUs; FIFO: a 1-GPU gnmt, then a 4-GPU gnmt. First fit
   // (compat: Synergy's code) takes GPUs in index order, so the 4-GPU job gets
   // server 0's last 3 GPUs and one of server 1; best fit keeps it whole on
@@ -331,6 +339,7 @@ TEST(Synergy, FirstFitIsSynergysGpuIndexOrder) {
 // ---------------------------------------------- TUNE's guarantee, property
 
 TEST(Synergy, TuneGuaranteeOnRandomPlacements) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Random homogeneous clusters and job mixes (1-, 2-, 4- and 8-GPU jobs of
   // every model), random base orders, placements and modes: every job TUNE
   // places holds at least min(best-case demand, proportional share) of CPUs
@@ -487,6 +496,7 @@ TEST(Synergy, OptStage2MinimisesSplitJobs) {
 }
 
 TEST(Synergy, OptBoundsTuneOnAServer) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // The one-server case above (4 GPUs, 12 CPUs, 250 GB): TUNE places alexnet
   // at its best case (12 CPUs, 2.94x), then res18 finds no CPUs and shrinks
   // it back to proportional (3 CPUs), so all four run at 1.0: 4.0. OPT's
@@ -514,6 +524,7 @@ TEST(Synergy, OptBoundsTuneOnAServer) {
 // ----------------------------------------- compat: the static trace by hand
 
 TEST(Synergy, CompatFirstRoundsOfTheStaticTrace) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // static-100-jobs.csv on static_trace.ini (4 servers x 8 GPUs, 24 CPUs,
   // 500 GB), synergy-tune:mode=compat (FIFO, first fit). Round 1 (t = 0)
   // sees job 0 only (the others arrive at 0.001 s and later): alexnet at its
@@ -598,6 +609,7 @@ TEST(Synergy, JctP999) {
 }
 
 TEST(Synergy, CommandLine) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // The real binary: Synergy's files by detection; a bad .ini -> one line on
   // stderr naming file, line and field, exit 2, nothing written.
   const std::filesystem::path dir = ::testing::TempDir() + "synergy_cli";
@@ -624,6 +636,7 @@ TEST(Synergy, CommandLine) {
 // ----------------------------------------------------------- determinism
 
 TEST(Synergy, Deterministic) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   ScenarioOptions o;
   o.cluster_path = kDir + "static_trace.ini";
   o.profiles_path = kDir + "profiles.json";

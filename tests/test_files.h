@@ -2,9 +2,23 @@
 // test cases, shared by the test files.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cctype>
+#include <filesystem>
 #include <string>
+
 #include "test_paths.h"
+
+// The third-party traces and profiles (Gavel's, Shockwave's, Alibaba's: not in
+// the repository; docs/researcher-guide.md says where to get them) lie in
+// ../shared/data beside the checkout. A test that reads them skips, saying
+// so, when that folder is absent (a checkout on its own); a file missing from
+// a folder that is there still fails the test.
+#define FAIRGPU_SKIP_WITHOUT_SHARED_DATA()                                              \
+  if (!std::filesystem::is_directory(FAIRGPU_SHARED_DATA))                              \
+  GTEST_SKIP() << "no third-party data at " << FAIRGPU_SHARED_DATA                      \
+               << " (docs/researcher-guide.md says where to get it)"
 
 namespace fairgpu::testing_support {
 

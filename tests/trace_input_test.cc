@@ -263,6 +263,7 @@ TEST(TraceBadInput, MissingFiles) {
 // ---- Gavel ---------------------------------------------------------------------
 
 TEST(GavelTrace, ReadsEveryArtifactTrace) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // Line counts from `wc -l` (every line is a job).
   const std::map<std::string, std::size_t> lines = {
       {"artifact_evaluation", 15}, {"debug", 14},     {"max_min_fairness", 96}, {"medium_test", 20},
@@ -281,6 +282,7 @@ TEST(GavelTrace, ReadsEveryArtifactTrace) {
 }
 
 TEST(GavelTrace, MapsColumnsToJobFields) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   Workload w = read_gavel_trace(kShared + "/gavel/max_min_fairness.trace", {});
   ASSERT_EQ(w.jobs.size(), 96u);
   // Line 1: ResNet-18 (batch size 128), 925982 steps, scale factor 4, arrival 0.
@@ -301,6 +303,7 @@ TEST(GavelTrace, MapsColumnsToJobFields) {
 }
 
 TEST(GavelTrace, TenantsRoundRobinWhenAsked) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   TraceOptions o;
   o.tenants = 3;
   Workload w = read_gavel_trace(kShared + "/gavel/small_test.trace", o);
@@ -327,6 +330,7 @@ TEST(GavelTrace, PriorityWeightAndSloAreRead) {
 // ---- Alibaba -------------------------------------------------------------------
 
 TEST(AlibabaTrace, GpuNodeListBecomesTheCluster) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   Cluster c =
       read_alibaba_cluster(kAlibaba + "openb_node_list_gpu_node.csv", default_alibaba_gpu_map());
   // awk -F, 'NR>1 {s += $4; n++} END {print s, n}': 6212 GPUs on 1213 nodes.
@@ -343,6 +347,7 @@ TEST(AlibabaTrace, GpuNodeListBecomesTheCluster) {
 }
 
 TEST(AlibabaTrace, CpuOnlyNodesAreCountedAndSkipped) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   Cluster c =
       read_alibaba_cluster(kAlibaba + "openb_node_list_all_node.csv", default_alibaba_gpu_map());
   EXPECT_EQ(c.total_gpus(), 6212);
@@ -359,6 +364,7 @@ TEST(AlibabaTrace, UnmappedModelCanBeMapped) {
 }
 
 TEST(AlibabaTrace, DefaultPodListGpuJobs) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   Workload w = read_alibaba_trace(kAlibaba + "openb_pod_list_default.csv", builtin_types());
   // awk -F, 'NR>1 && $4>0' -> 7064 GPU pods, of which 861 (all Pending) have no
   // scheduled_time ($11 == ""); none has deletion_time <= scheduled_time.
@@ -390,6 +396,7 @@ TEST(AlibabaTrace, DefaultPodListGpuJobs) {
 }
 
 TEST(AlibabaTrace, JobTypesAreSeededDrawsAndTenantsRoundRobin) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   std::string path = kAlibaba + "openb_pod_list_gpuspec33.csv";
   Workload a = read_alibaba_trace(path, builtin_types(4, 7));
   Workload b = read_alibaba_trace(path, builtin_types(4, 7));
@@ -409,6 +416,7 @@ TEST(AlibabaTrace, JobTypesAreSeededDrawsAndTenantsRoundRobin) {
 }
 
 TEST(AlibabaTrace, PodListWithoutTimesNamesTheMissingColumn) {
+  FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   std::string path = kAlibaba + "openb_pod_list_multigpu50.csv";
   try {
     read_alibaba_trace(path, builtin_types());

@@ -11,8 +11,16 @@
 //     share drops below what it holds (then the newest such jobs stay first);
 //   - the budget is the entity's total credit, floor(sum_t ideal + dev), not
 //     per-type floors (which flip from round to round); the per-type credit
-//     only steers which type a start goes to (the one the entity is owed
-//     most, so its types stay those of its share: Theorem 5.2's adjacency);
+//     only steers which types a start may go to (those the entity is owed, so
+//     its types stay those of its share: Theorem 5.2's adjacency);
+//   - placement follows rates: among those types, the one owed most (up to
+//     the gang) first, then the rate the gang will get there (one node,
+//     spread, or mixed types at the slowest one's spread rate); a gang takes
+//     no spread or mixed placement below spread_min (0.9) of the best rate
+//     those types could give it (rate_best: one node where a node is big
+//     enough) until it has waited spread_wait_s (2700 s), and meanwhile is
+//     placed first every round, its types' other starts outside the quantum
+//     so a node frees up;
 //   - gangs do not starve (the small-share rule generalised to gangs): jobs
 //     are taken round-robin, longest starvation first (OEF §6.1.3), and an
 //     entity whose next job does not fit its credit starts nothing else, so
@@ -23,9 +31,17 @@
 //   - jobs with more workers are placed first and on one host when possible;
 //   - GPUs still free go to waiting jobs of the entities furthest below their
 //     share (renewing preempted ones in place first; entities saving up for a
-//     gang last, their head job first): no GPU idles while a job that fits
-//     waits; a leftover costs credit only on a type the entity is owed, and
-//     is outside the quantum (only jobs within their share move, below);
+//     gang last, their head job first), in two sweeps: first only on types of
+//     the entity's share at a good rate (type-affine: a free fast GPU goes to
+//     an entity whose share includes it before a slow job that happens to be
+//     next), then anywhere: no GPU idles while a job that fits waits; a gang
+//     holding out for a good rate comes last, on what nobody else took
+//     (spread_idle), and stays first in line; a leftover costs credit only on
+//     a type the entity is owed, and is outside the quantum;
+//   - a renewal of a job spread below spread_min of its rate on its type, or
+//     on a type faster than its entity's share (a slow job on a fast GPU), is
+//     a move candidate: it restarts where a start would go if that is free,
+//     else it is renewed in place;
 //   - a running job moves onto idle faster GPUs when the gain repays its
 //     restart within the lease;
 //   - credits are clamped to +-(ideal total + largest gang) x max(1, quantum
@@ -74,41 +90,74 @@ double rate_on(const Job& j, const FreeDevices& free, std::size_t t) {
   return free.fits_one_node(t, j.workers) ? j.rate_one_node[t] : j.rate_spread[t];
 }
 
+// The best rate the gang could ever get on one of the types it may use
+// (limit[t] > 0) that can hold it: one node where a node of the type is big
+// enough, else spread (rate_best). 0 when only mixed types can hold it.
+double best_rate_within(const Job& j, const std::vector<int>& limit,
+                        const std::vector<int>& capacity) {
+  double best = 0.0;
+  for (std::size_t t = 0; t < limit.size(); ++t)
+    if (limit[t] > 0 && j.runs_on(t) && capacity[t] >= j.workers)
+      best = std::max(best, j.rate_best[t]);
+  return best;
+}
+
+enum class Fit { kPlaced, kNoRoom, kTooSlow };
+
 // Where a gang of g goes on free devices, at most limit[t] on type t: one
 // type if one can hold it, the type the entity is owed most first (owed
-// counted up to g, so among types owed a whole gang one node wins, then
-// speed); else those types in that order, mixed (a straggler at the
-// slowest). False if the limits and free devices cannot hold the gang.
-bool choose_counts(const Job& j, const std::vector<double>& owed, const std::vector<int>& limit,
-                   const FreeDevices& free, std::vector<int>& counts,
-                   std::vector<std::size_t>& order) {
+// counted up to g, so the credit still steers), then the rate the gang will
+// get there (one node, or spread); else the types mixed, fastest first (a
+// straggler at the slowest used type's spread rate). A spread or mixed
+// placement below min_rate is not taken (kTooSlow: the gang waits for a
+// better one); kNoRoom if the limits and free devices cannot hold the gang.
+Fit choose_counts(const Job& j, const std::vector<double>& owed, const std::vector<int>& limit,
+                  const FreeDevices& free, double min_rate, std::vector<int>& counts,
+                  std::vector<std::size_t>& order) {
   const std::size_t k = owed.size();
   const int g = j.workers;
   counts.assign(k, 0);
   order.clear();
   for (std::size_t t = 0; t < k; ++t)
     if (j.runs_on(t) && limit[t] > 0) order.push_back(t);
-  auto owed_up_to_gang = [&](std::size_t t) { return std::min(owed[t], double(g)); };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const double oa = owed_up_to_gang(a), ob = owed_up_to_gang(b);
-    if (std::fabs(oa - ob) > 1e-9) return oa > ob;
-    const bool na = free.fits_one_node(a, g), nb = free.fits_one_node(b, g);
-    if (na != nb) return na;
-    return j.rate_one_node[a] > j.rate_one_node[b];
-  });
   auto room = [&](std::size_t t) { return std::min(limit[t], free.free_of_type(t)); };
-  for (std::size_t t : order)
-    if (room(t) >= g && free.can_hold(t, g)) {
-      counts[t] = g;
-      return true;
-    }
-  if (free.gangs_on_one_node()) return false;
-  int need = g;
+  auto owed_up_to_gang = [&](std::size_t t) { return std::min(owed[t], double(g)); };
+  std::size_t best = k;
+  double best_rate = 0.0;
+  bool too_slow = false;
   for (std::size_t t : order) {
+    if (room(t) < g || !free.can_hold(t, g)) continue;
+    const bool one_node = free.fits_one_node(t, g);
+    const double r = one_node ? j.rate_one_node[t] : j.rate_spread[t];
+    if (!one_node && r < min_rate) {
+      too_slow = true;
+      continue;
+    }
+    const double o = owed_up_to_gang(t), best_o = best == k ? 0.0 : owed_up_to_gang(best);
+    if (best == k || o > best_o + 1e-9 || (o > best_o - 1e-9 && r > best_rate)) {
+      best = t;
+      best_rate = r;
+    }
+  }
+  if (best != k) {
+    counts[best] = g;
+    return Fit::kPlaced;
+  }
+  if (free.gangs_on_one_node()) return too_slow ? Fit::kTooSlow : Fit::kNoRoom;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return j.rate_spread[a] > j.rate_spread[b];
+  });
+  int need = g;
+  double straggler = 0.0;
+  for (std::size_t t : order) {
+    if (need == 0) break;
     counts[t] = std::min(need, room(t));
     need -= counts[t];
+    if (counts[t] > 0) straggler = j.rate_spread[t];
   }
-  return need == 0;
+  if (need == 0 && straggler >= min_rate) return Fit::kPlaced;
+  std::fill(counts.begin(), counts.end(), 0);
+  return need == 0 || too_slow ? Fit::kTooSlow : Fit::kNoRoom;
 }
 
 }  // namespace
@@ -266,27 +315,76 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
     if (capacity < j.workers) std::fill(limit.begin(), limit.end(), j.workers);
   };
-  auto start = [&](std::size_t e, std::size_t p, bool in_share) {
+  // How a start is placed: within the share (owed types, rates that follow),
+  // a leftover on the entity's own share types at a good rate (`kAffine`), or
+  // a leftover anywhere at any rate (`kAny`, work conservation).
+  // `kIdle`: a held-out gang on GPUs nobody took, by rate alone.
+  enum class Mode { kShare, kAffine, kAny, kIdle };
+  // Types of the entity's share (ideal > 0): where kAffine leftovers go.
+  auto affine_limits = [&](std::size_t e, const Job& j) {
+    for (std::size_t t = 0; t < k; ++t)
+      limit[t] = !options_.type_affine || entities[e].ideal[t] > 1e-9 ? j.workers : 0;
+  };
+  // A gang takes no placement below spread_min of the best rate it could get
+  // on the types it may use until it has waited spread_wait_s.
+  auto min_rate_of = [&](const Job& j, bool waits) {
+    if (waits && s.now - j.last_stop >= options_.spread_wait_s - 1e-9) return 0.0;
+    return options_.spread_min * best_rate_within(j, limit, s.model->capacity);
+  };
+  auto start = [&](std::size_t e, std::size_t p, Mode mode) {
     if (type_bits) {  // the same test as below, on the view
       int free_usable = 0;
       for (std::size_t t = 0; t < k; ++t)
         if (view[p].types >> t & 1) free_usable += free.free_of_type(t);
-      if (free_usable < view[p].workers) return false;
+      if (free_usable < view[p].workers) return Fit::kNoRoom;
     }
     const Job& j = s.jobs[job_at[p]];
     int free_usable = 0;  // what choose_counts could find at best
     for (std::size_t t = 0; t < k; ++t)
       if (j.runs_on(t)) free_usable += free.free_of_type(t);
-    if (free_usable < j.workers) return false;
-    if (in_share) {
+    if (free_usable < j.workers) return Fit::kNoRoom;
+    double min_rate = 0.0;
+    if (mode == Mode::kShare) {
       within_share_limits(e, j);
+      min_rate = min_rate_of(j, true);
     } else {
       for (std::size_t t = 0; t < k; ++t) owed[t] = want(e)[t] - held(e)[t];
-      std::fill(limit.begin(), limit.end(), j.workers);
+      if (mode == Mode::kAffine) {
+        affine_limits(e, j);
+        min_rate = min_rate_of(j, false);
+      } else {
+        std::fill(limit.begin(), limit.end(), j.workers);
+        if (mode == Mode::kIdle) std::fill(owed.begin(), owed.end(), 0.0);
+      }
     }
-    if (!choose_counts(j, owed, limit, free, counts, type_order)) return false;
-    charge(e, p, place_on_counts(free, counts), in_share);
-    return true;
+    const Fit fit = choose_counts(j, owed, limit, free, min_rate, counts, type_order);
+    if (fit == Fit::kPlaced) charge(e, p, place_on_counts(free, counts), mode == Mode::kShare);
+    return fit;
+  };
+  // A running job is renewed where it is only if it runs there within
+  // spread_min of its best rate on the (slowest) type it holds, and on no type
+  // faster than those `limit` allows (set by the caller: a slow job kept on a
+  // fast GPU its share does not include); else it is a move candidate.
+  auto placed_well = [&](std::size_t p) {
+    const Job& j = s.jobs[job_at[p]];
+    if (options_.type_affine) {
+      std::size_t fastest_allowed = 0;  // types are ordered slowest first
+      for (std::size_t t = 0; t < k; ++t)
+        if (limit[t] > 0 && j.runs_on(t)) fastest_allowed = t;
+      for (DeviceRef d : devices_of(p))
+        if (s.type_of(d) > fastest_allowed) return false;
+    }
+    // Its placement's rate from its devices (Job::rate also carries the CPU
+    // and memory multiplier, which moving does not change).
+    std::size_t slowest = k;
+    bool spans_nodes = false;
+    for (DeviceRef d : devices_of(p)) {
+      slowest = std::min(slowest, s.type_of(d));
+      spans_nodes |= d.node != devices_of(p).front().node;
+    }
+    if (slowest == k) return true;
+    const double rate = spans_nodes ? j.rate_spread[slowest] : j.rate_one_node[slowest];
+    return rate >= options_.spread_min * j.rate_best[slowest];
   };
 
   // 1. The quantum: jobs placed within their share last round keep their
@@ -380,11 +478,20 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (short_of_room[s.type_of(d)]) return true;
     return false;
   };
-  auto place_chosen = [&](const Chosen& c) {
-    if (start(c.e, c.pos, true)) {
+  // Chosen gangs waiting this round for a placement at a good rate: they
+  // take no leftover below it either.
+  std::vector<char> holding(view.size(), 0);
+  std::vector<Chosen> held_out;
+  auto place_chosen = [&](const Chosen& c, bool renew_otherwise) {
+    const Fit fit = start(c.e, c.pos, Mode::kShare);
+    if (fit == Fit::kPlaced || (renew_otherwise && renew_in_place(c.e, c.pos, true))) {
       // Still charged to the share, but not kept for a quantum.
       if (uses_short_type(out.back().devices)) next_in_share.pop_back();
       return;
+    }
+    if (fit == Fit::kTooSlow) {
+      holding[c.pos] = 1;
+      held_out.push_back(c);
     }
     const Job& j = s.jobs[job_at[c.pos]];
     within_share_limits(c.e, j);
@@ -392,19 +499,32 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (limit[t] > 0 && j.runs_on(t)) short_of_room[t] = 1;
     next_waiting.push_back(job_at[c.pos]);
   };
-  for (const Chosen& c : first) place_chosen(c);
-  std::vector<Chosen> to_start;
+  for (const Chosen& c : first) place_chosen(c, false);
+  // Renewals in place, except a job spread below spread_min of its rate on
+  // its type, or on a type faster than its entity's share: it moves where a
+  // start within the share goes (tried before other starts, its own devices
+  // still free), else stays.
+  const bool check_renewals = options_.type_affine || options_.spread_min > 0.0;
+  std::vector<Chosen> to_start, to_move;
   for (const Chosen& c : rest) {
+    if (check_renewals && view[c.pos].running) {
+      affine_limits(c.e, s.jobs[job_at[c.pos]]);
+      if (!placed_well(c.pos)) {
+        to_move.push_back(c);
+        continue;
+      }
+    }
     if (!renew_in_place(c.e, c.pos, true)) {
       to_start.push_back(c);
     } else if (uses_short_type(out.back().devices)) {
       next_in_share.pop_back();
     }
   }
+  for (const Chosen& c : to_move) place_chosen(c, true);
   std::stable_sort(to_start.begin(), to_start.end(), [&](const Chosen& a, const Chosen& b) {
     return view[a.pos].workers > view[b.pos].workers;
   });
-  for (const Chosen& c : to_start) place_chosen(c);
+  for (const Chosen& c : to_start) place_chosen(c, false);
 
   // 4. Leftovers: entities furthest below their share first; those saving up
   // for a gang try that gang first and the rest of their jobs last.
@@ -463,33 +583,63 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       if (std::fabs(da - db) > 1e-9) return da > db;
       return renews[a] > renews[b];
     });
-    for (std::size_t e : order) {
-      if (!saving[e]) continue;
-      if (!some_job_fits()) return;
-      for (std::size_t p : ordered(e)) {
-        if (taken[p]) continue;
-        if (!renew_in_place(e, p, false)) start(e, p, false);
-        break;  // only the head
+    // Two sweeps: first only placements on the entity's share types at a
+    // good rate (free GPUs of a type go to entities whose share includes it;
+    // a renewal elsewhere waits for the second sweep), then anywhere at any
+    // rate (work conservation), gangs holding out for a good rate last.
+    auto renew_leftover = [&](std::size_t e, std::size_t p, Mode mode) {
+      if (!view[p].running) return false;
+      if (mode == Mode::kAffine) {
+        affine_limits(e, s.jobs[job_at[p]]);
+        if (!placed_well(p)) return false;
+      } else if (holding[p]) {
+        return false;
       }
-    }
-    for (int saving_pass = 0; saving_pass < 2; ++saving_pass) {
-      for (int pass = 0; pass < 2; ++pass) {
-        for (std::size_t e : order) {
-          if (saving[e] != saving_pass) continue;
-          if (!some_job_fits()) return;
-          for (std::size_t p : ordered(e)) {
-            if (free.total_free() == 0) return;
-            if (taken[p]) continue;
-            if (pass == 0)
-              renew_in_place(e, p, false);
-            else
-              start(e, p, false);
+      return renew_in_place(e, p, false);
+    };
+    auto start_leftover = [&](std::size_t e, std::size_t p, Mode mode) {
+      if (mode == Mode::kAny && holding[p]) return;
+      start(e, p, mode);
+    };
+    for (const Mode mode : {Mode::kAffine, Mode::kAny}) {
+      if (mode == Mode::kAffine && !options_.type_affine && !(options_.spread_min > 0.0)) continue;
+      for (std::size_t e : order) {
+        if (!saving[e]) continue;
+        if (!some_job_fits()) return;
+        for (std::size_t p : ordered(e)) {
+          if (taken[p]) continue;
+          if (!renew_leftover(e, p, mode)) start_leftover(e, p, mode);
+          break;  // only the head
+        }
+      }
+      for (int saving_pass = 0; saving_pass < 2; ++saving_pass) {
+        for (int pass = 0; pass < 2; ++pass) {
+          for (std::size_t e : order) {
+            if (saving[e] != saving_pass) continue;
+            if (!some_job_fits()) return;
+            for (std::size_t p : ordered(e)) {
+              if (free.total_free() == 0) return;
+              if (taken[p]) continue;
+              if (pass == 0)
+                renew_leftover(e, p, mode);
+              else
+                start_leftover(e, p, mode);
+            }
           }
         }
       }
     }
   };
   hand_out_leftovers();
+  // Gangs holding out run meanwhile on GPUs nobody else took (spread_idle),
+  // as leftovers at the best rate those give: they stay first in line for a
+  // good placement.
+  if (options_.spread_idle)
+    for (const Chosen& c : held_out) {
+      if (free.total_free() == 0) break;
+      if (taken[c.pos]) continue;  // placed well in the type-affine sweep
+      if (!renew_in_place(c.e, c.pos, false)) start(c.e, c.pos, Mode::kIdle);
+    }
 
   // 5. Idle faster GPUs: a running job kept on its devices moves there when
   // the gain over the lease repays its restart; what it frees is handed out.

@@ -54,7 +54,8 @@ class ShareRoundPolicy final : public RoundPolicy {
         tenant_demands_(tenant_demands),
         interval_(interval),
         demand_resolve_s_(demand_resolve_s),
-        placer_(rounding) {
+        placer_(rounding),
+        gavel_round_{rounding.spread_min, rounding.spread_wait_s} {
     share_->remember_between_solves();
   }
 
@@ -130,7 +131,7 @@ class ShareRoundPolicy final : public RoundPolicy {
           entities_[e].ideal[t] = std::max(0.0, x_(e, t));
       plan.run = placer_.place(s, entities_, lease_end);
     } else {
-      plan.run = placement::gavel_priority_round(s, jobs_, x_jobs_, lease_end);
+      plan.run = placement::gavel_priority_round(s, jobs_, x_jobs_, lease_end, gavel_round_);
     }
     return plan;
   }
@@ -658,6 +659,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::map<std::pair<std::size_t, int>, std::string> class_names_;
   std::size_t num_job_types_ = 0;
   placement::OefRoundingPlacer placer_;
+  placement::GavelRoundOptions gavel_round_;  // job level
   // plan()'s second thread at tenant level (made at the first such plan);
   // last, so it ends before the members its tasks use.
   std::unique_ptr<TaskThread> gatherer_;
@@ -693,6 +695,19 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
       bool_option("move", placement::RoundingOptions{}.move_to_faster,
                   "tenant level: move running jobs onto idle faster GPUs when the gain repays "
                   "the restart within the round"),
+      number_option("spread_min", placement::RoundingOptions{}.spread_min,
+                    "a gang waits (up to spread_wait) rather than run spread below this "
+                    "fraction of its best one-node rate (0: takes any placement)",
+                    0.0, 1.0),
+      number_option("spread_wait", placement::RoundingOptions{}.spread_wait_s,
+                    "seconds a gang waits for a placement at spread_min before it takes any", 0.0,
+                    std::numeric_limits<double>::infinity()),
+      bool_option("spread_idle", placement::RoundingOptions{}.spread_idle,
+                  "tenant level: a gang waiting for spread_min runs meanwhile on GPUs no other "
+                  "job takes (still first in line)"),
+      bool_option("affine", placement::RoundingOptions{}.type_affine,
+                  "tenant level: leftover GPUs of a type go first to rows whose share includes "
+                  "it; a job renewed on a type faster than its row's share may move"),
       number_option("resolve", 900.0,
                     "tenant level with demands: seconds between re-solves for demand changes "
                     "alone (a new class of jobs re-solves at once)",
@@ -717,6 +732,10 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
   placement::RoundingOptions rounding;
   rounding.quantum_s = options.number("quantum");
   rounding.move_to_faster = options.flag("move");
+  rounding.spread_min = options.number("spread_min");
+  rounding.spread_wait_s = options.number("spread_wait");
+  rounding.type_affine = options.flag("affine");
+  rounding.spread_idle = options.flag("spread_idle");
   return std::make_unique<ShareRoundPolicy>(options.full_name(), std::move(share),
                                             level == "tenant", round, options.flag("demands"),
                                             options.number("resolve"), rounding);
