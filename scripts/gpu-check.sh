@@ -132,7 +132,7 @@ run() {
   BASH_XTRACEFD=7
   PS4='+ [$((SECONDS - T0))s] '
   set -x
-  SERVER_PID="" AGENT_PID="" WD_PID="" FINISHING=0 STAGE=start
+  SERVER_PID="" AGENT_PID="" WD_PID="" FINISHING=0 STAGE=start CG_EMPTIED=""
   trap on_signal TERM INT
   trap finish EXIT
   local main=$$
@@ -177,6 +177,7 @@ finish() {
   [ -n "$WD_PID" ] && kill -TERM "$WD_PID" 2>/dev/null && wait "$WD_PID" 2>/dev/null
   stop_pid "$AGENT_PID" agent 10
   stop_pid "$SERVER_PID" server 6
+  restore_cgroup
   set +x
   local f rc=0 c
   for f in server agent; do
@@ -332,6 +333,22 @@ own_cgroup_alone() {
   echo "$cg"
 }
 
+# Undoes own_cgroup_alone once the agent is gone: the memory controller off
+# for the cgroup's children (else nothing could join it), the processes
+# moved back, the leaves removed, so that the machine's next command starts
+# in it as before.
+restore_cgroup() {
+  local cg=${CG_EMPTIED:-} d p
+  [ -n "$cg" ] || return 0
+  rmdir "$cg"/fairgpu-gpunode-* 2>/dev/null
+  echo -memory >"$cg/cgroup.subtree_control" 2>>"$LOG"
+  for d in gpu-check fairgpu-agent@gpunode; do
+    for p in $(cat "$cg/$d/cgroup.procs" 2>/dev/null); do echo "$p" >"$cg/cgroup.procs" 2>/dev/null; done
+    rmdir "$cg/$d" 2>>"$LOG"
+  done
+  say "cgroup: processes moved back into $cg (subtree_control '$(cat "$cg/cgroup.subtree_control")')"
+}
+
 pick_python() {
   local c exe
   if [ -n "${PYTHON:-}" ]; then
@@ -422,6 +439,7 @@ EOF
   [ "$CPU" = 1 ] && agent+=(--gpus cpu:1)
   local cg
   cg=$(own_cgroup_alone)
+  CG_EMPTIED=$cg
   if [ -n "$cg" ]; then
     # Joins the emptied cgroup, then is the agent (same pid).
     LD_LIBRARY_PATH="$FGLD" sh -c 'echo $$ >"$0" || true; exec "$@"' "$cg/cgroup.procs" \

@@ -253,6 +253,8 @@ class Agent : public ::testing::Test {
     o.devices = {0, 1, 2, 3};
     o.cpus = 8;
     o.memory_gb = 64;
+    // In-process agents: their own cgroup's leaf would take the test process.
+    o.cgroup_dir = "none";
     o.state_dir = (dir_ / "state").string();
     o.http_timeout_s = 0.5;
     o.register_retry_s = 0.05;
