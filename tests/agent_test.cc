@@ -741,8 +741,8 @@ TEST_F(Agent, KillsLeftoversOfAnEarlierAgentBeforeRegistering) {
 // moves): its runs' cgroups and its leaf go; other nodes' stay.
 TEST_F(Agent, RemovesTheCgroupsAndLeafOfAnEarlierAgentOfItsNode) {
   const fs::path cg = dir_ / "cg";
-  for (const char* d : {"fairgpu-n1-99-lease-3", "fairgpu-agent@n1", "fairgpu-agent@n2",
-                        "fairgpu-n2-98-lease-4"})
+  for (const char* d :
+       {"fairgpu-n1-99-lease-3", "fairgpu-agent@n1", "fairgpu-agent@n2", "fairgpu-n2-98-lease-4"})
     fs::create_directories(cg / d);
   AgentOptions o = options();
   o.cgroup_dir = cg.string();
@@ -754,7 +754,8 @@ TEST_F(Agent, RemovesTheCgroupsAndLeafOfAnEarlierAgentOfItsNode) {
   EXPECT_TRUE(fs::exists(cg / "fairgpu-n2-98-lease-4"));
   EXPECT_EQ(agent_.count_lines("moved into cgroup"), 0) << agent_.lines();
   EXPECT_EQ(agent_.count_lines("memory limits will not be enforced: the memory controller is not "
-                               "available in " + cg.string()),
+                               "available in " +
+                               cg.string()),
             1)
       << agent_.lines();
 }

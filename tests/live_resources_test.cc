@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -388,7 +388,8 @@ struct CgroupSandbox {
         },
         5);
     // Best effort: refused while another cgroup still uses it.
-    if (enabled_at_root) std::ofstream(fs::path(mount) / "cgroup.subtree_control") << "-" << controller;
+    if (enabled_at_root)
+      std::ofstream(fs::path(mount) / "cgroup.subtree_control") << "-" << controller;
   }
   // The path /proc/PID/cgroup names for `dir`.
   std::string rel(const std::string& dir) const { return dir.substr(mount.size()); }
@@ -445,7 +446,8 @@ TEST(LiveCgroup, AnAgentMovedToALeafLetsTheRunsBesideItHaveControllers) {
     const live::MemoryCgroup run =
         live::make_memory_cgroup(sb.parent, "fairgpu-n1-1-lease-1", std::uint64_t{1} << 30);
     ASSERT_EQ(run.problem, "");
-    EXPECT_EQ(slurp(fs::path(run.dir) / "memory.max"), std::to_string(std::uint64_t{1} << 30) + "\n");
+    EXPECT_EQ(slurp(fs::path(run.dir) / "memory.max"),
+              std::to_string(std::uint64_t{1} << 30) + "\n");
   } else {
     const std::string run = sb.parent + "/fairgpu-n1-1-lease-1";
     ASSERT_EQ(::mkdir(run.c_str(), 0755), 0);

@@ -205,8 +205,8 @@ std::string enable_child_controller(const std::string& parent, const std::string
     return fmt::format("the {} controller is not available in {}", controller, parent);
   const std::string e = write_control(parent + "/cgroup.subtree_control", "+" + controller);
   if (e.empty()) return "";
-  std::string why = fmt::format("cannot enable the {} controller for children of {}: {}",
-                                controller, parent, e);
+  std::string why =
+      fmt::format("cannot enable the {} controller for children of {}: {}", controller, parent, e);
   if (e != std::strerror(EBUSY)) return why;
   // cgroup v2's no-internal-processes rule: name who is in the way.
   std::istringstream procs(slurp_file(parent + "/cgroup.procs"));
