@@ -312,14 +312,16 @@ cgroup2_mount() { awk '/ - cgroup2 / { print $5; exit }' /proc/self/mountinfo 2>
 # "" when it is the root (exempt: nothing to do), there is no cgroup v2, this
 # is no root, AGENT_CGROUP=keep, or it could not be emptied.
 own_cgroup_alone() {
-  local mnt rel cg pid n=0 try
+  local mnt rel cg pid n=0 _
   mnt=$(cgroup2_mount)
   rel=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
-  [ -n "$mnt" ] && [ -n "$rel" ] && [ "$rel" != / ] && [ "$(id -u)" = 0 ] && [ "${AGENT_CGROUP:-}" != keep ] || return 0
+  if [ -z "$mnt" ] || [ -z "$rel" ] || [ "$rel" = / ] || [ "$(id -u)" != 0 ] || [ "${AGENT_CGROUP:-}" = keep ]; then
+    return 0
+  fi
   cg=$mnt$rel
   mkdir -p "$cg/gpu-check" 2>>"$LOG" || return 0
   # (cgroup files read as size 0: test their text, not -s.)
-  for try in 1 2 3 4 5; do
+  for _ in 1 2 3 4 5; do # a process may fork while the others move
     [ -n "$(cat "$cg/cgroup.procs")" ] || break
     for pid in $(cat "$cg/cgroup.procs"); do
       echo "$pid" >"$cg/gpu-check/cgroup.procs" 2>/dev/null && n=$((n + 1))
