@@ -16,6 +16,12 @@
 #                                      passwd entry) gets getpass.getuser(),
 #                                      a HOME of its own it can write, and
 #                                      imports torch
+#         PASS|FAIL|SKIP memory-limit  that job's cgroup (read by the job from
+#                                      /proc/self/cgroup) has memory.max = its
+#                                      grant: the agent left its cgroup for a
+#                                      leaf so that it could enable the memory
+#                                      controller for its runs (SKIP: no memory
+#                                      controller in cgroup v2 here)
 #         PASS|FAIL|SKIP profiling     an unknown job type is profiled on the
 #                                      node's GPU type, then its job finishes
 #         PASS|FAIL|SKIP cuda-job      examples/pytorch/train.py from
@@ -35,7 +41,16 @@
 # Knobs (environment): PYTHON (the jobs' interpreter; default: the first
 # python3 with torch, else /usr/bin/python3), OUT, HARD_S, KEEP_WORK=1 (keep
 # the scratch folder), WORK_PARENT (default /tmp; jobs run as uid 200000 and
-# must reach it). Only processes this script started are stopped, by pid.
+# must reach it), AGENT_CGROUP=keep (see below). Only processes this script
+# started are stopped, by pid.
+#
+# The agent needs to be alone in its cgroup v2 (as a systemd unit or a
+# container's main process is) to give its runs the memory controller. On a
+# machine where this script shares its cgroup with other processes (the
+# shell that runs it, in a container), it first moves every process of that
+# cgroup, itself among them, into a leaf `gpu-check` of it, then starts the
+# agent in the emptied cgroup; AGENT_CGROUP=keep leaves them all where they
+# are (then memory-limit fails, and the agent's log names who is in the way).
 set -u
 
 die() { echo "gpu-check: $*" >&2; exit 2; }
@@ -81,7 +96,7 @@ bundle() {
 }
 
 # ------------------------------------------------------------ run
-CHECKS=(discovery job-identity profiling cuda-job drain-resume)
+CHECKS=(discovery job-identity memory-limit profiling cuda-job drain-resume)
 declare -A RES DETAIL
 
 run() {
@@ -117,7 +132,7 @@ run() {
   BASH_XTRACEFD=7
   PS4='+ [$((SECONDS - T0))s] '
   set -x
-  SERVER_PID="" AGENT_PID="" WD_PID="" FINISHING=0 STAGE=start
+  SERVER_PID="" AGENT_PID="" WD_PID="" FINISHING=0 STAGE=start CG_EMPTIED=""
   trap on_signal TERM INT
   trap finish EXIT
   local main=$$
@@ -162,6 +177,7 @@ finish() {
   [ -n "$WD_PID" ] && kill -TERM "$WD_PID" 2>/dev/null && wait "$WD_PID" 2>/dev/null
   stop_pid "$AGENT_PID" agent 10
   stop_pid "$SERVER_PID" server 6
+  restore_cgroup
   set +x
   local f rc=0 c
   for f in server agent; do
@@ -240,6 +256,15 @@ import sys
 import time
 
 out = {"uid": os.getuid(), "USER": os.environ.get("USER"), "LOGNAME": os.environ.get("LOGNAME")}
+try:  # the memory.max of the job's own cgroup v2
+    with open("/proc/self/cgroup") as f:
+        out["cgroup"] = next(l[3:].strip() for l in f if l.startswith("0::"))
+    with open("/proc/self/mountinfo") as f:
+        mount = next(l.split(" - ")[0].split()[4] for l in f if " - cgroup2 " in l)
+    with open(mount + out["cgroup"].rstrip("/") + "/memory.max") as f:
+        out["memory_max"] = f.read().strip()
+except Exception as e:  # noqa: BLE001
+    out["memory_max_error"] = repr(e)
 try:
     out["user"] = getpass.getuser()
 except Exception as e:  # noqa: BLE001
@@ -279,6 +304,51 @@ for i in range(1, int(sys.argv[1]) + 1):
     time.sleep(0.002)
 EOF
   chmod 644 "$WORK/bin/"*.py
+}
+
+# The cgroup v2 mount point; "" without one.
+cgroup2_mount() { awk '/ - cgroup2 / { print $5; exit }' /proc/self/mountinfo 2>/dev/null; }
+# Empties this script's cgroup v2 (see the top) for the agent: prints it, or
+# "" when it is the root (exempt: nothing to do), there is no cgroup v2, this
+# is no root, AGENT_CGROUP=keep, or it could not be emptied.
+own_cgroup_alone() {
+  local mnt rel cg pid n=0 _
+  mnt=$(cgroup2_mount)
+  rel=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
+  if [ -z "$mnt" ] || [ -z "$rel" ] || [ "$rel" = / ] || [ "$(id -u)" != 0 ] || [ "${AGENT_CGROUP:-}" = keep ]; then
+    return 0
+  fi
+  cg=$mnt$rel
+  mkdir -p "$cg/gpu-check" 2>>"$LOG" || return 0
+  # (cgroup files read as size 0: test their text, not -s.)
+  for _ in 1 2 3 4 5; do # a process may fork while the others move
+    [ -n "$(cat "$cg/cgroup.procs")" ] || break
+    for pid in $(cat "$cg/cgroup.procs"); do
+      echo "$pid" >"$cg/gpu-check/cgroup.procs" 2>/dev/null && n=$((n + 1))
+    done
+  done
+  if [ -n "$(cat "$cg/cgroup.procs")" ]; then
+    say "cgroup: $cg still holds $(tr '\n' ' ' <"$cg/cgroup.procs")after moving $n processes out: the agent starts here as it is"
+    return 0
+  fi
+  say "cgroup: moved the $n processes of $cg (this script among them) into $cg/gpu-check; the agent starts alone in $cg"
+  echo "$cg"
+}
+
+# Undoes own_cgroup_alone once the agent is gone: the memory controller off
+# for the cgroup's children (else nothing could join it), the processes
+# moved back, the leaves removed, so that the machine's next command starts
+# in it as before.
+restore_cgroup() {
+  local cg=${CG_EMPTIED:-} d p
+  [ -n "$cg" ] || return 0
+  rmdir "$cg"/fairgpu-gpunode-* 2>/dev/null
+  echo -memory >"$cg/cgroup.subtree_control" 2>>"$LOG"
+  for d in gpu-check fairgpu-agent@gpunode; do
+    for p in $(cat "$cg/$d/cgroup.procs" 2>/dev/null); do echo "$p" >"$cg/cgroup.procs" 2>/dev/null; done
+    rmdir "$cg/$d" 2>>"$LOG"
+  done
+  say "cgroup: processes moved back into $cg (subtree_control '$(cat "$cg/cgroup.subtree_control")')"
 }
 
 pick_python() {
@@ -328,7 +398,7 @@ checks() {
   }
   fgc() { LD_LIBRARY_PATH="$FGLD" timeout 15 "$FG" "$@"; }
   if [ -z "$PYJ" ]; then
-    for c in job-identity profiling cuda-job drain-resume; do
+    for c in job-identity memory-limit profiling cuda-job drain-resume; do
       [ "${RES[$c]}" = SKIP ] || DETAIL[$c]="no python3 on this machine"
     done
     exit 1
@@ -369,7 +439,16 @@ EOF
   local agent=("$FG" agent --server "$FAIRGPU_SERVER" --node "$NODE" --token-file "$WORK/node.token"
     --state-dir "$WORK/agent" --memory-gb 32)
   [ "$CPU" = 1 ] && agent+=(--gpus cpu:1)
-  LD_LIBRARY_PATH="$FGLD" "${agent[@]}" >"$WORK/agent.log" 2>&1 &
+  local cg
+  cg=$(own_cgroup_alone)
+  CG_EMPTIED=$cg
+  if [ -n "$cg" ]; then
+    # Joins the emptied cgroup, then is the agent (same pid).
+    LD_LIBRARY_PATH="$FGLD" sh -c 'echo $$ >"$0" || true; exec "$@"' "$cg/cgroup.procs" \
+      "${agent[@]}" >"$WORK/agent.log" 2>&1 &
+  else
+    LD_LIBRARY_PATH="$FGLD" "${agent[@]}" >"$WORK/agent.log" 2>&1 &
+  fi
   AGENT_PID=$!
   node_listed() {
     local -
@@ -459,6 +538,21 @@ EOF
       result job-identity FAIL "import torch failed in the job: $(echo "$ij" | jq_ 'j.get("torch_error")')"
     else
       result job-identity PASS "uid $(echo "$ij" | jq_ 'j["uid"]'), getpass.getuser() '$user', HOME $(echo "$ij" | jq_ 'j["home"]') ($(echo "$ij" | jq_ 'j["home_mode"]')) writable, torch $(echo "$ij" | jq_ 'j.get("torch")')"
+    fi
+    # memory-limit: what the agent says it set ("memory.max N bytes") against
+    # what the job's own cgroup has.
+    local mmax mcg grant why mnt
+    mmax=$(echo "$ij" | jq_ 'j.get("memory_max", j.get("memory_max_error"))')
+    mcg=$(echo "$ij" | jq_ 'j.get("cgroup")')
+    grant=$(grep -oE "job $I: .*memory\.max [0-9]+ bytes" "$WORK/agent.log" | tail -n 1 | sed -E 's/.*memory\.max ([0-9]+) bytes/\1/')
+    why=$(grep -oE "job $I: .*memory limit not enforced: .*" "$WORK/agent.log" | tail -n 1 | sed -E 's/.*memory limit not enforced: //; s/ tenant=.*//')
+    mnt=$(cgroup2_mount)
+    if [ -n "$grant" ] && [ "$mmax" = "$grant" ]; then
+      result memory-limit PASS "the job's cgroup $mcg has memory.max $mmax, its grant"
+    elif [ -z "$mnt" ] || ! grep -qw memory "$mnt/cgroup.controllers" 2>/dev/null; then
+      result memory-limit SKIP "no memory controller in cgroup v2 here (${mnt:-no cgroup2 mount})"
+    else
+      result memory-limit FAIL "the job's cgroup ${mcg}: memory.max '$mmax', agent's grant '${grant:-none}'${why:+: not enforced: $why}"
     fi
     if [ "$CPU" = 1 ] || [ "$TORCH" = 0 ]; then
       # The profiling check on this job's type (train.py's needs torch).

@@ -253,6 +253,8 @@ class Agent : public ::testing::Test {
     o.devices = {0, 1, 2, 3};
     o.cpus = 8;
     o.memory_gb = 64;
+    // In-process agents: their own cgroup's leaf would take the test process.
+    o.cgroup_dir = "none";
     o.state_dir = (dir_ / "state").string();
     o.http_timeout_s = 0.5;
     o.register_retry_s = 0.05;
@@ -732,6 +734,30 @@ TEST_F(Agent, KillsLeftoversOfAnEarlierAgentBeforeRegistering) {
       << agent_.lines();
   kill(innocent, SIGKILL);
   waitpid(innocent, nullptr, 0);
+}
+
+// Leftover cgroups of an earlier agent process of this node (stand-in
+// directories under --cgroup, which is not the test's own cgroup: nothing
+// moves): its runs' cgroups and its leaf go; other nodes' stay.
+TEST_F(Agent, RemovesTheCgroupsAndLeafOfAnEarlierAgentOfItsNode) {
+  const fs::path cg = dir_ / "cg";
+  for (const char* d :
+       {"fairgpu-n1-99-lease-3", "fairgpu-agent@n1", "fairgpu-agent@n2", "fairgpu-n2-98-lease-4"})
+    fs::create_directories(cg / d);
+  AgentOptions o = options();
+  o.cgroup_dir = cg.string();
+  agent_.start(o);
+  ASSERT_TRUE(registered());
+  EXPECT_FALSE(fs::exists(cg / "fairgpu-n1-99-lease-3"));
+  EXPECT_FALSE(fs::exists(cg / "fairgpu-agent@n1"));
+  EXPECT_TRUE(fs::exists(cg / "fairgpu-agent@n2"));
+  EXPECT_TRUE(fs::exists(cg / "fairgpu-n2-98-lease-4"));
+  EXPECT_EQ(agent_.count_lines("moved into cgroup"), 0) << agent_.lines();
+  EXPECT_EQ(agent_.count_lines("memory limits will not be enforced: the memory controller is not "
+                               "available in " +
+                               cg.string()),
+            1)
+      << agent_.lines();
 }
 
 TEST_F(Agent, RetriesRegistrationUntilTheServerAnswers) {

@@ -50,6 +50,7 @@ class Daemon {
     return status_;
   }
   void signal(int sig) const { ::kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
   const std::filesystem::path& log() const { return log_; }
   // What it has written so far.

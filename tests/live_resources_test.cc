@@ -14,10 +14,12 @@
 #include <httplib.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -82,8 +84,11 @@ class LiveResources : public ::testing::Test {
     if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
   }
 
+  // `cgroup`: the agent's --cgroup ("" = none given: its own cgroup);
+  // `join`: a cgroup the agent is started in (it writes itself to its
+  // cgroup.procs, then execs).
   void start(const std::string& policy, const std::string& cgroup,
-             const std::string& profiles = kProfiles) {
+             const std::string& profiles = kProfiles, const std::string& join = "") {
     std::ofstream(dir_ / "profiles.json") << profiles;
     json config = {{"listen", "127.0.0.1:0"},
                    {"data_dir", (dir_ / "data").string()},
@@ -115,18 +120,21 @@ class LiveResources : public ::testing::Test {
     std::ofstream(dir_ / "token") << json::parse(r->body)["token"].get<std::string>() << "\n";
     fs::permissions(dir_ / "token", fs::perms::owner_read | fs::perms::owner_write);
     // 2 GPUs, 2 CPUs (this process's first two cores), 4 GB.
-    agent_ = std::make_unique<Daemon>(
-        std::vector<std::string>{FAIRGPU_BINARY, "agent",
-                                 "--server",     "http://127.0.0.1:" + std::to_string(port_),
-                                 "--node",       "n1",
-                                 "--gpus",       "v100:2",
-                                 "--cpus",       "2",
-                                 "--cpu-list",   cores_,
-                                 "--memory-gb",  "4",
-                                 "--cgroup",     cgroup,
-                                 "--token-file", (dir_ / "token").string(),
-                                 "--state-dir",  (dir_ / "agent").string()},
-        dir_ / "agent.log");
+    std::vector<std::string> argv = {FAIRGPU_BINARY, "agent",
+                                     "--server",     "http://127.0.0.1:" + std::to_string(port_),
+                                     "--node",       "n1",
+                                     "--gpus",       "v100:2",
+                                     "--cpus",       "2",
+                                     "--cpu-list",   cores_,
+                                     "--memory-gb",  "4",
+                                     "--token-file", (dir_ / "token").string(),
+                                     "--state-dir",  (dir_ / "agent").string()};
+    if (!cgroup.empty()) argv.insert(argv.end(), {"--cgroup", cgroup});
+    if (!join.empty())
+      argv.insert(argv.begin(), {"/bin/sh", "-c",
+                                 "echo $$ > " + testing_support::quote(join + "/cgroup.procs") +
+                                     " && exec \"$0\" \"$@\""});
+    agent_ = std::make_unique<Daemon>(argv, dir_ / "agent.log");
   }
   std::string submit(const std::string& job_type, int workers, const json& env = json::object(),
                      const json& command = kSeeWhatIHold, int iterations = 15) {
@@ -287,21 +295,205 @@ TEST_F(LiveResources, ProportionalGrantsPinJobsToDistinctCoresAndNeverFailForMem
   EXPECT_EQ(lines[1], "2");
 }
 
+std::string cgroup2_mount() {
+  std::string mount;
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    const auto sep = line.find(" - cgroup2 ");
+    if (sep == std::string::npos) continue;
+    std::istringstream f(line.substr(0, sep));
+    std::string x[5];
+    for (auto& w : x) f >> w;
+    mount = x[4];
+  }
+  return mount;
+}
+
+bool has_word(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  for (std::string w; in >> w;)
+    if (w == word) return true;
+  return false;
+}
+
+// The "0::" line of /proc/PID/cgroup: the process's cgroup v2 path.
+std::string cgroup_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return "";
+}
+
+// A fresh cgroup v2 directory P whose children can have `controller`
+// (memory where the hierarchy has it, else another: cgroup v2's
+// no-internal-processes rule is the same for every domain controller): a
+// child of the nearest ancestor of this process's cgroup that enables it
+// for its children (the root does it itself: it is exempt from the rule).
+// `skip` says why there is none; the destructor removes P and its children
+// once the processes put there are gone.
+struct CgroupSandbox {
+  std::string mount, parent, controller, skip;
+  bool enabled_at_root = false;  // undone at the end
+  CgroupSandbox() {
+    mount = cgroup2_mount();
+    if (mount.empty()) {
+      skip = "no cgroup v2 hierarchy mounted on this machine";
+      return;
+    }
+    if (::geteuid() != 0) {
+      skip = "not root: cannot make cgroups";
+      return;
+    }
+    const std::string all = slurp(fs::path(mount) / "cgroup.controllers");
+    for (const char* c : {"memory", "pids", "io", "hugetlb", "cpu"})
+      if (has_word(all, c)) {
+        controller = c;
+        break;
+      }
+    if (controller.empty()) {
+      skip = "no domain controller in the cgroup v2 hierarchy at " + mount + " ('" + all + "')";
+      return;
+    }
+    fs::path a = live::own_cgroup_dir();
+    while (a.string().size() > mount.size() &&
+           !has_word(slurp(a / "cgroup.subtree_control"), controller))
+      a = a.parent_path();
+    if (a.string().size() <= mount.size()) {
+      a = mount;
+      if (!has_word(slurp(a / "cgroup.subtree_control"), controller)) {
+        std::ofstream(a / "cgroup.subtree_control") << "+" << controller;
+        if (!has_word(slurp(a / "cgroup.subtree_control"), controller)) {
+          skip = "cannot enable " + controller + " for the children of " + mount;
+          return;
+        }
+        enabled_at_root = true;
+      }
+    }
+    parent = (a / ("fairgpu-cgtest-" + std::to_string(::getpid()))).string();
+    if (::mkdir(parent.c_str(), 0755) != 0) {
+      skip = "cannot create a cgroup under " + a.string() + ": " + std::strerror(errno);
+      parent.clear();
+    }
+  }
+  ~CgroupSandbox() {
+    if (parent.empty()) return;
+    testing_support::wait_for(
+        [&] {
+          std::error_code ec;
+          std::vector<fs::path> dirs;
+          for (const auto& e : fs::recursive_directory_iterator(parent, ec))
+            if (e.is_directory()) dirs.push_back(e.path());
+          for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) ::rmdir(it->c_str());
+          return ::rmdir(parent.c_str()) == 0 || errno == ENOENT;
+        },
+        5);
+    // Best effort: refused while another cgroup still uses it.
+    if (enabled_at_root)
+      std::ofstream(fs::path(mount) / "cgroup.subtree_control") << "-" << controller;
+  }
+  // The path /proc/PID/cgroup names for `dir`.
+  std::string rel(const std::string& dir) const { return dir.substr(mount.size()); }
+};
+
+pid_t spawn_sleeper() {
+  const pid_t pid = ::fork();
+  if (pid == 0)
+    for (;;) ::pause();
+  return pid;
+}
+
+// Kills and waits for a child once (then 0: its pid may be reused).
+void reap(pid_t& pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  pid = 0;
+}
+
+// Issue 30: on a GPU machine the agent's cgroup held the agent, so the
+// kernel refused the memory controller for its children (EBUSY). The
+// agent's steps on the kernel, with a stand-in process as the agent and
+// another for a process some other program left in the same cgroup.
+TEST(LiveCgroup, AnAgentMovedToALeafLetsTheRunsBesideItHaveControllers) {
+  CgroupSandbox sb;
+  if (!sb.skip.empty()) GTEST_SKIP() << sb.skip;
+  pid_t agent = spawn_sleeper(), other = spawn_sleeper();
+  struct Reap {
+    pid_t &a, &b;
+    ~Reap() { reap(a), reap(b); }
+  } reap_both{agent, other};
+  for (pid_t p : {agent, other}) {
+    std::ofstream(sb.parent + "/cgroup.procs") << p;
+    ASSERT_EQ(cgroup_of(p), sb.rel(sb.parent)) << p;
+  }
+  // Where the bug was: a cgroup holding processes cannot enable it.
+  EXPECT_NE(live::enable_child_controller(sb.parent, sb.controller).find(std::strerror(EBUSY)),
+            std::string::npos);
+
+  const live::CgroupPlan plan =
+      live::plan_cgroups("", sb.parent, live::is_root_cgroup(sb.parent), "n1");
+  EXPECT_EQ(plan.runs_parent, sb.parent);
+  ASSERT_EQ(plan.agent_leaf, sb.parent + "/fairgpu-agent@n1");
+  ASSERT_EQ(live::move_into_cgroup(plan.agent_leaf, agent), "");
+  EXPECT_EQ(cgroup_of(agent), sb.rel(plan.agent_leaf));
+  // The other program's process is still in the way, and named.
+  const std::string busy = live::enable_child_controller(sb.parent, sb.controller);
+  EXPECT_NE(busy.find("1 process live there: " + std::to_string(other) + " "), std::string::npos)
+      << busy;
+  reap(other);
+  ASSERT_EQ(live::enable_child_controller(sb.parent, sb.controller), "");
+  if (sb.controller == "memory") {
+    const live::MemoryCgroup run =
+        live::make_memory_cgroup(sb.parent, "fairgpu-n1-1-lease-1", std::uint64_t{1} << 30);
+    ASSERT_EQ(run.problem, "");
+    EXPECT_EQ(slurp(fs::path(run.dir) / "memory.max"),
+              std::to_string(std::uint64_t{1} << 30) + "\n");
+  } else {
+    const std::string run = sb.parent + "/fairgpu-n1-1-lease-1";
+    ASSERT_EQ(::mkdir(run.c_str(), 0755), 0);
+    EXPECT_TRUE(has_word(slurp(fs::path(run) / "cgroup.controllers"), sb.controller));
+  }
+}
+
+// The same through a real agent started alone in a cgroup (as a systemd
+// unit or a container's main process): it moves to its leaf, and where the
+// hierarchy has the memory controller, the job gets memory.max = its grant.
+TEST_F(LiveResources, AnAgentAloneInItsCgroupMovesToALeafAndItsJobsGetMemoryMax) {
+  CgroupSandbox sb;
+  if (!sb.skip.empty()) GTEST_SKIP() << sb.skip;
+  struct StopAgent {  // before the sandbox goes: the agent is in it
+    std::unique_ptr<Daemon>& agent;
+    ~StopAgent() { agent.reset(); }
+  } stop_agent{agent_};
+  start("fifo", "", kProfiles, sb.parent);
+  const std::string leaf = sb.parent + "/fairgpu-agent@n1";
+  ASSERT_TRUE(testing_support::wait_for(
+      [&] { return agent_->text().find("moved into cgroup " + leaf) != std::string::npos; }, 10))
+      << agent_->text();
+  EXPECT_EQ(cgroup_of(agent_->pid()), sb.rel(leaf));
+  EXPECT_EQ(slurp(fs::path(sb.parent) / "cgroup.procs"), "");
+  if (!has_word(slurp(fs::path(sb.parent) / "cgroup.controllers"), "memory")) {
+    EXPECT_NE(agent_->text().find("memory limits will not be enforced: the memory controller is "
+                                  "not available in " +
+                                  sb.parent),
+              std::string::npos)
+        << agent_->text();
+    GTEST_SKIP() << "the move checked; no memory controller in cgroup v2 here to check memory.max";
+  }
+  const std::string id = submit("flat", 1, {{"CG_MOUNT", sb.mount}});
+  auto running = run_to_end({id});
+  ASSERT_TRUE(running.count(id));
+  EXPECT_EQ(running[id]["limits"].get<std::string>().find("not enforced"), std::string::npos)
+      << running[id]["limits"];
+  const auto lines = seen(id);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2], std::to_string(2ull << 30)) << "memory.max of the job's cgroup";
+}
+
 TEST_F(LiveResources, MemoryGrantIsTheJobsCgroupMemoryMax) {
   // A cgroup v2 directory the agent may use: a child of the hierarchy's root
   // (which may enable controllers for its children while holding processes).
-  std::string mount;
-  {
-    std::ifstream in("/proc/self/mountinfo");
-    for (std::string line; std::getline(in, line);) {
-      const auto sep = line.find(" - cgroup2 ");
-      if (sep == std::string::npos) continue;
-      std::istringstream f(line.substr(0, sep));
-      std::string x[5];
-      for (auto& w : x) f >> w;
-      mount = x[4];
-    }
-  }
+  const std::string mount = cgroup2_mount();
   if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted on this machine";
   std::string controllers = slurp(fs::path(mount) / "cgroup.subtree_control");
   if (controllers.find("memory") == std::string::npos)

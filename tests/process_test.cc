@@ -362,6 +362,62 @@ TEST(Process, MemoryCgroupAndCpuAffinityReachTheJob) {
   EXPECT_EQ(Process::launch(spec)->state(), ProcessState::kLaunchFailed);
 }
 
+// Issue 30: where an agent's runs' cgroups go and where the agent itself
+// goes first (node_resources.h), on paths and a stand-in hierarchy. The
+// kernel's side is LiveCgroup's and LiveResources' tests, where the
+// machine allows them.
+TEST(Process, AnAgentInTheRunsParentLeavesItForALeafBesideTheRuns) {
+  // Its own cgroup: it moves into a leaf of it; runs beside that leaf.
+  CgroupPlan p = plan_cgroups("", "/cg/svc", false, "n1");
+  EXPECT_EQ(p.runs_parent, "/cg/svc");
+  EXPECT_EQ(p.agent_leaf, "/cg/svc/fairgpu-agent@n1");
+  // --cgroup naming its own cgroup: the same.
+  p = plan_cgroups("/cg/svc/", "/cg/svc", false, "n1");
+  EXPECT_EQ(p.runs_parent, "/cg/svc");
+  EXPECT_EQ(p.agent_leaf, "/cg/svc/fairgpu-agent@n1");
+  // Started in its leaf already (an earlier agent's, by exec): runs beside it.
+  p = plan_cgroups("", "/cg/svc/fairgpu-agent@n1", false, "n1");
+  EXPECT_EQ(p.runs_parent, "/cg/svc");
+  EXPECT_EQ(p.agent_leaf, "");
+  // Another cgroup named with --cgroup, or the root (exempt): it stays put.
+  p = plan_cgroups("/cg/jobs", "/cg/svc", false, "n1");
+  EXPECT_EQ(p.runs_parent, "/cg/jobs");
+  EXPECT_EQ(p.agent_leaf, "");
+  p = plan_cgroups("", "/cg", true, "n1");
+  EXPECT_EQ(p.runs_parent, "/cg");
+  EXPECT_EQ(p.agent_leaf, "");
+  // none, or no cgroup v2: no limits.
+  for (const auto& [configured, own] : {std::pair{"none", "/cg/svc"}, std::pair{"", ""}}) {
+    p = plan_cgroups(configured, own, false, "n1");
+    EXPECT_EQ(p.runs_parent, "");
+    EXPECT_EQ(p.agent_leaf, "");
+  }
+  // No run cgroup's name (fairgpu-<node>-...) starts with any node's leaf,
+  // so leftover cleanup never takes a leaf for a run.
+  EXPECT_NE(agent_leaf_name("x").rfind("fairgpu-agent-", 0), 0u);
+
+  TempDir dir;
+  const std::string root = dir / "cg", svc = root + "/svc";
+  fs::create_directories(svc + "/fairgpu-agent@n1");
+  write_file(root + "/cgroup.procs", "");
+  write_file(svc + "/cgroup.procs", "");
+  write_file(svc + "/cgroup.type", "domain\n");
+  EXPECT_TRUE(is_root_cgroup(root));
+  EXPECT_FALSE(is_root_cgroup(svc));
+  EXPECT_FALSE(is_root_cgroup(dir / "nothing"));
+  write_file(svc + "/fairgpu-agent@n1/cgroup.procs", "");
+  EXPECT_EQ(move_into_cgroup(svc + "/fairgpu-agent@n1", 4242), "");
+  EXPECT_EQ(slurp(svc + "/fairgpu-agent@n1/cgroup.procs"), "4242") << "one pid: its whole process";
+  EXPECT_NE(move_into_cgroup(svc + "/elsewhere", 4242).find("cannot move pid 4242"),
+            std::string::npos);
+  write_file(svc + "/cgroup.controllers", "cpu memory pids\n");
+  write_file(svc + "/cgroup.subtree_control", "memory\n");
+  EXPECT_EQ(enable_child_controller(svc, "memory"), "") << "already enabled: nothing to write";
+  EXPECT_EQ(slurp(svc + "/cgroup.subtree_control"), "memory\n");
+  EXPECT_NE(enable_child_controller(svc, "io").find("the io controller is not available in"),
+            std::string::npos);
+}
+
 TEST(Process, ProgressFileCarriesTheBatchSize) {
   EXPECT_EQ(parse_progress_report("1234 64\n")->batch_size, 64);
   EXPECT_EQ(parse_progress_report("1234 64\n")->iterations, 1234);

@@ -162,8 +162,10 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
                 "jobs' while there are enough, and sets OMP_NUM_THREADS");
   c->add_option("--cgroup", o.cgroup_dir,
                 "cgroup v2 directory under which each job gets a child cgroup holding its "
-                "memory grant as memory.max (default: the agent's own cgroup; `none`: no memory "
-                "limits). Where none can be made the job runs unlimited and its status says so");
+                "memory grant as memory.max (default: the agent's own cgroup, which it leaves "
+                "for a leaf fairgpu-agent@NODE of it: start it alone in its cgroup; `none`: no "
+                "memory limits). Where none can be made the job runs unlimited and its status "
+                "says so");
   c->add_option("--memory-gb", o.memory_gb,
                 "memory to declare in GB (default: this machine's, MemTotal of /proc/meminfo)");
   c->add_option("--token-file", args->token_file,

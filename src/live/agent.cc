@@ -144,9 +144,9 @@ class Agent {
     if (ec) throw InputError("--state-dir", "", "cannot create '" + dir + "': " + ec.message());
     state_dir_ = fs::absolute(dir).lexically_normal();
     cores_ = o_.cpu_ids.empty() ? affinity_cpus() : o_.cpu_ids;
-    cgroup_parent_ = o_.cgroup_dir == "none" ? ""
-                     : o_.cgroup_dir.empty() ? own_cgroup_dir()
-                                             : o_.cgroup_dir;
+    own_cgroup_ = o_.cgroup_dir == "none" ? "" : own_cgroup_dir();
+    cgroup_plan_ = plan_cgroups(o_.cgroup_dir, own_cgroup_, is_root_cgroup(own_cgroup_), o_.node);
+    cgroup_parent_ = cgroup_plan_.runs_parent;
     cgroup_prefix_ = fmt::format("fairgpu-{}-{}-lease-", o_.node, getpid());
     switch_users_ = geteuid() == 0;
     if (switch_users_) {
@@ -181,8 +181,10 @@ class Agent {
   }
 
   void run() {
+    move_into_leaf_cgroup();
     kill_leftovers();
     remove_leftover_cgroups();
+    enable_memory_for_runs();
     while (!stop_.load()) {
       if (!register_node()) break;  // stopped while retrying
       session();
@@ -242,9 +244,33 @@ class Agent {
     }
   }
 
+  // An agent in the cgroup its runs' cgroups go under leaves it for a leaf
+  // of it (node_resources.h): a cgroup with processes of its own cannot
+  // enable the memory controller for its children. Before any job starts,
+  // so that this moves the agent alone; its later jobs without a memory
+  // cgroup stay in the leaf with it.
+  void move_into_leaf_cgroup() {
+    const std::string& leaf = cgroup_plan_.agent_leaf;
+    if (leaf.empty()) return;
+    if (std::string e = move_into_cgroup(leaf, getpid()); !e.empty()) {
+      log(e + ": staying in " + own_cgroup_, log::Level::kWarn);
+      return;
+    }
+    own_cgroup_ = leaf;
+    log(fmt::format("moved into cgroup {}; runs' cgroups go beside it", leaf));
+  }
+
+  // Once at start, so that an agent that cannot hold jobs to their memory
+  // grants says why in one line (each run's limits say it again).
+  void enable_memory_for_runs() {
+    if (cgroup_parent_.empty()) return;
+    if (std::string e = enable_child_controller(cgroup_parent_, "memory"); !e.empty())
+      log("jobs' memory limits will not be enforced: " + e, log::Level::kWarn);
+  }
+
   // Memory cgroups of an earlier agent process of this node, whose jobs
-  // kill_leftovers has just killed (an empty cgroup is removed; one still
-  // holding a process is not).
+  // kill_leftovers has just killed, and its leaf if this agent is not in
+  // it (an empty cgroup is removed; one still holding a process is not).
   void remove_leftover_cgroups() {
     if (cgroup_parent_.empty()) return;
     std::error_code ec;
@@ -252,6 +278,8 @@ class Agent {
     for (const auto& entry : fs::directory_iterator(cgroup_parent_, ec))
       if (entry.path().filename().string().rfind(prefix, 0) == 0)
         remove_cgroup(entry.path().string());
+    const std::string leaf = cgroup_parent_ + "/" + agent_leaf_name(o_.node);
+    if (leaf != own_cgroup_) remove_cgroup(leaf);
   }
 
   // Registers, retrying with a backoff; false when `stop` came first.
@@ -739,6 +767,8 @@ class Agent {
   std::map<std::int64_t, Run> runs_;
   std::set<std::int64_t> seen_leases_;  // lease ids are never reused by the server
   std::vector<int> cores_;              // jobs are pinned within these
+  std::string own_cgroup_;              // the agent's cgroup v2 directory ("" unknown)
+  CgroupPlan cgroup_plan_;
   std::string cgroup_parent_;           // "" = no memory limits
   std::string cgroup_prefix_;           // of this agent's runs' cgroups
   std::vector<std::string> stale_cgroups_;  // forgotten runs' cgroups not yet removable

@@ -90,6 +90,8 @@ struct AgentOptions {
   std::vector<int> cpu_ids;
   // The cgroup v2 directory under which each run gets a child holding its
   // memory limit; "" = the agent's own cgroup, "none" = no memory limits.
+  // An agent in that directory first moves into a leaf of it
+  // (node_resources.h).
   std::string cgroup_dir;
   // pid files, logs, progress files; "" means ./fairgpu-agent-<node>.
   std::string state_dir;

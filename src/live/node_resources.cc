@@ -156,6 +156,80 @@ std::string own_cgroup_dir() {
   return "";
 }
 
+CgroupPlan plan_cgroups(const std::string& configured, const std::string& own, bool own_is_root,
+                        const std::string& node) {
+  CgroupPlan plan;
+  if (configured == "none") return plan;
+  std::string parent = configured.empty() ? own : configured;
+  while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+  if (parent.empty()) return plan;
+  const std::string leaf = agent_leaf_name(node);
+  // Already in its leaf (an agent started from there, as by an exec): the
+  // runs go beside it, not under it.
+  if (configured.empty() && parent.size() > leaf.size() + 1 &&
+      parent.compare(parent.size() - leaf.size() - 1, std::string::npos, "/" + leaf) == 0) {
+    plan.runs_parent = parent.substr(0, parent.size() - leaf.size() - 1);
+    return plan;
+  }
+  plan.runs_parent = parent;
+  // The root cgroup is exempt from the no-internal-processes rule.
+  if (own == parent && !own_is_root) plan.agent_leaf = parent + "/" + leaf;
+  return plan;
+}
+
+std::string agent_leaf_name(const std::string& node) {
+  // '@' is no node name's character: no run's cgroup (fairgpu-<node>-...)
+  // of any node starts with this name.
+  return "fairgpu-agent@" + node;
+}
+
+bool is_root_cgroup(const std::string& dir) {
+  // Every cgroup but the root has a cgroup.type file.
+  struct stat st {};
+  return !dir.empty() && ::stat((dir + "/cgroup.type").c_str(), &st) != 0 && errno == ENOENT &&
+         ::stat((dir + "/cgroup.procs").c_str(), &st) == 0;
+}
+
+std::string move_into_cgroup(const std::string& dir, pid_t pid) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return fmt::format("cannot create cgroup {}: {}", dir, std::strerror(errno));
+  // A pid in cgroup.procs moves its whole thread group.
+  if (const std::string e = write_control(dir + "/cgroup.procs", std::to_string(pid)); !e.empty())
+    return fmt::format("cannot move pid {} into cgroup {}: {}", pid, dir, e);
+  return "";
+}
+
+std::string enable_child_controller(const std::string& parent, const std::string& controller) {
+  if (has_word(slurp_file(parent + "/cgroup.subtree_control"), controller)) return "";
+  if (!has_word(slurp_file(parent + "/cgroup.controllers"), controller))
+    return fmt::format("the {} controller is not available in {}", controller, parent);
+  const std::string e = write_control(parent + "/cgroup.subtree_control", "+" + controller);
+  if (e.empty()) return "";
+  std::string why =
+      fmt::format("cannot enable the {} controller for children of {}: {}", controller, parent, e);
+  if (e != std::strerror(EBUSY)) return why;
+  // cgroup v2's no-internal-processes rule: name who is in the way.
+  std::istringstream procs(slurp_file(parent + "/cgroup.procs"));
+  std::vector<std::string> who;
+  int n = 0;
+  for (std::string pid; procs >> pid; ++n) {
+    if (who.size() == 4) continue;
+    std::string comm = slurp_file("/proc/" + pid + "/comm");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    who.push_back(pid + (comm.empty() ? "" : " " + comm));
+  }
+  if (n == 0) return why;
+  std::string list;
+  for (const auto& w : who) list += (list.empty() ? "" : ", ") + w;
+  if (n > static_cast<int>(who.size()))
+    list += fmt::format(" and {} more", n - static_cast<int>(who.size()));
+  return why + fmt::format(
+                   " ({} process{} live there: {}; a cgroup holding processes cannot give "
+                   "controllers to its children: start the agent alone in its cgroup, or name "
+                   "one it may use with --cgroup)",
+                   n, n == 1 ? "" : "es", list);
+}
+
 MemoryCgroup make_memory_cgroup(const std::string& parent, const std::string& name,
                                 std::uint64_t bytes) {
   MemoryCgroup out;
@@ -175,12 +249,11 @@ MemoryCgroup make_memory_cgroup(const std::string& parent, const std::string& na
   };
   struct stat st {};
   if (::stat((dir + "/memory.max").c_str(), &st) != 0) {
-    if (!has_word(slurp_file(parent + "/cgroup.controllers"), "memory"))
-      return give_up(fmt::format("the memory controller is not available in {}", parent));
-    const std::string e = write_control(parent + "/cgroup.subtree_control", "+memory");
-    if (!e.empty() || ::stat((dir + "/memory.max").c_str(), &st) != 0)
-      return give_up(fmt::format("cannot enable the memory controller for children of {}: {}",
-                                 parent, e.empty() ? "memory.max missing" : e));
+    if (std::string e = enable_child_controller(parent, "memory"); !e.empty())
+      return give_up(std::move(e));
+    if (::stat((dir + "/memory.max").c_str(), &st) != 0)
+      return give_up(fmt::format(
+          "cannot enable the memory controller for children of {}: memory.max missing", parent));
   }
   if (const std::string e = write_control(dir + "/memory.max", std::to_string(bytes)); !e.empty())
     return give_up(fmt::format("cannot write {}/memory.max: {}", dir, e));
