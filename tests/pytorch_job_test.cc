@@ -86,7 +86,10 @@ TEST_F(PyTorchJob, AGangSignalledOnOneRankStopsEveryRankAtTheSameStep) {
       "RANK=1 " +
       run +
       " >r1.log 2>&1 & p1=$!\n"
-      "(sleep 90; kill -9 $p0 $p1) 2>/dev/null & watchdog=$!\n"  // a hang fails, not stalls
+      // A hang fails, not stalls. The watchdog keeps no hold on the test's
+      // output: its sleep outlives the kill below, and ctest waited for it
+      // (every run of this test took 91 s under ctest, a few seconds alone).
+      "(sleep 90; kill -9 $p0 $p1) >/dev/null 2>&1 & watchdog=$!\n"
       "for i in $(seq 600); do [ \"$(cat progress 2>/dev/null || echo 0)\" -ge 50 ] && break; "
       "sleep 0.1; done\n"
       "kill -USR1 $p1\n"
