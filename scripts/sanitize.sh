@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 flags="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link"
 flags+=" -fno-sanitize-recover=all"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DFAIRGPU_WERROR=ON -DFAIRGPU_BUILD_FUZZ=ON -DFAIRGPU_JEMALLOC=OFF \
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
+  -DFAIRGPU_WERROR=ON -DFAIRGPU_BUILD_FUZZ=ON -DFAIRGPU_JEMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DFAIRGPU_TRAIN_FLAGS=-O2 -DFAIRGPU_TEST_FLAGS=-O0 "${FAIRGPU_CMAKE_LAUNCHER[@]}" >/dev/null
 cmake --build build-sanitize -j "$(nproc)"
