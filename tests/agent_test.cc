@@ -403,7 +403,9 @@ TEST_F(Agent, ReportsStayWithinTheServersBounds) {
       launch(31, "j-000031",
              "echo 500 > \"$FAIRGPU_PROGRESS_FILE\"; sleep 0.5; "
              "echo 9999999999999999 > \"$FAIRGPU_PROGRESS_FILE\"; "
-             "echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; while true; do sleep 0.05; done"));
+             "echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+             "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+             "while true; do sleep 0.05; done"));
   server_.push(launch(32, "j-000032", json::array({std::string(70 * 1024, 'x')})));
   ASSERT_GT(started("j-000031"), 0) << agent_.lines();  // the huge count is written
   ASSERT_TRUE(reported(32, "launch_failed")) << agent_.lines();
@@ -585,8 +587,9 @@ TEST_F(Agent, ShutdownStopsRunsAndRefusesNewLaunches) {
   // Ignores SIGUSR1, so it takes grace_s (0.3 s) to stop: the agent keeps
   // heart-beating meanwhile.
   server_.push(launch(50, "j-000050",
-                      "trap '' USR1; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
-                      "while true; do sleep 0.05; done"));
+                      "trap '' USR1; echo $$ > \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\"; "
+                      "mv \"$FAIRGPU_CHECKPOINT_DIR/env.tmp\" \"$FAIRGPU_CHECKPOINT_DIR/env\"; "
+                      "while true; do sleep 0.05; done"));  // env whole once it exists
   pid_t pgid = started("j-000050");
   ASSERT_GT(pgid, 0);
   ASSERT_TRUE(reported(50, "running"));
