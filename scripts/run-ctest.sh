@@ -16,6 +16,18 @@ jobs=${FAIRGPU_TEST_JOBS:-$(( $(nproc) * 2 ))}
 log=$build/ctest-output.log
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# A failure of a test in tests/known-flaky.txt (an intermittent bug tracked
+# in an open issue) is rerun once, loudly; any other failure stands.
+failed_log=$build/Testing/Temporary/LastTestsFailed.log
+if [ "$status" -ne 0 ] && [ -s "$failed_log" ]; then
+  known=$(dirname "$0")/../tests/known-flaky.txt
+  unknown=$(cut -d: -f2- "$failed_log" | grep -vxF -f <(grep -v '^#' "$known" | grep .) || true)
+  if [ -z "$unknown" ]; then
+    echo "== known flaky (tests/known-flaky.txt) failed: $(cut -d: -f2- "$failed_log" | tr '\n' ' ')- rerun once:"
+    ctest --test-dir "$build" --output-on-failure --rerun-failed 2>&1 | tee -a "$log"
+    status=${PIPESTATUS[0]}
+  fi
+fi
 echo "== 15 slowest tests ($build, $jobs at once):"
 # ctest's lines: "  7/608 Test  #12: Suite.Name .......   Passed    3.21 sec"
 grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$log" |
