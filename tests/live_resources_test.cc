@@ -180,6 +180,18 @@ class LiveResources : public ::testing::Test {
     return lines;
   }
 
+  // The job `id` (of the "flat" kind, granted 2 GiB) ran with its memory
+  // limit enforced: memory.max of its cgroup, as it read it, is its grant.
+  void expect_memory_max_is_the_grant(std::map<std::string, json>& running,
+                                      const std::string& id) {
+    ASSERT_TRUE(running.count(id));
+    EXPECT_EQ(running[id]["limits"].get<std::string>().find("not enforced"), std::string::npos)
+        << running[id]["limits"];
+    const auto lines = seen(id);
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_EQ(lines[2], std::to_string(2ull << 30)) << "memory.max of the job's cgroup";
+  }
+
   std::map<std::string, json> last_;  // each job's last view
   fs::path dir_;
   std::string cores_;
@@ -482,12 +494,7 @@ TEST_F(LiveResources, AnAgentAloneInItsCgroupMovesToALeafAndItsJobsGetMemoryMax)
   }
   const std::string id = submit("flat", 1, {{"CG_MOUNT", sb.mount}});
   auto running = run_to_end({id});
-  ASSERT_TRUE(running.count(id));
-  EXPECT_EQ(running[id]["limits"].get<std::string>().find("not enforced"), std::string::npos)
-      << running[id]["limits"];
-  const auto lines = seen(id);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[2], std::to_string(2ull << 30)) << "memory.max of the job's cgroup";
+  expect_memory_max_is_the_grant(running, id);
 }
 
 TEST_F(LiveResources, MemoryGrantIsTheJobsCgroupMemoryMax) {
@@ -507,12 +514,7 @@ TEST_F(LiveResources, MemoryGrantIsTheJobsCgroupMemoryMax) {
   auto running = run_to_end({id});
   // The agent removes the run's cgroup a tick after the run ended.
   testing_support::wait_for([&] { return ::rmdir(parent.c_str()) == 0 || errno == ENOENT; }, 5);
-  ASSERT_TRUE(running.count(id));
-  EXPECT_EQ(running[id]["limits"].get<std::string>().find("not enforced"), std::string::npos)
-      << running[id]["limits"];
-  const auto lines = seen(id);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[2], std::to_string(2ull << 30)) << "memory.max of the job's cgroup";
+  expect_memory_max_is_the_grant(running, id);
 }
 
 // Issue 14 item 5: fairgpu-train follows a batch-size schedule and reports
