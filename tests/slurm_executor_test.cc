@@ -6,6 +6,8 @@
 // memory grants) is checked exactly. The same
 // executor against a real Slurm: SlurmCluster.ExecutorRunsRevokesAndRestartsAJob.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "live/slurm/executor.h"
+#include "polling.h"
 #include "run_binary.h"
 
 namespace fairgpu::live::slurm {
@@ -341,8 +344,23 @@ TEST_F(SlurmExecutorTest, ARunRequeuedByANodeFailureEndsOnlyWhenTheNodeRespondsA
   // The processes may still run on n1: however long it takes, no kEnded.
   EXPECT_TRUE(exec_.poll(1000).empty());
   EXPECT_TRUE(exec_.nodes().size() == 1u && exec_.nodes()[0].name == "n2");
-  // slurmd is back (it kills what was left): now the run has ended.
+  // slurmd is back, but a process of the run still holds its fence (the
+  // node answers before its slurmd has killed what was left): no kEnded.
   fake_.nodes[0] = node("n1", "IDLE", "v100", 4);
+  const std::string fence = fence_file_path((dir_ / "a").string());
+  const pid_t leftover = ::fork();
+  if (leftover == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec 9>>'" + fence + "' && flock -s 9 && exec sleep 60").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(leftover, 0);
+  ASSERT_TRUE(testing_support::wait_for([&] { return !run_processes_gone((dir_ / "a").string()); },
+                                        30));
+  EXPECT_TRUE(of_kind(exec_.poll(1001), RunEvent::Kind::kEnded).empty());
+  // Killed: now the run has ended.
+  ::kill(leftover, SIGKILL);
+  ::waitpid(leftover, nullptr, 0);
   const auto ended = of_kind(exec_.poll(1001), RunEvent::Kind::kEnded);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].lease, 1);

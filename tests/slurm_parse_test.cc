@@ -284,8 +284,17 @@ TEST(SlurmSubmitScript, ExecsTheQuotedCommandAfterReadingTheRunFile) {
   EXPECT_NE(script.find("exec '/bin/echo' 'it'\\''s'\n"), std::string::npos) << script;
   EXPECT_NE(script.find("export MODE='a b'\n"), std::string::npos);
   EXPECT_NE(script.find(".fairgpu-run"), std::string::npos);
+  // The run's fence, before the command: held by every process it starts.
+  const auto fence = script.find("exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n");
+  EXPECT_LT(fence, script.find("exec '/bin/echo'")) << script;
   s.nodes = 2;
-  EXPECT_NE(submit_script(s).find("exec srun --export=ALL --ntasks-per-node=1"), std::string::npos);
+  const std::string gang = submit_script(s);
+  EXPECT_NE(gang.find("exec srun --export=ALL --ntasks-per-node=1"), std::string::npos);
+  // Each task takes it on its own node.
+  EXPECT_NE(gang.find("/bin/sh -c 'exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9; "
+                      "exec \"$@\"' fairgpu-task '/bin/echo'"),
+            std::string::npos)
+      << gang;
 }
 
 }  // namespace

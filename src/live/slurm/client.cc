@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +102,30 @@ std::string run_file_path(const std::string& checkpoint_dir) {
   return checkpoint_dir + "/.fairgpu-run";
 }
 
+std::string fence_file_path(const std::string& checkpoint_dir) {
+  return checkpoint_dir + "/.fairgpu-fence";
+}
+
+bool run_processes_gone(const std::string& checkpoint_dir) {
+  // Every process of a run holds a shared flock on the fence file (the
+  // wrapper's fd 9, inherited). An exclusive one granted here means none is
+  // left anywhere the checkpoint directory is shared with. No file: no run
+  // took it (or the job removed it: its own run's fence, nobody else's).
+  const std::string path = fence_file_path(checkpoint_dir);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return true;
+  struct stat st {};
+  bool gone = true;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0)
+      ::flock(fd, LOCK_UN);
+    else
+      gone = errno != EWOULDBLOCK;
+  }
+  ::close(fd);
+  return gone;
+}
+
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
                     const std::string& gpu_type) {
   const std::string path = run_file_path(checkpoint_dir);
@@ -134,13 +159,20 @@ std::string submit_script(const SubmitSpec& spec) {
        "    case \"$key\" in FAIRGPU_LEASE_ID|FAIRGPU_GPU_TYPE) export \"$key=$value\" ;; esac\n"
        "  done <\"$run_file\"\n"
        "fi\n"
-       "export FAIRGPU_NUM_WORKERS=$(( ${SLURM_GPUS_ON_NODE:-0} * ${SLURM_JOB_NUM_NODES:-1} ))\n";
+       "export FAIRGPU_NUM_WORKERS=$(( ${SLURM_GPUS_ON_NODE:-0} * ${SLURM_JOB_NUM_NODES:-1} ))\n"
+       "# The run's fence: each of its processes holds fd 9's shared lock, so\n"
+       "# fairgpu sees when none is left (a node whose slurmd died).\n"
+       "exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n";
   for (const auto& [name, value] : spec.env)
     s << "export " << name << "=" << sh_quote(value) << "\n";
   s << "exec ";
   // --export=ALL: sbatch's --export list (SLURM_EXPORT_ENV) would otherwise
   // keep the variables set above from srun's tasks.
-  if (spec.nodes > 1) s << "srun --export=ALL --ntasks-per-node=1 --kill-on-bad-exit=1 ";
+  // A gang's tasks on the other nodes take the fence there.
+  if (spec.nodes > 1)
+    s << "srun --export=ALL --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c "
+         "'exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9; exec \"$@\"' "
+         "fairgpu-task ";
   if (!spec.argv.empty()) {
     for (std::size_t i = 0; i < spec.argv.size(); ++i)
       s << (i ? " " : "") << sh_quote(spec.argv[i]);

@@ -106,6 +106,11 @@ std::string submit_script(const SubmitSpec& spec);
 // The file in a job's checkpoint dir that tells its next run which lease and
 // GPU type it runs under (a pending job's environment cannot change).
 std::string run_file_path(const std::string& checkpoint_dir);
+// The run's fence: every process of a run holds a shared flock on it (the
+// wrapper takes it on each node). True when none does any more: the
+// processes a dead slurmd left behind are gone.
+std::string fence_file_path(const std::string& checkpoint_dir);
+bool run_processes_gone(const std::string& checkpoint_dir);
 // Writes it atomically (a temporary file renamed over it).
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
                     const std::string& gpu_type);

@@ -319,11 +319,16 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
     return true;  // left the configuration
   };
 
-  // Held again, and (a revoke on a node that failed) its node answers: its
-  // processes are gone.
+  // Its nodes answer and no process of its run holds the fence: a node that
+  // answers again has only been told to kill what a failed run left (its
+  // slurmd kills it moments later), so the fence, not the node, says done.
+  auto run_gone = [&](const Tracked& t) {
+    return std::all_of(t.nodes.begin(), t.nodes.end(), node_responds) &&
+           run_processes_gone(t.spec.checkpoint_dir);
+  };
+  // Held again, and (a revoke on a node that failed) its processes are gone.
   auto held_again = [&](Tracked& t, const JobDetail& d) {
-    return d.state == JobState::kPending && d.held &&
-           std::all_of(t.nodes.begin(), t.nodes.end(), node_responds);
+    return d.state == JobState::kPending && d.held && run_gone(t);
   };
 
   RoundWrites writes;
@@ -380,7 +385,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           // Requeued (by a revoke's requeuehold or a node failure): it did
           // not fail. Fenced like a node failure's requeue.
           if (!d.held) writes.hold.push_back(t.slurm_id);
-          if (d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
+          if (d.held && run_gone(t)) {
             ended(t, events, true, "requeued while fairgpu was down");
             t.phase = Phase::kIdle;
           }
@@ -445,7 +450,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
       case Phase::kFenced:
         if (pending && !d.held) writes.hold.push_back(t.slurm_id);
-        if (pending && d.held && std::all_of(t.nodes.begin(), t.nodes.end(), node_responds)) {
+        if (pending && d.held && run_gone(t)) {
           ended(t, events, false, "node failure: requeued by Slurm");
           t.phase = Phase::kIdle;
         }

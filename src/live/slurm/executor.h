@@ -11,8 +11,9 @@
 //   node failure → Slurm requeues the job unheld, still pinned to the dead
 //              node, while (slurmd killed -9) its processes may still run:
 //              the executor holds it at once and reports kEnded only when
-//              the node responds again (its slurmd kills what was left) or
-//              leaves the configuration, never on a timer.
+//              the node responds again (or leaves the configuration) and no
+//              process of the run holds its fence file (its slurmd has killed
+//              what was left), never on a timer.
 // One round's writes (due requeueholds, holds, pins, releases) go through
 // one scontrol; each poll reads one squeue plus one scontrol show job (and
 // the nodes only while a job waits on a failed node).
