@@ -385,6 +385,23 @@ class LiveEndToEnd : public ::testing::Test {
     return testing_support::held_while_contended(testing_support::contended_intervals(spans, n),
                                                  leases);
   }
+  // Leases that ran (not profiling) and were granted for less than
+  // `round_s`: mid-round starts, which end with their round.
+  int short_leases(double round_s) {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2((dir_ / "data" / "fairgpu.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt* st = nullptr;
+    int n = 0;
+    sqlite3_prepare_v2(db,
+                       "SELECT start, end FROM leases WHERE profiling = 0 AND status = 'ended'",
+                       -1, &st, nullptr);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      n += sqlite3_column_double(st, 1) - sqlite3_column_double(st, 0) < round_s - 1e-3;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  }
   int device_samples_ = 0;
 
   fs::path dir_;
@@ -414,6 +431,12 @@ TEST_F(LiveEndToEnd, TwoTenantsTwentyJobsUnderOefCoop) {
   int moved = 0;
   for (const auto& [job, types] : gpu_types_used()) moved += types.size() > 1;
   EXPECT_GT(moved, 0) << "no job ran on more than one GPU type";
+  // Work-conserving rounds: runs finishing mid-round handed their GPUs to
+  // waiting jobs at once, under leases that end with the round (shorter
+  // than a round, on real agents).
+  const std::string log = slurp(dir_ / "server.log");
+  EXPECT_NE(log.find(" midround=true"), std::string::npos) << "no mid-round start";
+  EXPECT_GT(short_leases(2.0), 0) << "no lease shorter than a round ran";
 
   // Same job type everywhere, weights 2:1: oef-coop's allocation gives alice
   // two thirds of the GPU time the two hold while both have more jobs left

@@ -499,6 +499,60 @@ TEST_F(LiveManager, NewLeaseWaitsUntilTheDevicesPreviousRunStopped) {
   EXPECT_EQ(job(first_job)["state"], "queued");
 }
 
+// Work-conserving rounds: a run that finishes mid-round frees its GPU, and
+// the next tick starts the waiting job the policy picks next under a lease
+// to the round's end; at the round's end the plan renews or revokes it.
+TEST_F(LiveManager, AGpuFreedMidRoundGoesToTheNextWaitingJobUntilTheRoundEnds) {
+  for (const bool midround : {true, false}) {
+    SCOPED_TRACE(midround ? "midround=on" : "midround=off");
+    config_.policy = midround ? "oef-coop" : "oef-coop:midround=off";
+    config_.tenants[1].weight = 3;  // bob: 3/4 of the GPU once he has a job
+    std::filesystem::remove_all(config_.data_dir);
+    node_tokens_.clear();
+    start();
+    const auto e = reg("n1", "fast", 1);
+    const std::string a1 = submit("alice-token")["id"], a2 = submit("alice-token")["id"];
+    manager_->schedule();  // the round [1000, 1060)
+    json answer = beat("n1", e);
+    auto launches = actions(answer, "launch");
+    ASSERT_EQ(launches.size(), 1u);
+    const std::string first = launches[0]["job"];
+    const std::string second = first == a1 ? a2 : a1;
+    const std::int64_t lease = launches[0]["lease"];
+    EXPECT_EQ(job(second)["state"], "queued");
+
+    // Finished at 1020: the GPU is free for the rest of the round.
+    now_ += 20;
+    beat("n1", e, {exited(lease, 1000, 0, false)});
+    EXPECT_EQ(job(first)["state"], "finished");
+    manager_->tick();
+    if (!midround) {
+      EXPECT_EQ(job(second)["state"], "queued");
+      continue;
+    }
+    EXPECT_EQ(job(second)["state"], "running");
+    answer = beat("n1", e);
+    launches = actions(answer, "launch");
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_EQ(launches[0]["job"], second);
+    // Its lease ends with the round (plus the heartbeat timeout agents get).
+    EXPECT_NEAR(launches[0]["lease_s_left"].get<double>(), 40 + config_.heartbeat_timeout_s, 1e-9);
+    const std::int64_t midround_lease = launches[0]["lease"];
+
+    // Bob (weight 3) submits; at the round's end the plan gives him the GPU:
+    // alice's mid-round run is revoked as the plan says.
+    now_ += 10;
+    const std::string b1 = submit("bob-token")["id"];
+    now_ += 30;
+    manager_->schedule();
+    answer = beat("n1", e, {running(midround_lease, 300)});
+    ASSERT_EQ(actions(answer, "revoke").size(), 1u) << answer.dump();
+    EXPECT_EQ(actions(answer, "revoke")[0]["lease"], midround_lease);
+    EXPECT_EQ(job(second)["state"], "queued");
+    EXPECT_EQ(job(b1)["state"], "running");
+  }
+}
+
 TEST_F(LiveManager, RestartReloadsJobsAndLeasesFromTheStore) {
   start();
   const auto e = reg("n1", "fast", 2);

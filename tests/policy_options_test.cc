@@ -169,7 +169,7 @@ TEST(RoundPolicySpecifier, AliasesApplyOnlyWhereTheKeyIsDeclared) {
   // Keys of another policy in a specifier are errors.
   EXPECT_EQ(error_of([] { make_round_policy("oef-coop:lease=600", {}); }),
             "policy oef-coop: lease: unknown key (keys: level, round, demands, quantum, move, "
-            "spread_min, spread_wait, spread_idle, affine, resolve)");
+            "spread_min, spread_wait, spread_idle, affine, midround, midround_min, resolve)");
   EXPECT_EQ(error_of([] { make_round_policy("themis:alpha=0.5", {}); }),
             "policy themis: alpha: unknown key (keys: level, round, lease, filter)");
   // A setting for a named policy is checked even when another runs.

@@ -79,12 +79,12 @@ TEST(SimCore, CrossNodePenaltyOnlyWhenSpread) {
 }
 
 TEST(SimCore, MidRoundFinishFreesGpusAndArrivalsWaitForTheNextPoint) {
-  // One fast GPU. A (420 iterations) runs 10 + 140 s and finishes at 150,
-  // freeing the GPU at once; B arrives at 100 and waits for the scheduling
-  // point at 300, then needs 10 + 100 s.
+  // The papers' rounds (midround=off). One fast GPU. A (420 iterations) runs
+  // 10 + 140 s and finishes at 150, freeing the GPU at once; B arrives at 100
+  // and waits for the scheduling point at 300, then needs 10 + 100 s.
   auto r = run(toy_cluster({{"fast", 1}}),
                workload({job("A", "t1", "a", 1, 0, 420), job("B", "t2", "a", 1, 100, 300)}),
-               "oef-coop");
+               "oef-coop:midround=off");
   EXPECT_NEAR(rec(r, "A").finish, 150.0, 1e-6);
   EXPECT_DOUBLE_EQ(rec(r, "B").first_start, 300.0);
   EXPECT_NEAR(rec(r, "B").finish, 410.0, 1e-6);
@@ -93,6 +93,59 @@ TEST(SimCore, MidRoundFinishFreesGpusAndArrivalsWaitForTheNextPoint) {
   EXPECT_NEAR(r.rounds[1].busy_gpu_seconds, 110.0, 1e-6);
   auto s = summarise(r);
   EXPECT_NEAR(s.avg_queueing_delay_s, 100.0, 1e-6);  // (0 + 200) / 2
+}
+
+TEST(SimCore, AGpuFreedMidRoundGoesAtOnceToTheNextWaitingJobUntilTheRoundEnds) {
+  // One fast node of 2 GPUs, 300 s rounds. t1's A1 (420 iterations: 10 +
+  // 140 s) and A2 start at 0; A3 waits. A1 finishes at 150: with midround on
+  // A3 starts at once under a lease to 300 (off: the GPU idles until 300).
+  // t2's B arrives at 200 with no GPU free and waits for the point at 300,
+  // where the plan gives each tenant one GPU: B starts and one of t1's two
+  // jobs is stopped, the other renewed (no restart).
+  const Workload w = workload({job("A1", "t1", "a", 1, 0, 420), job("A2", "t1", "a", 1, 0, 1e6),
+                               job("A3", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 200, 1e6)});
+  const auto cluster = toy_cluster({{"fast", 2}});
+  auto on = run(cluster, w, "oef-coop", "", 300, 600);
+  EXPECT_NEAR(rec(on, "A1").finish, 150.0, 1e-6);
+  EXPECT_DOUBLE_EQ(rec(on, "A3").first_start, 150.0);
+  EXPECT_DOUBLE_EQ(rec(on, "B").first_start, 300.0);
+  EXPECT_EQ(rec(on, "A2").preemptions + rec(on, "A3").preemptions, 1);
+  EXPECT_EQ(rec(on, "A2").restarts + rec(on, "A3").restarts, 0);
+  // Round 0 kept both GPUs busy once A3 started: 150 + 300 + 150 GPU-seconds.
+  ASSERT_GE(on.rounds.size(), 2u);
+  EXPECT_NEAR(on.rounds[0].busy_gpu_seconds, 600.0, 1e-6);
+  EXPECT_NEAR(on.rounds[0].idle_waiting_gpu_seconds, 0.0, 1e-6);
+
+  auto off = run(cluster, w, "oef-coop:midround=off", "", 300, 600);
+  EXPECT_FALSE(rec(off, "A3").first_start < 300.0);
+  EXPECT_NEAR(off.rounds[0].busy_gpu_seconds, 450.0, 1e-6);
+  EXPECT_NEAR(off.rounds[0].idle_waiting_gpu_seconds, 150.0, 1e-6);
+
+  // Not with less than midround_min of the round left: A1 frees its GPU
+  // with half of it left.
+  auto late = run(cluster, w, "oef-coop:midround_min=0.6", "", 300, 600);
+  EXPECT_FALSE(rec(late, "A3").first_start < 300.0);
+}
+
+TEST(SimCore, MidRoundStartsGoToTheRowFurthestBelowItsShare) {
+  // One fast node of 3 GPUs. t1 has three jobs, t2 two; at 0 the plan gives
+  // t1 2 GPUs and t2 1 (1.5 each, rounded), or the other way. The first
+  // job to finish is t1's T1a (at 10 + 140 = 150 s): its GPU goes to t2's
+  // waiting job when t2 is the row below its share, else to t1's.
+  const Workload w = workload({job("T1a", "t1", "a", 1, 0, 420), job("T1b", "t1", "a", 1, 0, 1e6),
+                               job("T1c", "t1", "a", 1, 0, 1e6), job("T2a", "t2", "a", 1, 0, 1e6),
+                               job("T2b", "t2", "a", 1, 0, 1e6)});
+  auto r = run(toy_cluster({{"fast", 3}}), w, "oef-coop", "", 300, 300);
+  ASSERT_NEAR(rec(r, "T1a").finish, 150.0, 1e-6);
+  // Who ran from 0: t1 held 2 (T1a and one more) or 1 (T1a alone).
+  const int t2_at_zero = (rec(r, "T2a").first_start == 0.0) + (rec(r, "T2b").first_start == 0.0);
+  ASSERT_TRUE(t2_at_zero == 1 || t2_at_zero == 0) << "T1a runs from 0";
+  if (t2_at_zero == 1) {
+    // t1 held 2 of its 1.5, t2 1 of its 1.5: t2's second job starts at 150.
+    EXPECT_DOUBLE_EQ(std::max(rec(r, "T2a").first_start, rec(r, "T2b").first_start), 150.0);
+  } else {
+    FAIL() << "the plan gave T1a's tenant all three GPUs";
+  }
 }
 
 TEST(SimCore, FinishedJobsLeaveTheListsAtCompactOnly) {
@@ -400,6 +453,11 @@ class SettlesInLine final : public RoundPolicy {
   double interval() const override { return inner_.interval(); }
   RoundPlan plan(const SchedulerState& s) override { return inner_.plan(s); }
   bool reads_progress() const override { return true; }
+  std::vector<Assignment> midround(const SchedulerState& s, const std::vector<DeviceRef>& free,
+                                   double round_end) override {
+    return inner_.midround(s, free, round_end);
+  }
+  bool starts_midround() const override { return inner_.starts_midround(); }
 
  private:
   RoundPolicy& inner_;

@@ -294,6 +294,19 @@ class RoundPolicy {
   // that just ended on a second thread while plan() runs (the two touch
   // disjoint fields), which changes nothing in the outputs.
   virtual bool reads_progress() const { return true; }
+  // Work-conserving rounds (docs/design.md §4, "Mid-round starts"): between
+  // scheduling points, starts for waiting jobs on `free` devices (freed by a
+  // completion or failure, or idle when a job arrived), each under a lease
+  // ending at `round_end`, in the order the policy would pick them; the
+  // round's plan is not re-solved. Default: none (the papers' rounds: GPUs
+  // idle until the next scheduling point). Called after plan().
+  virtual std::vector<Assignment> midround(const SchedulerState& state,
+                                           const std::vector<DeviceRef>& free, double round_end) {
+    (void)state, (void)free, (void)round_end;
+    return {};
+  }
+  // Whether midround() may start anything (so callers skip gathering).
+  virtual bool starts_midround() const { return false; }
 };
 
 // What applies to a round policy besides its own `NAME:key=value` settings:

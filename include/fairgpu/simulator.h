@@ -50,9 +50,15 @@ class SimulatedExecutor final : public Executor {
     // node at the job type's best-case demand where it has a sensitivity table).
     double cpu_seconds = 0.0, memory_gb_seconds = 0.0;
     double cpu_used_seconds = 0.0, memory_gb_used_seconds = 0.0;
+    // Devices of jobs that finished, when collect_freed (mid-round starts).
+    bool collect_freed = false;
+    std::vector<DeviceRef> freed;
   };
   explicit SimulatedExecutor(RoundSums* sums) : sums_(sums) {}
   void apply(const RoundPlan& plan, SchedulerState& state) override;
+  // Mid-round starts (RoundPolicy::midround): waiting jobs on free devices;
+  // no running job is looked at.
+  void start(const std::vector<Assignment>& starts, SchedulerState& state);
   // Completions come from a heap of finish times, so a round costs
   // O(completions log n + classes), not O(running jobs) per event; running
   // jobs' progress is accounted lazily (settle).
@@ -73,6 +79,7 @@ class SimulatedExecutor final : public Executor {
 
  private:
   void settle(SchedulerState& state, Job& job, double t);
+  void start_one(const Assignment& a, SchedulerState& state);
   // Queues job `index`'s next event: its finish or the end of its regime.
   void push_finish(const Job& job, std::size_t index, double now);
   struct Finish {

@@ -13,6 +13,7 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
 #include "live/log.h"
+#include "placement/midround.h"
 #include "live/request.h"
 #include "live/slurm/executor.h"
 
@@ -730,7 +731,8 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
   if (!starts.empty()) to_executor(std::move(starts), {});
 }
 
-void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets) {
+void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets,
+                         bool starts_only) {
   std::map<std::size_t, const Assignment*> by_job;
   for (const Assignment& a : plan.run) by_job[a.job] = &a;
   std::size_t renewed = 0, started = 0, stopped = 0;
@@ -740,7 +742,7 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     return a == b;
   };
   // Stops first: leases that ended and were left out or moved.
-  for (std::size_t k : std::vector<std::size_t>(state_.running)) {
+  for (std::size_t k : starts_only ? std::vector<std::size_t>{} : state_.running) {
     Job& j = state_.jobs[k];
     if (!state_.lease_ended(j)) continue;
     auto a = by_job.find(k);
@@ -826,16 +828,26 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
     e.s.state = "running";
     tickets.push_back(persist(e));
     ++started;
-    log::info("lease_start", {{"job", e.s.id},
-                              {"tenant", e.s.tenant},
-                              {"lease", gang},
-                              {"node", by_node.front().first},
-                              {"nodes", by_node.size()},
-                              {"workers", a.devices.size()}});
+    if (starts_only)  // a mid-round start says so at the end of its line
+      log::info("lease_start", {{"job", e.s.id},
+                                {"tenant", e.s.tenant},
+                                {"lease", gang},
+                                {"node", by_node.front().first},
+                                {"nodes", by_node.size()},
+                                {"workers", a.devices.size()},
+                                {"midround", true}});
+    else
+      log::info("lease_start", {{"job", e.s.id},
+                                {"tenant", e.s.tenant},
+                                {"lease", gang},
+                                {"node", by_node.front().first},
+                                {"nodes", by_node.size()},
+                                {"workers", a.devices.size()}});
   }
   activate_pending(tickets);
-  log::write(started + stopped ? log::Level::kInfo : log::Level::kDebug, "round",
-             {{"round", rounds_ + 1},
+  log::write(started + stopped ? log::Level::kInfo : log::Level::kDebug,
+             starts_only ? "midround" : "round",
+             {{"round", rounds_ + (starts_only ? 0 : 1)},
               {"started", started},
               {"renewed", renewed},
               {"stopped", stopped},
@@ -942,6 +954,21 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
   }
 }
 
+void Manager::start_midround(std::vector<std::uint64_t>& tickets) {
+  const double round_end = next_point_.load();
+  if (!model_ || !policy_ || !policy_->starts_midround() || last_point_ < 0 ||
+      state_.active.empty() || round_end <= state_.now)
+    return;
+  const std::vector<DeviceRef> free = placement::unowned_devices(state_);
+  if (free.empty()) return;
+  RoundPlan plan;
+  plan.run = policy_->midround(state_, free, round_end);
+  if (plan.run.empty()) return;
+  validate_plan(plan, state_);
+  midround_starts_ += plan.run.size();
+  apply_plan(plan, tickets, true);
+}
+
 double Manager::first_point() const {
   std::lock_guard lock(mu_);
   const double t = now();
@@ -1003,6 +1030,7 @@ double Manager::schedule(double at) {
     }
     ++rounds_;
     last_point_ = t;
+    next_point_ = t + interval();  // run() puts it on its grid
     tickets.push_back(store_->put(StoredMeta{"rounds", std::to_string(rounds_)}));
     // Decisions are durable before any agent hears of them: heartbeats wait
     // on mu_, which is held until the commit.
@@ -1041,6 +1069,7 @@ void Manager::tick() {
     state_.now = std::max(state_.now, t);
   }
   start_profiling(tickets);
+  start_midround(tickets);
   activate_pending(tickets);
   lock.unlock();
   // Starts wait for their ticket (RunStart), so answering agents before this
@@ -1067,6 +1096,7 @@ void Manager::run() {
       lock.lock();
       // Keep the grid; skip points missed while the decision ran long.
       while (next_point <= now()) next_point += interval();  // a reload may change it
+      next_point_ = next_point;
     }
     if (t >= next_tick) {
       lock.unlock();

@@ -269,7 +269,13 @@ class Manager : private LeaseHost {
   void admit(JobEntry& e);
   void state_release(std::size_t sched_index);
   void state_finish(JobEntry& e);
-  void apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets);
+  // starts_only: mid-round starts (no lease is looked at for a stop).
+  void apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets,
+                  bool starts_only = false);
+  // Work-conserving rounds: devices free between scheduling points go to the
+  // waiting jobs the policy picks next (RoundPolicy::midround), their leases
+  // ending at the next point.
+  void start_midround(std::vector<std::uint64_t>& tickets);
   // CPUs and memory (issue 15, Synergy live; manager_resources.cc). Whether
   // a plan's assignment keeps what the job holds (else a renewal on the same
   // devices is a new placement: a restart).
@@ -368,6 +374,7 @@ class Manager : private LeaseHost {
   std::unique_ptr<RoundPolicy> policy_;
   std::map<std::string, std::string> drain_reason_;  // node -> why (meta "drain_reason:")
   std::atomic<double> interval_{0.0};  // policy_->interval(), read without mu_
+  std::atomic<double> next_point_{-1.0};  // run()'s next scheduling point (-1: none yet)
   std::vector<std::size_t> sched_to_job_;
   std::vector<std::pair<std::string, int>> flat_device_;  // model flat index -> (node, device id)
   std::map<std::pair<std::string, int>, DeviceRef> device_ref_;
@@ -377,6 +384,7 @@ class Manager : private LeaseHost {
   // Counters for /metrics.
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;
+  std::uint64_t midround_starts_ = 0;
   std::uint64_t regime_changes_ = 0;
   std::uint64_t rebuilds_ = 0;  // model, state and policy made anew
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;

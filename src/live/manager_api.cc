@@ -533,6 +533,8 @@ std::string Manager::metrics() const {
       {"fairgpu_preemptions_total", "Leases the policy left out (jobs stopped to wait)."},
       {"fairgpu_failed_rounds_total", "Scheduling points that failed (and were retried)."},
       {"fairgpu_spread_launched_total", "Gangs launched over more than one node."},
+      {"fairgpu_midround_starts_total",
+       "Jobs started between scheduling points on GPUs that freed up (work-conserving rounds)."},
       {"fairgpu_regime_changes_total", "Batch-size regime changes jobs reported."},
       {"fairgpu_store_transactions_total", "Transactions committed to the store."},
       {"fairgpu_policy_rebuilds_total",
@@ -544,6 +546,7 @@ std::string Manager::metrics() const {
                                    static_cast<double>(preemptions_),
                                    static_cast<double>(failed_rounds_.load()),
                                    static_cast<double>(spread_launched_),
+                                   static_cast<double>(midround_starts_),
                                    static_cast<double>(regime_changes_),
                                    static_cast<double>(store_->transactions()),
                                    static_cast<double>(rebuilds_)};

@@ -705,4 +705,11 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   return out;
 }
 
+void OefRoundingPlacer::charge(std::uint64_t key, std::size_t type, double gpu_rounds) {
+  const auto it = std::lower_bound(dev_keys_.begin(), dev_keys_.end(), key);
+  if (it == dev_keys_.end() || *it != key) return;
+  const std::size_t k = dev_.size() / dev_keys_.size();
+  if (type < k) dev_[static_cast<std::size_t>(it - dev_keys_.begin()) * k + type] -= gpu_rounds;
+}
+
 }  // namespace fairgpu::placement

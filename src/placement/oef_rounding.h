@@ -70,6 +70,10 @@ class OefRoundingPlacer {
   // the same time; neither writes the state.
   void prepare_devices(const SchedulerState& state);
   void prepare_jobs(const SchedulerState& state, const std::vector<RoundingEntity>& entities);
+  // GPUs an entity held beyond the last place() (a mid-round start), in GPU
+  // rounds of `type`: taken from its credit, so the rounding keeps its
+  // long-run share. An entity without credit (new) is not charged.
+  void charge(std::uint64_t key, std::size_t type, double gpu_rounds);
 
  private:
   RoundingOptions options_;

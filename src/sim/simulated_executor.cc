@@ -129,36 +129,43 @@ void SimulatedExecutor::apply(const RoundPlan& plan, SchedulerState& s) {
       __builtin_prefetch(&ahead.lease_end);
       __builtin_prefetch(&ahead.state);
     }
-    const Assignment& a = plan.run[r];
-    Job& j = s.jobs[a.job];
-    j.lease_end = a.lease_end;
-    j.finish_at_lease_end = a.finish_at_lease_end;
-    if (j.state == JobState::kRunning) continue;  // renewed: same devices, no cost
-    s.running.push_back(a.job);
-    j.devices = a.devices;
-    for (DeviceRef d : j.devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(a.job);
-    bool cross_type = false, cross_node = false;
-    j.resources = resolved_resources(*s.model, a);
-    j.resource_multiplier =
-        std::isnan(a.rate_multiplier)
-            ? sensitivity_multiplier(*s.model, j.job_type, j.devices, j.resources)
-            : a.rate_multiplier;
-    j.rate = placement_rate(s, j, &cross_type, &cross_node) * j.resource_multiplier;
-    j.record.cross_type_placements += cross_type;
-    j.record.cross_node_placements += cross_node;
-    j.overhead_left =
-        std::isnan(a.restart_overhead_s) ? j.restart_overhead_s : a.restart_overhead_s;
-    j.run_start = s.now;
-    j.settled_at = s.now;
-    ++j.version;
-    push_finish(j, a.job, s.now);
-    if (std::isnan(j.record.first_start))
-      j.record.first_start = s.now;
-    else
-      ++j.record.restarts;
-    j.state = JobState::kRunning;
+    start_one(plan.run[r], s);
   }
   for (const Assignment& a : plan.run) by_job_[a.job] = nullptr;
+}
+
+void SimulatedExecutor::start(const std::vector<Assignment>& starts, SchedulerState& s) {
+  for (const Assignment& a : starts) start_one(a, s);
+}
+
+void SimulatedExecutor::start_one(const Assignment& a, SchedulerState& s) {
+  Job& j = s.jobs[a.job];
+  j.lease_end = a.lease_end;
+  j.finish_at_lease_end = a.finish_at_lease_end;
+  if (j.state == JobState::kRunning) return;  // renewed: same devices, no cost
+  s.running.push_back(a.job);
+  j.devices = a.devices;
+  for (DeviceRef d : j.devices) s.device_owner[s.flat(d)] = static_cast<std::int64_t>(a.job);
+  bool cross_type = false, cross_node = false;
+  j.resources = resolved_resources(*s.model, a);
+  j.resource_multiplier =
+      std::isnan(a.rate_multiplier)
+          ? sensitivity_multiplier(*s.model, j.job_type, j.devices, j.resources)
+          : a.rate_multiplier;
+  j.rate = placement_rate(s, j, &cross_type, &cross_node) * j.resource_multiplier;
+  j.record.cross_type_placements += cross_type;
+  j.record.cross_node_placements += cross_node;
+  j.overhead_left =
+      std::isnan(a.restart_overhead_s) ? j.restart_overhead_s : a.restart_overhead_s;
+  j.run_start = s.now;
+  j.settled_at = s.now;
+  ++j.version;
+  push_finish(j, a.job, s.now);
+  if (std::isnan(j.record.first_start))
+    j.record.first_start = s.now;
+  else
+    ++j.record.restarts;
+  j.state = JobState::kRunning;
 }
 
 void SimulatedExecutor::push_finish(const Job& j, std::size_t index, double now) {
@@ -262,6 +269,8 @@ std::size_t SimulatedExecutor::run_events(SchedulerState& s, double until) {
     close_job(s, j);
     if (sums_ && !sums_->idle_by_type.empty())
       for (DeviceRef d : j.devices) ++sums_->idle_by_type[s.type_of(d)];
+    if (sums_ && sums_->collect_freed)
+      sums_->freed.insert(sums_->freed.end(), j.devices.begin(), j.devices.end());
     release(s, j);
     j.state = JobState::kFinished;
     ++completed;

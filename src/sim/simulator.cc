@@ -175,8 +175,12 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
 
   SimulatedExecutor::RoundSums sums;
   std::vector<std::size_t> device_type;  // flat device -> its type
-  for (const Node& node : model.cluster.nodes)
+  std::vector<DeviceRef> device_ref;     // flat device -> its node and index
+  for (std::uint32_t n = 0; n < model.cluster.nodes.size(); ++n) {
+    const Node& node = model.cluster.nodes[n];
     device_type.insert(device_type.end(), static_cast<std::size_t>(node.gpus), node.type);
+    for (int g = 0; g < node.gpus; ++g) device_ref.push_back({n, static_cast<std::uint32_t>(g)});
+  }
   SimulatedExecutor executor(&sums);
   VirtualClock clock;
 
@@ -209,6 +213,29 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     ++waiting[{j.workers, type_mask(j)}];
     ++waiting_jobs;
   };
+  // Mid-round starts (RoundPolicy::midround): the devices free now, kept
+  // current from the round's start, the completions' devices and the starts.
+  const bool midround = policy.starts_midround();
+  std::vector<DeviceRef> free_now;
+  bool in_round = false;  // not in an idle stretch between rounds
+  auto start_midround = [&](double round_end) {
+    free_now.insert(free_now.end(), sums.freed.begin(), sums.freed.end());
+    sums.freed.clear();
+    std::erase_if(free_now, [&](DeviceRef d) { return state.device_owner[state.flat(d)] != -1; });
+    if (usable_idle == 0 || free_now.empty()) return;
+    const std::vector<Assignment> starts = policy.midround(state, free_now, round_end);
+    if (starts.empty()) return;
+    executor.start(starts, state);
+    for (const Assignment& a : starts) {
+      const Job& j = state.jobs[a.job];
+      auto it = waiting.find({j.workers, type_mask(j)});
+      if (it != waiting.end() && --it->second == 0) waiting.erase(it);
+      --waiting_jobs;
+      for (DeviceRef d : a.devices) --sums.idle_by_type[state.type_of(d)];
+    }
+    std::erase_if(free_now, [&](DeviceRef d) { return state.device_owner[state.flat(d)] != -1; });
+    usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
+  };
   auto run_until = [&](double until) {
     while (state.now < until) {
       double stop = std::min(until, executor.next_finish());
@@ -226,8 +253,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
         busy_before = sums.busy_gpu_seconds;
       }
       for (std::size_t i = first_new; i < next_job; ++i) add_waiting(state.jobs[i]);
-      if (!sums.idle_by_type.empty() && (completed > 0 || next_job > first_new))
+      if (!sums.idle_by_type.empty() && (completed > 0 || next_job > first_new)) {
         usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
+        if (midround && in_round) start_midround(until);
+      }
     }
     executor.compact(state);  // finished jobs leave the lists once per call, not per event
   };
@@ -372,7 +401,15 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
                                          policy.name(), state.active.size()));
 
     const double until = std::min(t + interval, options.horizon_s);
+    if (midround) {
+      free_now.clear();
+      for (std::size_t d = 0; d < state.device_owner.size(); ++d)
+        if (state.device_owner[d] == -1) free_now.push_back(device_ref[d]);
+      sums.collect_freed = true;
+    }
+    in_round = true;
     run_until(until);
+    in_round = false;
     pending.emplace(PendingRound{std::move(sample), t, until});
     if (!settle_beside_plan) finish_round();
     t = until;
