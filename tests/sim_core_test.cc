@@ -148,6 +148,29 @@ TEST(SimCore, MidRoundStartsGoToTheRowFurthestBelowItsShare) {
   }
 }
 
+TEST(SimCore, TimeSharingGangsGoWhereTheirRateIsBestNotTheFastestType) {
+  // Two fast nodes of 3 GPUs and a slow node of 2; spread over nodes a gang
+  // of type a runs at 0.3 x its one-node rate here. Two 2-worker fillers
+  // take 2 GPUs of each fast node (best fit), leaving one free on each. The
+  // 2-worker gang G (180 iterations) then gets the fast type spread, 5.4 x
+  // 0.3 = 1.62 it/s, or the slow node whole, 1.8 it/s: it goes to the slow
+  // node (10 + 100 s), not to the faster type spread.
+  ProfileCatalogue profiles = toy_profiles();
+  profiles.job_types[0].cross_node_factor = 0.3;
+  const Workload w = workload({job("F1", "t1", "a", 2, 0, 1e6), job("F2", "t1", "a", 2, 0, 1e6),
+                               job("G", "t2", "a", 2, 5, 180)});
+  const ClusterModel model =
+      bind_model(toy_cluster({{"fast", 3}, {"fast", 3}, {"slow", 2}}), profiles, w, 10.0);
+  auto policy = make_round_policy("fifo", {});
+  SimOptions o;
+  o.horizon_s = 600;
+  const SimResult r = simulate(model, w, *policy, o);
+  EXPECT_EQ(rec(r, "F1").cross_node_placements + rec(r, "F2").cross_node_placements, 0);
+  const auto& g = rec(r, "G");
+  EXPECT_EQ(g.cross_node_placements, 0);
+  EXPECT_NEAR(g.finish - g.first_start, 110.0, 1e-6);
+}
+
 TEST(SimCore, FinishedJobsLeaveTheListsAtCompactOnly) {
   // Two fast GPUs: A (420 iterations) finishes at 10 + 140 = 150 s, B (3000)
   // at 10 + 1000 = 1010 s. run_events() finishes jobs but leaves them in

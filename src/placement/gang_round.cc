@@ -63,10 +63,21 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
     out->per_type[type] = j.workers;
     return true;
   }
+  // The rate the gang will get (issue 28: placement follows rates): on one
+  // node where a node of the type has room now, else spread over nodes.
+  auto rate = [&](std::size_t t) {
+    if (j.workers <= 1) return j.rate_one_node[t];
+    return free_devices().fits_one_node(t, j.workers) ? j.rate_one_node[t] : j.rate_spread[t];
+  };
   std::size_t best = kBestType;
+  double best_rate = 0.0;
   for (std::size_t t = 0; t < k; ++t) {
     if (!j.runs_on(t) || free_[t] < j.workers) continue;
-    if (best == kBestType || j.rate_best[t] > j.rate_best[best]) best = t;
+    const double r = rate(t);
+    if (best == kBestType || r > best_rate) {
+      best = t;
+      best_rate = r;
+    }
   }
   if (best != kBestType) {
     out->per_type[best] = j.workers;
@@ -102,10 +113,30 @@ bool GangRound::grant(std::size_t job, double lease_end, std::size_t type) {
   if (!choose(job, type, &g)) return false;
   g.lease_end = lease_end;
   for (std::size_t t = 0; t < free_.size(); ++t) free_[t] -= g.per_type[t];
+  if (devices_) take_devices(g);
   if (granted_.size() <= job) granted_.resize(s_.jobs.size(), 0);
   granted_[job] = 1;
   grants_.push_back(std::move(g));
   return true;
+}
+
+FreeDevices& GangRound::free_devices() const {
+  if (!devices_) {  // made for the first gang that asks; the grants so far taken
+    devices_.emplace(s_);
+    for (const Grant& g : grants_) take_devices(g);
+  }
+  return *devices_;
+}
+
+// What a grant holds, as plan() will place it (near enough for ranking rates:
+// plan() places the starts in its own order).
+void GangRound::take_devices(const Grant& g) const {
+  if (g.keep) {
+    devices_->take(s_.jobs[g.job].devices);
+    return;
+  }
+  for (std::size_t t = g.per_type.size(); t-- > 0;)
+    if (g.per_type[t] > 0) devices_->pick(t, g.per_type[t]);
 }
 
 void GangRound::renew_all(double lease_end) {

@@ -13,9 +13,11 @@
 
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "fairgpu/scheduler.h"
+#include "placement/devices.h"
 
 namespace fairgpu::placement {
 
@@ -38,7 +40,9 @@ class GangRound {
   // The type a grant would use, or kBestType when the gang fits nowhere:
   // for a running job its current devices when they are still free; else
   // `type` if given and it has room; else the type where the gang runs
-  // fastest among those with room (ties to the slower, cheaper type).
+  // fastest among those with room, at the rate it gets there (one node if a
+  // node of the type has room now, else spread; ties to the slower, cheaper
+  // type).
   // A gang larger than any single type's free GPUs but within their sum
   // spans types (straggler rate) only when no type could ever hold it.
   bool fits(std::size_t job, std::size_t type = kBestType) const;
@@ -60,6 +64,11 @@ class GangRound {
     std::vector<int> per_type;      // GPUs taken per type
   };
   bool choose(std::size_t job, std::size_t type, Grant* out) const;
+  // Free devices node by node, for the rate a gang gets (made lazily: only
+  // gangs need it).
+  FreeDevices& free_devices() const;
+  void take_devices(const Grant& g) const;
+  mutable std::optional<FreeDevices> devices_;
 
   const SchedulerState& s_;
   std::vector<std::size_t> decidable_;
