@@ -635,6 +635,42 @@ TEST_F(LiveManager, LostNodeJobsRelaunchOnlyAfterTheFenceTime) {
   }
 }
 
+// Issue 30 H8: a job being moved off a node that then goes silent waits for
+// the lost node's fence time too: its new lease on the other node stays
+// pending until then (both runs would write the same checkpoint folder).
+TEST_F(LiveManager, AJobMovedOffANodeThatGoesSilentStartsOnlyAfterTheFenceTime) {
+  start();
+  const auto ea = reg("a", "fast", 1);
+  const std::string id = submit("alice-token")["id"];
+  manager_->schedule();
+  const auto launched = actions(beat("a", ea), "launch");
+  ASSERT_EQ(launched.size(), 1u);
+  const std::int64_t lease = launched[0]["lease"];
+  const auto eb = reg("b", "fast", 1);
+  // Drained: revoked on a (it checkpoints and stops), a new lease on b waits
+  // for that run to end. a goes silent without reporting it.
+  manager_->set_drained(as("admin-token"), "a", true, "");
+  beat("a", ea, {running(lease, 10)});
+  const double last_heard = now_;
+  manager_->schedule();
+  for (int s = 0; s < 6; ++s) {
+    now_ += 1;
+    EXPECT_TRUE(actions(beat("b", eb), "launch").empty()) << "launched while a's run may live";
+    manager_->tick();
+    manager_->schedule();
+  }
+  const double fence = last_heard + config_.heartbeat_timeout_s + config_.grace_s +
+                       config_.kill_after_s + config_.heartbeat_s;
+  ASSERT_LT(now_, fence);
+  EXPECT_TRUE(actions(beat("b", eb), "launch").empty()) << "launched before the fence";
+  now_ = fence + 0.5;
+  manager_->tick();
+  manager_->schedule();
+  const auto relaunch = actions(beat("b", eb), "launch");
+  ASSERT_EQ(relaunch.size(), 1u);
+  EXPECT_EQ(relaunch[0]["job"], id);
+}
+
 TEST_F(LiveManager, UnknownJobTypeIsProfiledOnEachGpuTypeFirst) {
   start();
   const auto ef = reg("f1", "fast", 1);

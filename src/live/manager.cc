@@ -701,8 +701,12 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
   if (!any_pending) return;
   std::vector<RunStart> starts;
   // A gang's parts activate together, when every one of them may.
+  const double t = now();
   for (auto& [id, l] : leases_) {
     if (l.status != "pending" || l.id != l.gang || stopping_jobs.count(l.job)) continue;
+    // A job whose earlier run was on a node now lost waits for that node's
+    // fence time: its run there may still be alive (issue 30 H8).
+    if (const JobEntry* e = find_job(l.job); e && e->not_before > t) continue;
     const std::vector<std::int64_t> parts = part_ids(l.gang);
     bool clear = static_cast<int>(parts.size()) == l.parts;
     for (std::int64_t part : parts) {

@@ -23,7 +23,13 @@ struct RoundingEntity {
 struct RoundingOptions {
   // A job started within its entity's share keeps its GPUs this long (from
   // its start) unless the entity's ideal share drops below what it holds.
-  // 0: every round decides afresh (the paper's rounding).
+  // 0: every round decides afresh (the paper's rounding). Chosen on the
+  // built-in compare (seeds 1-10, paired, mid-round starts on): against 900,
+  // quantum 0 / 600 / 1800 gave +0.94 +- 1.44 / +2.30 +- 1.43 / -4.60 +- 1.36
+  // units of contended actual throughput, 6,461 / 5,131 / 3,533 restarts
+  // (900: 4,472) and a mean JCT of 10.80 / 10.57 / 10.55 h (900: 10.45 h;
+  // gavel at tenant level 10.49 h). 600 gains 1% throughput for 15% more
+  // restarts and a JCT behind gavel's: 900 stays.
   double quantum_s = 900.0;  // three of OEF's 300 s rounds
   // Move a running job onto idle faster GPUs when the speed-up repays its
   // restart within the lease.
