@@ -98,6 +98,7 @@ class ServeOps : public testing::Test {
         quote((dir_ / (name + ".key")).string()) + " -out " +
         quote((dir_ / (name + ".pem")).string()) + " >/dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    fs::permissions(dir_ / (name + ".key"), fs::perms::owner_read | fs::perms::owner_write);
   }
 
   fs::path write_config(const std::string& name = "serve.json") {
@@ -303,15 +304,23 @@ TEST_F(ServeOps, BadTlsAndTokenConfigsAreOneLineErrors) {
   write_secret("open.token", "open-token-1\n");
   fs::permissions(dir_ / "open.token", fs::perms::others_read, fs::perm_options::add);
   std::ofstream(dir_ / "junk.pem") << "not a certificate\n";
+  write_secret("junk.key", "not a key\n");
+  make_certificate("open");
+  fs::permissions(dir_ / "open.key", fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::add);
   const std::vector<Case> cases = {
       {[&](json& c) {
          c["tls"] = {{"cert", (dir_ / "junk.pem").string()}};
        },
        "tls.key: missing required field"},
       {[&](json& c) {
-         c["tls"] = {{"cert", (dir_ / "junk.pem").string()}, {"key", (dir_ / "junk.pem").string()}};
+         c["tls"] = {{"cert", (dir_ / "junk.pem").string()}, {"key", (dir_ / "junk.key").string()}};
        },
        ": tls: cannot load the certificate"},
+      {[&](json& c) {
+         c["tls"] = {{"cert", (dir_ / "open.pem").string()}, {"key", (dir_ / "open.key").string()}};
+       },
+       "tls.key: " + (dir_ / "open.key").string() + " is readable by others (mode 644)"},
       {[&](json& c) { c["tenants"][0]["token_file"] = (dir_ / "open.token").string(); },
        "tenants[0].token_file: " + (dir_ / "open.token").string() + " is readable by others"},
       {[&](json& c) { c["tenants"][1]["token_file"] = (dir_ / "alice.token").string(); },

@@ -254,6 +254,11 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     r.only_keys(*v, "tls", {"cert", "key"});
     c.tls_cert = config_relative_path(base_dir, r.name(r.required(*v, "tls", "cert"), "tls.cert"));
     c.tls_key = config_relative_path(base_dir, r.name(r.required(*v, "tls", "key"), "tls.key"));
+    // The private key is a secret like the tokens: the owner's alone.
+    struct stat st {};
+    if (stat(c.tls_key.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+      r.fail("tls.key", fmt::format("{} is readable by others (mode {:o}): chmod 600 it", c.tls_key,
+                                    st.st_mode & 0777));
   }
   if (auto* v = r.optional(doc, "metrics_open")) {
     if (!v->is_boolean()) r.fail("metrics_open", "expected true or false");
