@@ -441,13 +441,15 @@ TEST_F(SlurmCluster, AGangRunsOneTaskPerPinnedNode) {
 }
 
 TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
-  // The job checkpoints on SIGUSR1 and exits 0; its second run fails with 3.
+  // The job checkpoints on SIGUSR1 and exits 0; its second run fails with 3;
+  // its third (a retry of the failed run) finishes.
   ExecutorJob j;
   j.job = "exec1";
   j.checkpoint_dir = job_dir("exec1");
   j.progress_file = j.checkpoint_dir + "/progress";
   j.log_path = j.checkpoint_dir + ".log";
   j.shell_command =
+      "if [ \"$FAIRGPU_LEASE_ID\" = 3 ]; then echo 3 >\"$FAIRGPU_CHECKPOINT_DIR/retried\"; exit 0; fi; "
       "if [ -e \"$FAIRGPU_CHECKPOINT_DIR/ckpt\" ]; then exit 3; fi; "
       "trap 'echo $FAIRGPU_LEASE_ID >\"$FAIRGPU_CHECKPOINT_DIR/ckpt\"; exit 0' USR1; "
       "echo 5 >\"$FAIRGPU_PROGRESS_FILE\"; while :; do sleep 0.1; done";
@@ -488,6 +490,15 @@ TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
   const JobDetail& d = snap.detail.at(exec.slurm_id("exec1"));
   EXPECT_EQ(d.nodes, (std::vector<std::string>{"n3"}));
   EXPECT_EQ(d.restarts, 1);
+  // A retry of the failed run (issue 30 H4): its FAILED Slurm job is
+  // requeued, pinned and released again, and runs to its end.
+  exec.apply({RunStart{3, "exec1", "v100", {{"n1", {0}}}}}, {}, now());
+  ended = wait_event(RunEvent::Kind::kEnded, 3);
+  ASSERT_TRUE(ended);
+  EXPECT_FALSE(ended->revoked);
+  EXPECT_FALSE(ended->launch_failed) << ended->detail;
+  EXPECT_EQ(ended->exit_code, 0) << ended->detail;
+  EXPECT_EQ(slurp(j.checkpoint_dir + "/retried"), "3\n");
 }
 
 TEST_F(SlurmCluster, ExecutorGivesEachRunItsCpuAndMemoryGrant) {

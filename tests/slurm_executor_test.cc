@@ -245,19 +245,23 @@ TEST_F(SlurmExecutorTest, RevokeSignalsNowRequeueHoldsAfterGraceAndEndsWhenHeld)
   EXPECT_EQ(fake_.signalled, (std::vector<std::int64_t>{a}));
   EXPECT_TRUE(exec_.poll(109).empty());  // within the grace period: nothing
   EXPECT_EQ(fake_.jobs.at(a).state, JobState::kRunning);
-  // A new lease for the job before its run ended is the lease manager's bug.
-  EXPECT_THROW(exec_.apply({start(2, "a", "n2")}, {}, 109), std::logic_error);
+  // A new lease for the job before its run ended (the lease manager's bug)
+  // fails that lease alone, never launched; the revoke goes on.
+  EXPECT_NO_THROW(exec_.apply({start(2, "a", "n2")}, {}, 109));
   const auto ended = of_kind(exec_.poll(110.5), RunEvent::Kind::kEnded);
   EXPECT_EQ(fake_.commands.back(), "requeuehold " + std::to_string(a));
-  ASSERT_EQ(ended.size(), 1u);
-  EXPECT_EQ(ended[0].lease, 1);
-  EXPECT_TRUE(ended[0].revoked);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].lease, 2);
+  EXPECT_TRUE(ended[0].launch_failed);
+  EXPECT_EQ(ended[0].detail, "start of job a whose previous run has not ended");
+  EXPECT_EQ(ended[1].lease, 1);
+  EXPECT_TRUE(ended[1].revoked);
   // Held again: the next lease pins it elsewhere.
-  exec_.apply({start(2, "a", "n2", "p100")}, {}, 111);
+  exec_.apply({start(3, "a", "n2", "p100")}, {}, 111);
   fake_.schedule();
   const auto running = of_kind(exec_.poll(112), RunEvent::Kind::kRunning);
   ASSERT_EQ(running.size(), 1u);
-  EXPECT_EQ(running[0].lease, 2);
+  EXPECT_EQ(running[0].lease, 3);
   EXPECT_EQ(running[0].nodes, (std::vector<std::string>{"n2"}));
 }
 
@@ -324,6 +328,58 @@ TEST_F(SlurmExecutorTest, AFinishedRunEndsOnceWithSlurmsExitCode) {
   EXPECT_FALSE(ended[0].revoked);
   EXPECT_EQ(ended[0].detail, "FAILED");
   EXPECT_TRUE(exec_.poll(3).empty());
+}
+
+// Issue 30 H4: a job whose run failed is retried: its final Slurm job is
+// requeued held, pinned and released in one exchange (before: the start
+// threw out of apply and the round's later starts never reached Slurm).
+TEST_F(SlurmExecutorTest, ARetryOfAFailedRunRequeuesItsSlurmJobAndStartsItAgain) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.admit(job("b"));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  fake_.jobs.at(a).state = JobState::kFailed;
+  fake_.jobs.at(a).exit_code = 3;
+  ASSERT_EQ(of_kind(exec_.poll(2), RunEvent::Kind::kEnded).size(), 1u);
+  fake_.commands.clear();
+  exec_.apply({start(2, "a", "n1"), start(3, "b", "n2", "p100")}, {}, 3);
+  ASSERT_GE(fake_.commands.size(), 3u);
+  EXPECT_EQ(fake_.commands.front(), "requeuehold " + std::to_string(a));
+  EXPECT_EQ(fake_.jobs.at(a).pinned, std::vector<std::string>{"n1"});
+  fake_.schedule();
+  const auto events = exec_.poll(4);
+  const auto running = of_kind(events, RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 2u);  // the retry and the other job of the round
+  EXPECT_TRUE(of_kind(events, RunEvent::Kind::kEnded).empty());
+  EXPECT_EQ(fake_.jobs.at(a).state, JobState::kRunning);
+}
+
+// Issue 30 H5: a start whose run file cannot be written (the job made it a
+// directory) fails that run alone, reported ended as never launched; the
+// round's other starts go on, and the job's leftovers at the temporary
+// name change nothing.
+TEST_F(SlurmExecutorTest, AStartWhoseRunFileCannotBeWrittenFailsThatRunAlone) {
+  exec_.admit(job("a"));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  fs::create_directories(dir_ / "a" / ".fairgpu-run" / "x");
+  fs::create_directories(dir_ / "b" / ".fairgpu-run.tmp");
+  exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
+  EXPECT_EQ(fake_.jobs.at(b).pinned, std::vector<std::string>{"n2"});
+  EXPECT_EQ(slurp(dir_ / "b" / ".fairgpu-run"), "FAIRGPU_LEASE_ID=2\nFAIRGPU_GPU_TYPE=p100\n");
+  fake_.schedule();
+  const auto events = exec_.poll(1);
+  const auto ended = of_kind(events, RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_TRUE(ended[0].launch_failed);
+  EXPECT_NE(ended[0].detail.find(".fairgpu-run"), std::string::npos) << ended[0].detail;
+  ASSERT_EQ(of_kind(events, RunEvent::Kind::kRunning).size(), 1u);
+  EXPECT_EQ(of_kind(events, RunEvent::Kind::kRunning)[0].lease, 2);
+  // No temporary file left behind.
+  for (const auto& entry : fs::directory_iterator(dir_ / "a"))
+    EXPECT_EQ(entry.path().filename().string().find(".fairgpu-run."), std::string::npos)
+        << entry.path();
 }
 
 TEST_F(SlurmExecutorTest, ARunRequeuedByANodeFailureEndsOnlyWhenTheNodeRespondsAgain) {

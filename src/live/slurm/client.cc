@@ -129,21 +129,28 @@ bool run_processes_gone(const std::string& checkpoint_dir) {
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
                     const std::string& gpu_type) {
   const std::string path = run_file_path(checkpoint_dir);
-  const std::string tmp = path + ".tmp";
   // The directory may be the job's own (run as a tenant's user) and serve
-  // root: whatever the job left at tmp (a link to /etc/passwd) is removed,
-  // never written through; rename replaces a link at path, not its target.
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // root: a fresh file of a name nobody chose (mkostemp: O_EXCL, so never
+  // written through a link or into what the job left there); rename
+  // replaces a link at path, not its target.
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) throw SlurmError("cannot write " + tmp + ": " + std::strerror(errno));
+  ::fchmod(fd, 0644);
   const std::string text =
       "FAIRGPU_LEASE_ID=" + std::to_string(lease) + "\nFAIRGPU_GPU_TYPE=" + gpu_type + "\n";
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
-  if (!written) throw SlurmError("cannot write " + tmp);
+  if (!written) {
+    ::unlink(tmp.c_str());
+    throw SlurmError("cannot write " + tmp);
+  }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw SlurmError("cannot rename " + tmp + ": " + ec.message());
+  if (ec) {
+    ::unlink(tmp.c_str());
+    throw SlurmError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  }
 }
 
 std::string submit_script(const SubmitSpec& spec) {

@@ -193,18 +193,44 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
     t->requeue_at = now + options_.grace_s;
   }
   RoundWrites w;
+  // A start that cannot be carried out fails that run alone (reported ended,
+  // never launched, at the next poll); the round's other starts go on.
+  auto fail_start = [&](const RunStart& s, const std::string& why) {
+    RunEvent e;
+    e.kind = RunEvent::Kind::kEnded;
+    e.lease = s.lease;
+    e.job = s.job;
+    e.exit_code = -1;
+    e.launch_failed = true;
+    e.detail = why;
+    carried_.push_back(std::move(e));
+  };
   for (const RunStart& s : starts) {
     auto it = jobs_.find(s.job);
-    if (it == jobs_.end()) throw std::logic_error("slurm executor: start of unknown job " + s.job);
+    if (it == jobs_.end()) {
+      fail_start(s, "start of a job the Slurm backend does not track");
+      continue;
+    }
     Tracked& t = it->second;
-    if (t.phase != Phase::kIdle)
-      throw std::logic_error("slurm executor: start of job " + s.job +
-                             " whose previous run has not ended");
-    if (static_cast<int>(s.placement.size()) != t.spec.nodes)
-      throw std::logic_error("slurm executor: job " + s.job + " placed on " +
-                             std::to_string(s.placement.size()) + " nodes, needs " +
-                             std::to_string(t.spec.nodes));
-    write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type);
+    // A run that failed left a final Slurm job: a retry requeues it (held)
+    // in the same exchange, before its pin and release.
+    const bool retry = t.phase == Phase::kDone && !t.cancelled;
+    if (t.phase != Phase::kIdle && !retry) {
+      fail_start(s, "start of job " + s.job + " whose previous run has not ended");
+      continue;
+    }
+    if (static_cast<int>(s.placement.size()) != t.spec.nodes) {
+      fail_start(s, "placed on " + std::to_string(s.placement.size()) + " nodes, needs " +
+                        std::to_string(t.spec.nodes));
+      continue;
+    }
+    try {
+      write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type);
+    } catch (const SlurmError& e) {
+      fail_start(s, e.what());
+      continue;
+    }
+    if (retry) w.requeue_hold.push_back(t.slurm_id);
     RoundWrites::Pin pin;
     pin.job = t.slurm_id;
     // The plan's CPU and memory grant (Synergy's, or every policy's
