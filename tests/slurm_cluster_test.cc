@@ -311,6 +311,25 @@ TEST_F(SlurmCluster, JobsSubmittedOutsideFairgpuAreCapacityTaken) {
   ASSERT_TRUE(wait_job(foreign, [](const JobDetail& j) { return is_final(j.state); }));
 }
 
+// Issue 30 H7: any Slurm user's job named 'x JobState=BOGUS' once failed
+// every read of the jobs (and so all scheduling) until it aged out.
+TEST_F(SlurmCluster, AForeignJobWithAHostileNameNeverFailsARead) {
+  CommandSpec c;
+  c.argv = {"sbatch", "--parsable", "--hold", "--output=/dev/null",
+            "--job-name=x JobState=BOGUS", "--wrap=true"};
+  c.env = {{"SLURM_CONF", cluster_->conf()}};
+  const CommandResult r = run_command(c);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::int64_t foreign = parse_sbatch_output(r.out);
+  JobsSnapshot snap;
+  ASSERT_NO_THROW(snap = client_->read_jobs());
+  EXPECT_EQ(snap.detail.count(foreign), 0u);
+  ASSERT_EQ(snap.unreadable.count(foreign), 1u);
+  EXPECT_NE(snap.unreadable.at(foreign).find("BOGUS"), std::string::npos)
+      << snap.unreadable.at(foreign);
+  client_->cancel({foreign});
+}
+
 TEST_F(SlurmCluster, UnreachableControllerIsAOneLineErrorWithinTheTimeout) {
   // The cluster's configuration with a port nothing listens on.
   std::string conf = slurp(cluster_->conf());

@@ -106,6 +106,7 @@ class FakeSlurm : public SlurmClient {
     if (down) throw SlurmError("squeue: slurmctld unreachable");
     ++reads;
     JobsSnapshot s;
+    s.unreadable = unreadable;
     for (const auto& [id, j] : jobs) {
       JobDetail d;
       d.job_id = id;
@@ -143,6 +144,7 @@ class FakeSlurm : public SlurmClient {
   std::vector<NodeInfo> nodes;
   std::map<std::int64_t, std::vector<int>> per_node_indices;
   std::set<std::int64_t> refuse_pins;
+  std::map<std::int64_t, std::string> unreadable;  // lines of scontrol that do not read
   std::vector<std::string> commands;
   std::vector<std::int64_t> signalled, cancelled;
   int apply_calls = 0, reads = 0, node_reads = 0, submits = 0;
@@ -380,6 +382,19 @@ TEST_F(SlurmExecutorTest, AStartWhoseRunFileCannotBeWrittenFailsThatRunAlone) {
   for (const auto& entry : fs::directory_iterator(dir_ / "a"))
     EXPECT_EQ(entry.path().filename().string().find(".fairgpu-run."), std::string::npos)
         << entry.path();
+}
+
+// Issue 30 H7: a line of another user's job that does not read never stops
+// the exchange; one of fairgpu's own does (its state is unknown).
+TEST_F(SlurmExecutorTest, OnlyAnUnreadableLineOfItsOwnJobsFailsAPoll) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  fake_.unreadable[9999] = "scontrol show job: job 9999: JobState: unknown job state 'BOGUS'";
+  const auto running = of_kind(exec_.poll(1), RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 1u);
+  fake_.unreadable[a] = "scontrol show job: job " + std::to_string(a) + ": ExitCode: not E:S";
+  EXPECT_THROW(exec_.poll(2), SlurmError);
 }
 
 TEST_F(SlurmExecutorTest, ARunRequeuedByANodeFailureEndsOnlyWhenTheNodeRespondsAgain) {

@@ -6,6 +6,7 @@
 // node, odd host lists), plus the one-line errors of bad input.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,22 @@ TEST(SlurmJobDetails, RefusesBadLinesNamingJobAndField) {
   EXPECT_EQ(error_of([&] { parse_job_details(good + "\n" + good); }),
             "scontrol show job: line 2: JobId: job 1 listed twice");
   EXPECT_TRUE(parse_job_details("No jobs in the system\n").empty());
+}
+
+// Issue 30 H7: another user's job named 'x JobState=BOGUS' is one
+// unreadable line, kept by its id; the other jobs still read.
+TEST(SlurmJobDetails, AnUnreadableLineIsLeftOutAndNamedByItsJob) {
+  const std::string good = data("show-job.txt").substr(0, data("show-job.txt").find('\n'));
+  std::string bad = good;
+  bad.replace(bad.find("JobId=1 JobName=fairgpu-j1"), 26, "JobId=7 JobName=x JobState=BOGUS");
+  std::map<std::int64_t, std::string> unreadable;
+  const auto jobs = parse_job_details(bad + "\n" + good + "\n", &unreadable);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].job_id, 1);
+  ASSERT_EQ(unreadable.size(), 1u);
+  EXPECT_EQ(unreadable.at(7), "scontrol show job: job 7: JobState: unknown job state 'BOGUS'");
+  // Without the map, as before: the line fails the read.
+  EXPECT_EQ(error_of([&] { parse_job_details(bad); }), unreadable.at(7));
 }
 
 TEST(SlurmNodes, ReadsCapturedNodesWithDrain) {

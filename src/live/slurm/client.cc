@@ -457,7 +457,7 @@ JobsSnapshot CommandLineSlurm::read_jobs() {
   JobsSnapshot snap;
   try {
     snap.queue = parse_squeue(queue_text);
-    for (JobDetail& d : parse_job_details(detail_text)) {
+    for (JobDetail& d : parse_job_details(detail_text, &snap.unreadable)) {
       const std::int64_t id = d.job_id;
       snap.detail.emplace(id, std::move(d));
     }

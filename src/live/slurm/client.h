@@ -142,6 +142,10 @@ std::vector<std::string> round_commands(const RoundWrites& writes);
 struct JobsSnapshot {
   std::vector<QueueEntry> queue;             // squeue: every job of the partition
   std::map<std::int64_t, JobDetail> detail;  // scontrol: by job id (see parse.h on trust)
+  // Lines of `scontrol show job` that did not parse, by job id (another
+  // user's job named 'x JobState=BOGUS'): left out of `detail`; only one of
+  // fairgpu's own jobs among them fails an exchange (issue 30 H7).
+  std::map<std::int64_t, std::string> unreadable;
 };
 
 class SlurmClient {

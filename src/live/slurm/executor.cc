@@ -313,6 +313,10 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
 
   strays_.clear();
   const JobsSnapshot snap = client_.read_jobs();
+  // A line Slurm printed that does not read fails the exchange only when it
+  // is one of ours; other users' jobs never stop scheduling.
+  for (const auto& [id, why] : snap.unreadable)
+    if (job_of_slurm_id_.count(id)) throw SlurmError(why);
   // Cancels that did not reach Slurm (unreachable then), while not final.
   std::vector<std::int64_t> cancels;
   for (auto& [name, t] : jobs_) {

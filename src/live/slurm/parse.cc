@@ -385,7 +385,74 @@ std::vector<QueueEntry> parse_squeue(std::string_view text) {
   return out;
 }
 
-std::vector<JobDetail> parse_job_details(std::string_view text) {
+namespace {
+// The fields of one `scontrol -d -o show job` line after its JobId.
+void read_job_fields(const Fields& fields, const std::string& source, JobDetail& d) {
+  const auto m = first_of(fields);
+  const std::string where = "job " + std::to_string(d.job_id) + ": ";
+  d.name = std::string(need_field(m, "JobName", source, where));
+  d.state = need_state(need_field(m, "JobState", source, where), source, where + "JobState");
+  d.reason = std::string(need_field(m, "Reason", source, where));
+  const std::string_view priority = need_field(m, "Priority", source, where);
+  std::uint64_t prio = 0;
+  if (!parse_int(priority, prio))
+    fail(source, where + "Priority", "not a number: " + quoted(priority));
+  d.held = d.state == JobState::kPending && prio == 0;
+  d.restarts =
+      need_int<int>(need_field(m, "Restarts", source, where), source, where + "Restarts");
+  const std::string_view exit = need_field(m, "ExitCode", source, where);
+  const std::size_t colon = exit.find(':');
+  if (colon == std::string_view::npos)
+    fail(source, where + "ExitCode", "not E:S: " + quoted(exit));
+  d.exit_code = need_int<int>(exit.substr(0, colon), source, where + "ExitCode");
+  d.exit_signal = need_int<int>(exit.substr(colon + 1), source, where + "ExitCode");
+  if (d.exit_code > 255 || d.exit_signal > 255)
+    fail(source, where + "ExitCode", "out of range: " + quoted(exit));
+  d.nodes =
+      expand_host_list(need_field(m, "NodeList", source, where), source, where + "NodeList");
+  d.required_nodes = expand_host_list(need_field(m, "ReqNodeList", source, where), source,
+                                      where + "ReqNodeList");
+  d.partition = std::string(need_field(m, "Partition", source, where));
+  const std::string_view user = need_field(m, "UserId", source, where);
+  d.user = std::string(user.substr(0, user.find('(')));
+  if (auto it = m.find("Comment"); it != m.end()) d.comment = std::string(trim(it->second));
+  // -d: "Nodes=n1 CPU_IDs=1 Mem=100 GRES=gpu:v100:1(IDX:3)" per group of
+  // nodes, one contiguous run of these keys (a later "Nodes=" is text).
+  bool in_groups = false, groups_done = false;
+  std::vector<std::string> group;
+  for (const auto& [key, value] : fields) {
+    const bool group_key = key == "Nodes" || key == "CPU_IDs" || key == "Mem" || key == "GRES";
+    if (!group_key) {
+      if (in_groups) groups_done = true;
+      in_groups = false;
+      continue;
+    }
+    if (groups_done) break;
+    if (key == "Nodes") {
+      in_groups = true;
+      group = expand_host_list(value, source, where + "Nodes");
+      for (const std::string& node : group) d.per_node.push_back(NodeGpus{node, "", {}});
+    } else if (key == "GRES" && in_groups) {
+      for (const Gres& g : parse_gres_list(value, source, where + "GRES")) {
+        if (g.name != "gpu") continue;
+        for (std::size_t k = d.per_node.size() - group.size(); k < d.per_node.size(); ++k) {
+          NodeGpus& ng = d.per_node[k];
+          // A node with several GPU types: "v100+k80" (fairgpu plans
+          // only nodes with one type, NodeInfo::gpu_type).
+          if (ng.gpu_type.empty())
+            ng.gpu_type = g.type;
+          else if (ng.gpu_type != g.type)
+            ng.gpu_type += "+" + g.type;
+          ng.indices.insert(ng.indices.end(), g.indices.begin(), g.indices.end());
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+std::vector<JobDetail> parse_job_details(std::string_view text,
+                                         std::map<std::int64_t, std::string>* unreadable) {
   const std::string source = "scontrol show job";
   std::vector<JobDetail> out;
   std::set<std::int64_t> seen;
@@ -397,75 +464,23 @@ std::vector<JobDetail> parse_job_details(std::string_view text) {
     const Fields fields = split_fields(line);
     if (fields.empty() || fields[0].first != "JobId")
       fail(source, "line " + std::to_string(n + 1), "does not start with JobId=");
-    const auto m = first_of(fields);
     JobDetail d;
     d.job_id = need_int<std::int64_t>(fields[0].second, source, where + "JobId");
     if (d.job_id == 0) fail(source, where + "JobId", "0 is not a job id");
     if (!seen.insert(d.job_id).second)
       fail(source, where + "JobId", "job " + std::to_string(d.job_id) + " listed twice");
-    where = "job " + std::to_string(d.job_id) + ": ";
-    d.name = std::string(need_field(m, "JobName", source, where));
-    d.state = need_state(need_field(m, "JobState", source, where), source, where + "JobState");
-    d.reason = std::string(need_field(m, "Reason", source, where));
-    const std::string_view priority = need_field(m, "Priority", source, where);
-    std::uint64_t prio = 0;
-    if (!parse_int(priority, prio))
-      fail(source, where + "Priority", "not a number: " + quoted(priority));
-    d.held = d.state == JobState::kPending && prio == 0;
-    d.restarts =
-        need_int<int>(need_field(m, "Restarts", source, where), source, where + "Restarts");
-    const std::string_view exit = need_field(m, "ExitCode", source, where);
-    const std::size_t colon = exit.find(':');
-    if (colon == std::string_view::npos)
-      fail(source, where + "ExitCode", "not E:S: " + quoted(exit));
-    d.exit_code = need_int<int>(exit.substr(0, colon), source, where + "ExitCode");
-    d.exit_signal = need_int<int>(exit.substr(colon + 1), source, where + "ExitCode");
-    if (d.exit_code > 255 || d.exit_signal > 255)
-      fail(source, where + "ExitCode", "out of range: " + quoted(exit));
-    d.nodes =
-        expand_host_list(need_field(m, "NodeList", source, where), source, where + "NodeList");
-    d.required_nodes = expand_host_list(need_field(m, "ReqNodeList", source, where), source,
-                                        where + "ReqNodeList");
-    d.partition = std::string(need_field(m, "Partition", source, where));
-    const std::string_view user = need_field(m, "UserId", source, where);
-    d.user = std::string(user.substr(0, user.find('(')));
-    if (auto it = m.find("Comment"); it != m.end()) d.comment = std::string(trim(it->second));
-    // -d: "Nodes=n1 CPU_IDs=1 Mem=100 GRES=gpu:v100:1(IDX:3)" per group of
-    // nodes, one contiguous run of these keys (a later "Nodes=" is text).
-    bool in_groups = false, groups_done = false;
-    std::vector<std::string> group;
-    for (const auto& [key, value] : fields) {
-      const bool group_key = key == "Nodes" || key == "CPU_IDs" || key == "Mem" || key == "GRES";
-      if (!group_key) {
-        if (in_groups) groups_done = true;
-        in_groups = false;
-        continue;
-      }
-      if (groups_done) break;
-      if (key == "Nodes") {
-        in_groups = true;
-        group = expand_host_list(value, source, where + "Nodes");
-        for (const std::string& node : group) d.per_node.push_back(NodeGpus{node, "", {}});
-      } else if (key == "GRES" && in_groups) {
-        for (const Gres& g : parse_gres_list(value, source, where + "GRES")) {
-          if (g.name != "gpu") continue;
-          for (std::size_t k = d.per_node.size() - group.size(); k < d.per_node.size(); ++k) {
-            NodeGpus& ng = d.per_node[k];
-            // A node with several GPU types: "v100+k80" (fairgpu plans
-            // only nodes with one type, NodeInfo::gpu_type).
-            if (ng.gpu_type.empty())
-              ng.gpu_type = g.type;
-            else if (ng.gpu_type != g.type)
-              ng.gpu_type += "+" + g.type;
-            ng.indices.insert(ng.indices.end(), g.indices.begin(), g.indices.end());
-          }
-        }
-      }
+    try {
+      read_job_fields(fields, source, d);
+    } catch (const InputError& e) {
+      if (!unreadable) throw;
+      (*unreadable)[d.job_id] = e.what();
+      continue;
     }
     out.push_back(std::move(d));
   }
   return out;
 }
+
 
 bool NodeInfo::usable() const {
   if (base_state != "IDLE" && base_state != "MIXED" && base_state != "ALLOCATED") return false;

@@ -125,7 +125,12 @@ struct JobDetail {
 };
 // Every line ("No jobs in the system" is an empty list); a job id seen twice
 // is an error.
-std::vector<JobDetail> parse_job_details(std::string_view text);
+// With `unreadable`, a line that does not parse (another user's job named
+// 'x JobState=BOGUS', say) is left out and its problem kept by job id; a
+// line whose JobId does not read still throws. Without it, any bad line
+// throws.
+std::vector<JobDetail> parse_job_details(
+    std::string_view text, std::map<std::int64_t, std::string>* unreadable = nullptr);
 
 // What `scontrol -d -o show node` says of one node.
 struct NodeInfo {
