@@ -50,14 +50,17 @@ namespace {
 struct MidroundOptions {
   bool on = true;
   // No start with less than this fraction of the round left (a restart the
-  // rest of the round may not repay). Chosen on the built-in compare, seeds
-  // 1-10 (bench/reproduce.sh builtin; 300 s rounds): against midround off
-  // (23.51 GPU-hours idle while jobs waited, 4,745 restarts, 229.18 units
-  // of contended throughput), 0 / 0.1 / 0.2 / 0.4 left 0.34 / 0.53 / 1.25 /
-  // 4.39 GPU-hours idle with 4,929 / 4,893 / 4,924 / 4,733 restarts and
-  // 232.62 / 232.66 / 232.84 / 233.03 units: 0.1 keeps 98% of the idle time
-  // back for +3% restarts.
-  double min_left = 0.1;
+  // rest of the round may not repay). Chosen over seeds 1-10 of three
+  // experiments (bench/reproduce.sh builtin, oef-6.3.1, oef-6.3.2; 300 s
+  // rounds), GPU-hours idle while jobs waited and restarts against
+  // midround off (23.51 h / 4,745; 33.36 h / 1,423; 87.90 h / 4,526):
+  //   0.1: 0.42 / 4,472; 7.82 / 1,156; 9.74 / 5,051 (+11.6% restarts)
+  //   0.2: 1.11 / 4,482; 8.96 / 1,122; 11.79 / 4,821 (+6.5%)
+  //   0.3: 2.51 / 4,365; 9.31 / 1,144; -
+  // 0.2 takes back 95% / 73% / 87% of the idle time with at most 6.5% more
+  // restarts (contended actual throughput 234.02 / 49.48 / 58.10 against
+  // 229.18 / 47.74 / 56.83 off).
+  double min_left = 0.2;
 };
 
 class ShareRoundPolicy final : public RoundPolicy {
