@@ -175,6 +175,12 @@ class ShareRoundPolicy final : public RoundPolicy {
     auto it = waiting_order_.begin();
     while (it != waiting_order_.end() && placer.free_left() > 0) {
       WaitingRow& row = waiting_rows_[it->second];
+      if (!row.sorted) {
+        std::sort(row.jobs.begin(), row.jobs.end(), [&](std::size_t x, std::size_t y) {
+          return std::tie(s.jobs[x].last_stop, x) < std::tie(s.jobs[y].last_stop, y);
+        });
+        row.sorted = true;
+      }
       std::optional<Assignment> start;
       for (std::size_t i : row.jobs) {
         const Job& j = s.jobs[i];
@@ -682,6 +688,7 @@ class ShareRoundPolicy final : public RoundPolicy {
     double shortfall = 0.0;
     std::uint64_t types = 0;
     std::vector<std::size_t> jobs;
+    bool sorted = false;  // jobs longest stopped first (done when first needed)
   };
   static std::uint64_t type_bits(const Job& j) {
     std::uint64_t bits = 0;
@@ -694,13 +701,18 @@ class ShareRoundPolicy final : public RoundPolicy {
     waiting_order_.clear();
     row_of_key_.clear();
     seen_jobs_ = s.active.empty() ? 0 : s.active.back() + 1;
-    in_plan_.assign(s.jobs.size(), 0);
+    // A flag per job, sized once and cleared again below: O(plan) a round.
+    in_plan_.resize(s.jobs.size(), 0);
     for (const Assignment& a : plan.run) in_plan_[a.job] = 1;
+    struct Clear {
+      std::vector<char>& flags;
+      const RoundPlan& plan;
+      ~Clear() {
+        for (const Assignment& a : plan.run) flags[a.job] = 0;
+      }
+    } clear{in_plan_, plan};
     auto waiting = [&](std::size_t i) {
       return !in_plan_[i] && s.jobs[i].state != JobState::kFinished;
-    };
-    auto by_stop = [&](std::size_t x, std::size_t y) {
-      return std::tie(s.jobs[x].last_stop, x) < std::tie(s.jobs[y].last_stop, y);
     };
     if (tenant_level_) {
       for (const placement::RoundingEntity& ent : entities_) {
@@ -713,7 +725,6 @@ class ShareRoundPolicy final : public RoundPolicy {
           if (in_plan_[i]) row.shortfall -= s.jobs[i].workers;
           if (waiting(i)) row.jobs.push_back(i);
         }
-        std::sort(row.jobs.begin(), row.jobs.end(), by_stop);
         row_of_key_[ent.key] = waiting_rows_.size();
         waiting_rows_.push_back(std::move(row));
       }
@@ -785,6 +796,7 @@ class ShareRoundPolicy final : public RoundPolicy {
       if (listed) waiting_order_.erase({-w.shortfall, row});
       if (w.types == 0) w.shortfall += j.workers;  // a row without a share yet
       w.jobs.push_back(i);
+      w.sorted = false;
       waiting_order_.insert({-w.shortfall, row});
     }
     if (!s.active.empty()) seen_jobs_ = std::max(seen_jobs_, s.active.back() + 1);
