@@ -407,6 +407,10 @@ TEST_F(SlurmServe, TwentyJobsTwoTenantsWithFaultsFinishOnceWithTheReferenceWeigh
   int moved = 0;
   for (const auto& [job, used] : types) moved += used.size() > 1;
   EXPECT_GT(moved, 0) << "no job ran on more than one GPU type";
+  // Work-conserving rounds on Slurm: GPUs freed between scheduling points
+  // went to waiting jobs at once (issue 28 item 4).
+  EXPECT_NE(slurp(dir_ / "server.log").find(" midround=true"), std::string::npos)
+      << "no mid-round start";
 
   // Weights 2:1, one job type: while both tenants have more than four
   // unfinished jobs, alice holds two thirds of the GPU time of the leases
