@@ -50,16 +50,13 @@ namespace {
 struct MidroundOptions {
   bool on = true;
   // No start with less than this fraction of the round left (a restart the
-  // rest of the round may not repay). Chosen over seeds 1-10 of three
-  // experiments (bench/reproduce.sh builtin, oef-6.3.1, oef-6.3.2; 300 s
-  // rounds), GPU-hours idle while jobs waited and restarts against
-  // midround off (23.51 h / 4,745; 33.36 h / 1,423; 87.90 h / 4,526):
-  //   0.1: 0.42 / 4,472; 7.82 / 1,156; 9.74 / 5,051 (+11.6% restarts)
-  //   0.2: 1.11 / 4,482; 8.96 / 1,122; 11.79 / 4,821 (+6.5%)
-  //   0.3: 2.51 / 4,365; 9.31 / 1,144; -
-  // 0.2 takes back 95% / 73% / 87% of the idle time with at most 6.5% more
-  // restarts (contended actual throughput 234.02 / 49.48 / 58.10 against
-  // 229.18 / 47.74 / 56.83 off).
+  // rest of the round may not repay). Chosen over seeds 1-10 of the built-in
+  // compare and OEF §6.3.1/§6.3.2 (bench/reproduce.sh): 0.1 / 0.2 / 0.3 /
+  // 0.4 left 0.4 / 1.1 / 2.5 / 4.4 GPU-hours idle while jobs waited on the
+  // built-in compare (off: 23.5), and on §6.3.2 restarts fell only from
+  // 5,051 (0.1) to about 4,930 (0.3, 0.4) against 4,526 off, while the idle
+  // time grew from 9.7 to 18.1 GPU-hours (off: 87.9). With 0.2,
+  // docs/results has the paired effect (oef-coop:midround=off rows).
   double min_left = 0.2;
 };
 
