@@ -607,8 +607,8 @@ TEST_F(SlurmExecutorTest, AnEndSeenByAPollWhoseWritesFailIsReportedByTheNext) {
 }
 
 TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignOnesLeft) {
-  SlurmExecutor exec(
-      fake_, SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1", {"fairgpu", "bob-unix"}});
+  SlurmExecutor exec(fake_, SlurmExecutorOptions{"main", 10, "fairgpu-instance=t1",
+                                                 {"fairgpu", "bob-unix"}, "fairgpu"});
   // What a crash between sbatch and the store left: a's held job (and a
   // second one, from a retried sbatch that timed out but went through), b's
   // (b is no longer stored: cancelled; it ran as its tenant's unix_user),
@@ -651,6 +651,25 @@ TEST_F(SlurmExecutorTest, AStrayOfThisInstanceIsTakenOverOthersCancelledForeignO
   EXPECT_EQ(fake_.jobs.at(c).comment, "fairgpu-instance=t1");
   exec.poll(4);
   EXPECT_TRUE(exec.strays().empty());
+
+  // Issue 30 H6: a tenant's run-as user submits a job with the tag and the
+  // name of another tenant's next job. It is a stray, but the job it names
+  // runs as the submitter: it is submitted anew, not taken over, and the
+  // impostor is cancelled as a stray.
+  const std::int64_t impostor =
+      add("fairgpu-d", "fairgpu-instance=t1", "bob-unix", JobState::kPending);
+  exec.poll(5);
+  ASSERT_EQ(exec.strays().count("d"), 1u);
+  const int before = fake_.submits;
+  EXPECT_NE(exec.admit(job("d")), std::to_string(impostor));
+  EXPECT_EQ(fake_.submits, before + 1);
+  EXPECT_EQ(exec.cancel_strays(), (std::vector<std::int64_t>{impostor}));
+  // bob's own job (its run-as user) would have been taken over.
+  const std::int64_t own = add("fairgpu-e", "fairgpu-instance=t1", "bob-unix", JobState::kPending);
+  exec.poll(6);
+  ExecutorJob e = job("e");
+  e.run_as_user = "bob-unix";
+  EXPECT_EQ(exec.admit(e), std::to_string(own));
 }
 
 TEST_F(SlurmExecutorTest, ARunsCpuAndMemoryGrantGoWithItsPin) {

@@ -145,7 +145,7 @@ void Manager::adopt_slurm_jobs(const std::string& stored_instance) {
   std::set<std::string> users{effective_user()};
   for (const TenantConfig& t : config_.tenants)
     if (slurm_as_tenants_ && !t.unix_user.empty()) users.insert(t.unix_user);
-  slurm_->set_identity(instance, users);
+  slurm_->set_identity(instance, users, effective_user());
   // Reconcile: every stored job not finished is taken back with its Slurm id
   // (read by the constructor) and its run (a lease active, exited or being
   // revoked); the first poll compares them with Slurm's queue.

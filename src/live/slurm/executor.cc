@@ -77,11 +77,18 @@ std::vector<ExecutorNode> SlurmExecutor::nodes() {
 std::string SlurmExecutor::admit(const ExecutorJob& job) {
   if (jobs_.count(job.job))
     throw std::logic_error("slurm executor: job " + job.job + " admitted twice");
-  if (auto stray = strays_.find(job.job); stray != strays_.end()) {
+  const std::string& user = job.run_as_user.empty() ? options_.submitter : job.run_as_user;
+  auto stray = strays_.find(job.job);
+  auto own = stray == strays_.end()
+                 ? std::vector<std::int64_t>::iterator{}
+                 : std::find_if(stray->second.begin(), stray->second.end(), [&](std::int64_t id) {
+                     return user.empty() || stray_user_[id] == user;
+                   });
+  if (stray != strays_.end() && own != stray->second.end()) {
     // Submitted already (the id never reached the store): taken over. The
     // next poll settles it like a job adopted after a restart.
-    const std::int64_t id = stray->second.front();
-    stray->second.erase(stray->second.begin());
+    const std::int64_t id = *own;
+    stray->second.erase(own);
     if (stray->second.empty()) strays_.erase(stray);
     std::error_code ec;
     std::filesystem::create_directories(job.checkpoint_dir, ec);
@@ -312,6 +319,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   flush(due, events);
 
   strays_.clear();
+  stray_user_.clear();
   const JobsSnapshot snap = client_.read_jobs();
   // A line Slurm printed that does not read fails the exchange only when it
   // is one of ours; other users' jobs never stop scheduling.
@@ -334,6 +342,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           d.name.rfind("fairgpu-", 0) != 0)
         continue;
       strays_[d.name.substr(8)].push_back(id);
+      stray_user_[id] = d.user;
     }
   }
   std::optional<std::vector<NodeInfo>> node_infos;

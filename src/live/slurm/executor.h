@@ -31,9 +31,11 @@
 // its users (the submitter, a tenant's run-as user), not final and not
 // tracked here is a stray: submitted by this fairgpu (same store) whose id
 // never reached the store (a crash right after sbatch, or an sbatch that
-// timed out but went through). admit() takes
-// a stray of its job over instead of submitting again; cancel_strays()
-// scancels the others (no stored job owns them).
+// timed out but went through). admit() takes a stray of its job over
+// instead of submitting again, only one whose Slurm user is the job's own
+// run-as user (or the submitter): any tenant's run-as user can submit a job
+// with the tag and the name (issue 30 H6); cancel_strays() scancels the
+// others (no stored job owns them).
 //
 // Devices: Slurm picks the GPU indices on the pinned node itself; the plan's
 // device ids count GPUs per node. nodes() leaves out GPUs held by jobs that
@@ -61,6 +63,9 @@ struct SlurmExecutorOptions {
   // The users fairgpu's jobs belong to: the submitter and the tenants' run-as
   // users (strays: empty = any).
   std::set<std::string> users{};
+  // The user fairgpu submits as (the run-as user of a job without one): a
+  // stray is taken over only by a job that would run as its user ("": any).
+  std::string submitter{};
 };
 
 class SlurmExecutor : public Executor {
@@ -78,9 +83,10 @@ class SlurmExecutor : public Executor {
   bool gangs_on_one_node() const override { return true; }
 
   // The tag and users of SlurmExecutorOptions (known once the store is read).
-  void set_identity(std::string instance, std::set<std::string> users) {
+  void set_identity(std::string instance, std::set<std::string> users, std::string submitter) {
     options_.instance = std::move(instance);
     options_.users = std::move(users);
+    options_.submitter = std::move(submitter);
   }
   // The Slurm job id of a fairgpu job (0 when unknown).
   std::int64_t slurm_id(const std::string& job) const;
@@ -143,6 +149,7 @@ class SlurmExecutor : public Executor {
   std::map<std::int64_t, std::string> job_of_slurm_id_;
   std::vector<RunEvent> carried_;  // events found outside poll (refused starts)
   std::map<std::string, std::vector<std::int64_t>> strays_;
+  std::map<std::int64_t, std::string> stray_user_;  // each stray's Slurm user
   std::set<std::string> settling_;
 };
 
