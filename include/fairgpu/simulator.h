@@ -1,8 +1,10 @@
 // The trace-driven simulator (docs/design.md §5): the scheduling core driven by a
 // virtual clock and the simulated executor. Round-based with events inside a
-// round: arrivals wait for the next scheduling point, a job that finishes
-// mid-round frees its GPUs at once, a (re)started job loses its restart
-// overhead, a renewed lease loses nothing.
+// round: a job that finishes mid-round frees its GPUs at once, and the
+// policy's mid-round starts (RoundPolicy::midround) may give them, or idle
+// GPUs an arrival could use, to waiting jobs at that instant; otherwise
+// arrivals wait for the next scheduling point. A (re)started job loses its
+// restart overhead, a renewed lease loses nothing.
 #pragma once
 
 #include <functional>

@@ -53,21 +53,6 @@ std::optional<Assignment> MidroundPlacer::place(const MidroundCandidate& c, doub
   return a;
 }
 
-std::vector<Assignment> midround_starts(const SchedulerState& s,
-                                        const std::vector<MidroundCandidate>& queue,
-                                        const std::vector<DeviceRef>& free, double round_end) {
-  std::vector<Assignment> out;
-  MidroundPlacer placer(s, free);
-  for (const MidroundCandidate& c : queue) {
-    if (placer.free_left() == 0) break;
-    bool named = false;
-    for (const Assignment& a : out) named |= a.job == c.job;
-    if (named) continue;
-    if (auto a = placer.place(c, round_end)) out.push_back(std::move(*a));
-  }
-  return out;
-}
-
 std::vector<DeviceRef> unowned_devices(const SchedulerState& s) {
   std::vector<DeviceRef> out;
   std::size_t flat = 0;

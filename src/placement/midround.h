@@ -2,8 +2,8 @@
 // free up inside a round (a completion, a failure) or that an arrival could
 // use go at once to the waiting jobs the policy would pick next, under a
 // lease that ends at the round's end. The round's plan is not re-solved: the
-// policy hands over its order of waiting jobs, made with the plan, and this
-// places them on what is free now.
+// policy goes through its waiting jobs in the order the plan left them, and
+// this places each on what is free now.
 #pragma once
 
 #include <cstddef>
@@ -39,16 +39,6 @@ class MidroundPlacer {
   std::map<std::uint32_t, std::vector<std::uint32_t>> by_node_;  // free ids, lowest first
   std::size_t left_ = 0;
 };
-
-// Starts for waiting (kQueued) jobs of `queue`, in its order, on the `free`
-// devices (owner -1 in the state; others are ignored). A gang goes on one
-// node only, of a type it runs on: a preferred type first, then the fastest
-// one-node rate, then the node with the fewest free GPUs that holds it (best
-// fit), its lowest free ids; a job that fits nowhere is passed over. Each
-// start holds a lease to `round_end` and is named once.
-std::vector<Assignment> midround_starts(const SchedulerState& state,
-                                        const std::vector<MidroundCandidate>& queue,
-                                        const std::vector<DeviceRef>& free, double round_end);
 
 // Every device with no owner (for callers without a list of their own).
 std::vector<DeviceRef> unowned_devices(const SchedulerState& state);

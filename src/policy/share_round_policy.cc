@@ -172,6 +172,16 @@ class ShareRoundPolicy final : public RoundPolicy {
     auto it = waiting_order_.begin();
     while (it != waiting_order_.end() && placer.free_left() > 0) {
       WaitingRow& row = waiting_rows_[it->second];
+      // A row of one kind that fits nowhere is passed over unread; once no
+      // kind of waiting job fits, the scan stops (a big run has thousands
+      // of rows and a completion every few seconds).
+      if (row.uniform && misfits.count(row.kind)) {
+        if (mixed_rows_ == 0 &&
+            std::includes(misfits.begin(), misfits.end(), kinds_.begin(), kinds_.end()))
+          break;
+        ++it;
+        continue;
+      }
       if (row.members) {  // its waiting jobs, gathered when first needed
         for (std::size_t i : *row.members)
           if (s.jobs[i].state == JobState::kQueued) row.jobs.push_back(i);
@@ -193,6 +203,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         start = placer.place({i, row.types}, round_end);
         if (start) break;
         misfits.insert(kind);
+        if (row.uniform) break;
       }
       if (!start) {
         ++it;
@@ -697,7 +708,22 @@ class ShareRoundPolicy final : public RoundPolicy {
     // policy time.
     const std::vector<std::size_t>* members = nullptr;
     bool sorted = false;  // jobs longest stopped first (done when first needed)
+    // Every job of the row is of one kind (workers, types it runs on): rows
+    // with demands (tenant, job type, gang) and job level's.
+    bool uniform = false;
+    std::pair<int, std::uint64_t> kind{0, 0};
   };
+  // Kinds of the uniform rows, and how many rows mix kinds.
+  std::set<std::pair<int, std::uint64_t>> kinds_;
+  std::size_t mixed_rows_ = 0;
+  void note_kind(WaitingRow& row, const Job& j) {
+    row.uniform = !tenant_level_ || tenant_demands_;
+    row.kind = {j.workers, type_bits(j)};
+    if (row.uniform)
+      kinds_.insert(row.kind);
+    else
+      ++mixed_rows_;
+  }
   static std::uint64_t type_bits(const Job& j) {
     std::uint64_t bits = 0;
     for (std::size_t t = 0; t < j.rate_best.size() && t < 64; ++t)
@@ -708,6 +734,8 @@ class ShareRoundPolicy final : public RoundPolicy {
     waiting_rows_.clear();
     waiting_order_.clear();
     row_of_key_.clear();
+    kinds_.clear();
+    mixed_rows_ = 0;
     seen_jobs_ = s.active.empty() ? 0 : s.active.back() + 1;
     if (tenant_level_) {
       // O(rows + plan): the plan's jobs counted against their rows' shares.
@@ -730,8 +758,11 @@ class ShareRoundPolicy final : public RoundPolicy {
         waiting_rows_[it->second].shortfall -= j.workers;
         ++placed[it->second];
       }
-      for (std::size_t e = 0; e < entities_.size(); ++e)
-        if (entities_[e].jobs.size() > placed[e]) waiting_order_.insert({-waiting_rows_[e].shortfall, e});
+      for (std::size_t e = 0; e < entities_.size(); ++e) {
+        if (entities_[e].jobs.size() <= placed[e]) continue;
+        note_kind(waiting_rows_[e], s.jobs[entities_[e].jobs.front()]);
+        waiting_order_.insert({-waiting_rows_[e].shortfall, e});
+      }
       return;
     }
     // Job level: one row per job the plan left out (a flag per job, sized
@@ -747,6 +778,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (x_jobs_(r, t) > 1e-9 && t < 64) row.types |= std::uint64_t{1} << t;
       }
       row.jobs = {i};
+      note_kind(row, s.jobs[i]);
       waiting_order_.insert({-row.shortfall, waiting_rows_.size()});
       waiting_rows_.push_back(std::move(row));
     }
@@ -800,7 +832,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         waiting_rows_.emplace_back();
       }
       WaitingRow& w = waiting_rows_[row];
-      waiting_order_.erase({-w.shortfall, row});  // (if listed)
+      if (!waiting_order_.erase({-w.shortfall, row})) note_kind(w, j);  // not listed yet
       if (w.types == 0) w.shortfall += j.workers;  // a row without a share yet
       w.jobs.push_back(i);
       w.sorted = false;

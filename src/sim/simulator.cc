@@ -1,6 +1,8 @@
 // The simulator's event loop (docs/design.md §5): scheduling points every policy
 // interval on a virtual clock; a job joins the state when it arrives and the
-// policy first sees it at the next scheduling point; idle stretches with
+// policy first sees it at the next scheduling point (or, with mid-round
+// starts, at the completion or arrival inside a round that frees room for
+// it; not in an idle stretch between rounds); idle stretches with
 // nothing active are skipped to the scheduling point at or after the next
 // arrival, keeping the interval grid.
 #include "fairgpu/simulator.h"
@@ -219,9 +221,10 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   std::vector<DeviceRef> free_now;
   bool in_round = false;  // not in an idle stretch between rounds
   auto start_midround = [&](double round_end) {
+    // Only mid-round starts take devices inside a round: free_now holds no
+    // owned device but between a start and the erase below.
     free_now.insert(free_now.end(), sums.freed.begin(), sums.freed.end());
     sums.freed.clear();
-    std::erase_if(free_now, [&](DeviceRef d) { return state.device_owner[state.flat(d)] != -1; });
     if (usable_idle == 0 || free_now.empty()) return;
     const std::vector<Assignment> starts = policy.midround(state, free_now, round_end);
     if (starts.empty()) return;
