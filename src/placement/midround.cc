@@ -7,13 +7,17 @@ namespace fairgpu::placement {
 
 MidroundPlacer::MidroundPlacer(const SchedulerState& s, const std::vector<DeviceRef>& free)
     : s_(s) {
+  free_.reserve(free.size());
   for (DeviceRef d : free)
-    if (s.device_owner[s.flat(d)] == -1) by_node_[d.node].push_back(d.gpu);
-  for (auto& [node, gpus] : by_node_) {
-    std::sort(gpus.begin(), gpus.end());
-    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-    left_ += gpus.size();
-  }
+    if (s.device_owner[s.flat(d)] == -1) free_.push_back(d);
+  std::sort(free_.begin(), free_.end());
+  free_.erase(std::unique(free_.begin(), free_.end()), free_.end());
+  left_ = free_.size();
+  for (std::size_t i = 0; i < free_.size(); ++i)
+    if (nodes_.empty() || nodes_.back().node != free_[i].node)
+      nodes_.push_back({free_[i].node, i, i + 1});
+    else
+      nodes_.back().end = i + 1;
 }
 
 std::optional<Assignment> MidroundPlacer::place(const MidroundCandidate& c, double round_end) {
@@ -21,35 +25,34 @@ std::optional<Assignment> MidroundPlacer::place(const MidroundCandidate& c, doub
   if (j.state != JobState::kQueued || j.workers <= 0 ||
       static_cast<std::size_t>(j.workers) > left_)
     return std::nullopt;
-  std::uint32_t best_node = 0;
-  bool found = false, best_preferred = false;
+  const auto workers = static_cast<std::size_t>(j.workers);
+  NodeFree* best = nullptr;
+  bool best_preferred = false;
   double best_rate = 0.0;
-  std::size_t best_free = 0;
-  for (const auto& [node, gpus] : by_node_) {
-    if (gpus.size() < static_cast<std::size_t>(j.workers)) continue;
-    const std::size_t type = s_.model->cluster.nodes[node].type;
+  for (NodeFree& n : nodes_) {
+    const std::size_t count = n.end - n.begin;
+    if (count < workers) continue;
+    const std::size_t type = s_.model->cluster.nodes[n.node].type;
     if (!j.runs_on(type) || !(j.rate_one_node[type] > 0.0)) continue;
     const bool preferred = type < 64 && (c.preferred_types >> type & 1);
     const double rate = j.rate_one_node[type];
-    const bool better = !found || preferred > best_preferred ||
-                        (preferred == best_preferred &&
-                         (rate > best_rate || (rate == best_rate && gpus.size() < best_free)));
+    const bool better =
+        !best || preferred > best_preferred ||
+        (preferred == best_preferred &&
+         (rate > best_rate || (rate == best_rate && count < best->end - best->begin)));
     if (!better) continue;
-    found = true;
-    best_node = node;
+    best = &n;
     best_preferred = preferred;
     best_rate = rate;
-    best_free = gpus.size();
   }
-  if (!found) return std::nullopt;
-  std::vector<std::uint32_t>& gpus = by_node_[best_node];
+  if (!best) return std::nullopt;
   Assignment a;
   a.job = c.job;
   a.lease_end = round_end;
-  for (int w = 0; w < j.workers; ++w) a.devices.push_back({best_node, gpus[w]});
-  gpus.erase(gpus.begin(), gpus.begin() + j.workers);
-  if (gpus.empty()) by_node_.erase(best_node);
-  left_ -= static_cast<std::size_t>(j.workers);
+  a.devices.assign(free_.begin() + static_cast<std::ptrdiff_t>(best->begin),
+                   free_.begin() + static_cast<std::ptrdiff_t>(best->begin + workers));
+  best->begin += workers;
+  left_ -= workers;
   return a;
 }
 

@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -36,7 +35,15 @@ class MidroundPlacer {
 
  private:
   const SchedulerState& s_;
-  std::map<std::uint32_t, std::vector<std::uint32_t>> by_node_;  // free ids, lowest first
+  // The free devices by node, lowest ids first (one sorted array: this runs
+  // at every completion of a big simulation), and each node's part of it
+  // not taken yet.
+  std::vector<DeviceRef> free_;
+  struct NodeFree {
+    std::uint32_t node;
+    std::size_t begin, end;
+  };
+  std::vector<NodeFree> nodes_;
   std::size_t left_ = 0;
 };
 
