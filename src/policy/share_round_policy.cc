@@ -227,7 +227,6 @@ class ShareRoundPolicy final : public RoundPolicy {
     return out;
   }
 
-
  private:
   // Demands. Job level: every job is capped at its gang (the policies' own
   // demand-aware LPs). Tenant level with demands: progressive filling over
