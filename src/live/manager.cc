@@ -13,9 +13,9 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
 #include "live/log.h"
-#include "placement/midround.h"
 #include "live/request.h"
 #include "live/slurm/executor.h"
+#include "placement/midround.h"
 
 namespace fairgpu::live {
 namespace {
