@@ -227,18 +227,32 @@ ProfileCatalogue spread_penalised_profiles() {
   return c;
 }
 
+// The spread tests' scenario: two fast nodes of 4 (n0, n1) and a slow node
+// of 4 (n2); `others` 1-GPU jobs of tenant "other" (jobs 0 to others - 1),
+// then the 4-GPU gang G of type "g" (job `others`).
+struct GangBesideOthers {
+  Workload workload;
+  ClusterModel model;
+};
+GangBesideOthers gang_beside_others(int others) {
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < others; ++i)
+    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
+  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
+  GangBesideOthers sc;
+  sc.workload = toy::workload(jobs);
+  sc.model = bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}),
+                        spread_penalised_profiles(), sc.workload, 10.0);
+  return sc;
+}
+
 TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
   // Gang G of type "g". Two fast nodes of 4 (n0, n1), two GPUs of each held
   // by another tenant's jobs, and a free slow node (n2). The gang's entity
   // is owed 4 fast GPUs; the 4 free fast ones exist only spread.
-  const ProfileCatalogue c = spread_penalised_profiles();
-  std::vector<JobSpec> jobs;
-  for (int i = 0; i < 4; ++i)
-    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
-  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
-  const Workload w = toy::workload(jobs);
-  const ClusterModel m =
-      bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}), c, w, 10.0);
+  const GangBesideOthers sc = gang_beside_others(4);
+  const Workload& w = sc.workload;
+  const ClusterModel& m = sc.model;
   const std::size_t slow = 0, fast = 1, gang = 4;
   ASSERT_EQ(m.cluster.gpu_types[fast], "fast");
   auto state = [&](double now, double others_lease_end) {
@@ -303,14 +317,9 @@ TEST(GavelRound, GangSpreadBelowSlowNodeRateTakesOneNodeOrWaitsBounded) {
   // allocation is on fast GPUs, where only a spread placement (2.4 it/s) is
   // free. It runs on the free slow node (3.2 it/s, one node) instead; with
   // the slow node held too it waits, and after spread_wait_s runs spread.
-  const ProfileCatalogue c = spread_penalised_profiles();
-  std::vector<JobSpec> jobs;
-  for (int i = 0; i < 5; ++i)
-    jobs.push_back(toy::job("o" + std::to_string(i), "other", "b", 1, 0, 1e6));
-  jobs.push_back(toy::job("G", "gang", "g", 4, 0, 1e6));
-  const Workload w = toy::workload(jobs);
-  const ClusterModel m =
-      bind_model(toy::toy_cluster({{"fast", 4}, {"fast", 4}, {"slow", 4}}), c, w, 10.0);
+  const GangBesideOthers sc = gang_beside_others(5);
+  const Workload& w = sc.workload;
+  const ClusterModel& m = sc.model;
   const std::size_t fast = 1, gang = 5;
   auto state = [&](double now, bool slow_node_held) {
     SchedulerState s = make_scheduler_state(m, w);

@@ -146,31 +146,32 @@ TEST(RowCaps, CappedRowThatOutgrowsItsCapReSolvesAndHeldSharesStayHonest) {
   EXPECT_NEAR(size.at("U/b x1"), 12.0, kTol);
   EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
 
+  // A job leaves at `now`, and the next plan.
+  auto plan_after_leaving = [&](double now, const char* job) {
+    s.now = now;
+    leave(s, job);
+    RoundPlan next = p->plan(s);
+    s.changed = false;
+    return next;
+  };
+
   // 600 s: a job of B leaves; B (11 jobs) can still use its 6: the shares
   // hold without a re-solve.
-  s.now = 600;
-  leave(s, "B0");
-  plan = p->plan(s);
-  s.changed = false;
+  plan = plan_after_leaving(600, "B0");
   EXPECT_FALSE(plan.recomputed);
   EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
 
   // 700 s: A's first job leaves; A holds 6 and can use 4. Within 900 s of
   // the last solve the shares are kept (the placer hands the spare GPUs on),
   // but the estimate counts only what A can run: 4 + 6 + 12.
-  s.now = 700;
-  leave(s, "A0");
-  plan = p->plan(s);
-  s.changed = false;
+  plan = plan_after_leaving(700, "A0");
   EXPECT_FALSE(plan.recomputed);
   EXPECT_NEAR(plan.estimated_throughput, 22.0, kTol);
   EXPECT_NEAR(plan.estimated_throughput, runnable_throughput(planned_shares(*p)), kTol);
 
   // 1200 s, 900 s after the last solve: the next change re-solves, as at 0 s
   // (A 4, its unused weight to B: B 8, C 12).
-  s.now = 1200;
-  leave(s, "B1");
-  plan = p->plan(s);
+  plan = plan_after_leaving(1200, "B1");
   EXPECT_TRUE(plan.recomputed);
   size = share_sizes(planned_shares(*p));
   EXPECT_NEAR(size.at("T/a x4"), 4.0, kTol);
