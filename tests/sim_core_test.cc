@@ -148,6 +148,45 @@ TEST(SimCore, MidRoundStartsGoToTheRowFurthestBelowItsShare) {
   }
 }
 
+TEST(SimCore, AGangThatFitsNoNodeMidRoundRunsSpreadOnGpusNoOneElseTakes) {
+  // Four fast nodes of 1 GPU, 300 s rounds. t1's four 1-worker jobs hold
+  // them from 0; X1 and X2 (420 iterations) finish at 10 + 140 = 150 s. t2's
+  // 2-worker gang G arrives at 5. No node will ever hold it whole, so at 150
+  // it runs spread over the two freed GPUs (the second pass of mid-round
+  // starts, as spread_idle lets the round's placer); without mid-round
+  // starts, or with spread_idle off, the GPUs idle until the point at 300.
+  const Workload w = workload({job("X1", "t1", "a", 1, 0, 420), job("X2", "t1", "a", 1, 0, 420),
+                               job("X3", "t1", "a", 1, 0, 1e6), job("X4", "t1", "a", 1, 0, 1e6),
+                               job("G", "t2", "a", 2, 5, 1e6)});
+  const auto cluster = toy_cluster({{"fast", 1}, {"fast", 1}, {"fast", 1}, {"fast", 1}});
+  auto on = run(cluster, w, "oef-coop", "", 300, 600);
+  ASSERT_NEAR(rec(on, "X1").finish, 150.0, 1e-6);
+  ASSERT_NEAR(rec(on, "X2").finish, 150.0, 1e-6);
+  EXPECT_DOUBLE_EQ(rec(on, "G").first_start, 150.0);
+  EXPECT_GE(rec(on, "G").cross_node_placements, 1);
+  EXPECT_NEAR(on.rounds[0].idle_waiting_gpu_seconds, 0.0, 1e-6);
+
+  for (const char* without : {"oef-coop:midround=off", "oef-coop:spread_idle=off"}) {
+    auto r = run(cluster, w, without, "", 300, 600);
+    EXPECT_FALSE(rec(r, "G").first_start < 300.0) << without;
+    EXPECT_NEAR(r.rounds[0].idle_waiting_gpu_seconds, 300.0, 1e-6) << without;  // 2 x 150
+  }
+}
+
+TEST(SimCore, AGangWithNoTypeOfItsOwnFreeMidRoundRunsOverAdjacentTypes) {
+  // A fast and a slow node of 1 GPU, 600 s rounds. t1's X1 and X2 (270
+  // iterations) run from 0: on fast it ends at 10 + 90 = 100, on slow at
+  // 10 + 270 = 280. t2's 2-worker gang G arrives at 5. At 100 one fast GPU
+  // is not enough; at 280 both are free, and G runs over both types at the
+  // slow type's spread rate (1.8 x 0.5 it/s) until the point at 600.
+  const Workload w = workload({job("X1", "t1", "a", 1, 0, 270), job("X2", "t1", "a", 1, 0, 270),
+                               job("G", "t2", "a", 2, 5, 1e6)});
+  auto r = run(toy_cluster({{"fast", 1}, {"slow", 1}}), w, "oef-coop", "", 600, 900);
+  ASSERT_NEAR(std::max(rec(r, "X1").finish, rec(r, "X2").finish), 280.0, 1e-6);
+  EXPECT_DOUBLE_EQ(rec(r, "G").first_start, 280.0);
+  EXPECT_GE(rec(r, "G").cross_type_placements, 1);
+}
+
 TEST(SimCore, TimeSharingGangsGoWhereTheirRateIsBestNotTheFastestType) {
   // Two fast nodes of 3 GPUs and a slow node of 2; spread over nodes a gang
   // of type a runs at 0.3 x its one-node rate here. Two 2-worker fillers

@@ -32,6 +32,13 @@ class MidroundPlacer {
   // the fewest free GPUs that holds it (best fit), its lowest free ids.
   // Empty when it fits nowhere.
   std::optional<Assignment> place(const MidroundCandidate& c, double round_end);
+  // A start for a gang `c` that fits on no single node, spread over nodes of
+  // one type at its spread rate (a preferred type first, then the fastest
+  // spread rate), else over adjacent types at the slowest one's; the nodes
+  // with the most free GPUs first (fewest nodes). `min_rate`: no placement
+  // whose rate is below it. Empty when none has room.
+  std::optional<Assignment> place_spread(const MidroundCandidate& c, double round_end,
+                                         double min_rate);
 
  private:
   const SchedulerState& s_;
@@ -44,6 +51,7 @@ class MidroundPlacer {
     std::size_t begin, end;
   };
   std::vector<NodeFree> nodes_;
+  std::vector<std::size_t> left_by_type_;
   std::size_t left_ = 0;
 };
 

@@ -70,6 +70,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         share_(std::move(share)),
         tenant_level_(tenant_level),
         tenant_demands_(tenant_demands),
+        spread_idle_(rounding.spread_idle),
         interval_(interval),
         demand_resolve_s_(demand_resolve_s),
         placer_(rounding),
@@ -161,6 +162,11 @@ class ShareRoundPolicy final : public RoundPolicy {
 
   // The waiting jobs go by the row furthest below its share (after the plan
   // and the round's mid-round starts so far), its longest-stopped job first.
+  // A first pass starts jobs on one node; GPUs none of them fits go, in a
+  // second pass, to gangs spread over nodes of one type as the round's own
+  // placement would let them (tenant level: spread_idle; job level: Gavel's
+  // spread_min and spread_wait): on OEF §6.3.1's 4-GPU hosts, GPUs freed one
+  // by one seldom make a whole host.
   std::vector<Assignment> midround(const SchedulerState& s, const std::vector<DeviceRef>& free,
                                    double round_end) override {
     if (!midround_.on) return {};
@@ -168,7 +174,21 @@ class ShareRoundPolicy final : public RoundPolicy {
     if (free.empty() || round_end - s.now < midround_.min_left * interval_) return {};
     std::vector<Assignment> out;
     placement::MidroundPlacer placer(s, free);
+    scan_waiting(s, placer, round_end, false, out);
+    if (placer.free_left() > 0 && (tenant_level_ ? spread_idle_ : true))
+      scan_waiting(s, placer, round_end, true, out);
+    return out;
+  }
+
+ private:
+  // One pass of midround() over the waiting rows, best row first; a row
+  // that gains a start is re-ranked and the scan starts again from the top.
+  void scan_waiting(const SchedulerState& s, placement::MidroundPlacer& placer, double round_end,
+                    bool spread, std::vector<Assignment>& out) {
     std::set<std::pair<int, std::uint64_t>> misfits;  // (workers, types) that fit nowhere now
+    if (spread)  // a single worker that fit no node in the first pass fits none now
+      for (const auto& kind : kinds_)
+        if (kind.first <= 1) misfits.insert(kind);
     auto it = waiting_order_.begin();
     while (it != waiting_order_.end() && placer.free_left() > 0) {
       WaitingRow& row = waiting_rows_[it->second];
@@ -200,16 +220,18 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (j.state != JobState::kQueued) continue;
         const std::pair<int, std::uint64_t> kind{j.workers, type_bits(j)};
         if (misfits.count(kind)) continue;
-        start = placer.place({i, row.types}, round_end);
+        const double floor = spread ? spread_floor(s, j) : 0.0;
+        start = spread ? placer.place_spread({i, row.types}, round_end, floor)
+                       : placer.place({i, row.types}, round_end);
         if (start) break;
-        misfits.insert(kind);
+        // A gang held back by its rate floor says nothing of its kind's others.
+        if (floor == 0.0) misfits.insert(kind);
         if (row.uniform) break;
       }
       if (!start) {
         ++it;
         continue;
       }
-      // Re-ranked with what it now holds; the scan starts again from the top.
       const std::size_t r = it->second;
       waiting_order_.erase(it);
       row.shortfall -= s.jobs[start->job].workers;
@@ -224,10 +246,19 @@ class ShareRoundPolicy final : public RoundPolicy {
       out.push_back(std::move(*start));
       it = waiting_order_.begin();
     }
-    return out;
+  }
+  // The lowest spread rate a mid-round spread start of `j` may take: tenant
+  // level any (spread_idle); job level Gavel's rule, spread_min of its best
+  // one-node rate until it has waited spread_wait since it last stopped.
+  double spread_floor(const SchedulerState& s, const Job& j) const {
+    if (tenant_level_ || gavel_round_.spread_min <= 0.0 ||
+        s.now - j.last_stop >= gavel_round_.spread_wait_s - 1e-9)
+      return 0.0;
+    double best = 0.0;
+    for (double r : j.rate_one_node) best = std::max(best, r);
+    return gavel_round_.spread_min * best;
   }
 
- private:
   // Demands. Job level: every job is capped at its gang (the policies' own
   // demand-aware LPs). Tenant level with demands: progressive filling over
   // the LP rows, each row (tenant, job type, gang) a virtual tenant of OEF
@@ -861,6 +892,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   std::unique_ptr<SharePolicy> share_;
   bool tenant_level_;
   bool tenant_demands_;
+  bool spread_idle_;  // tenant level: gangs may run spread on GPUs no one else takes
   double interval_;
   double demand_resolve_s_;  // tenant level with demands: see plan()
   bool solved_ = false;
