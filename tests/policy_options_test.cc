@@ -171,7 +171,8 @@ TEST(RoundPolicySpecifier, AliasesApplyOnlyWhereTheKeyIsDeclared) {
             "policy oef-coop: lease: unknown key (keys: level, round, demands, quantum, move, "
             "spread_min, spread_wait, spread_idle, affine, midround, midround_min, resolve)");
   EXPECT_EQ(error_of([] { make_round_policy("themis:alpha=0.5", {}); }),
-            "policy themis: alpha: unknown key (keys: level, round, lease, filter)");
+            "policy themis: alpha: unknown key (keys: level, round, lease, spread_min, spread_wait, "
+            "filter)");
   // A setting for a named policy is checked even when another runs.
   RoundPolicyOptions bad;
   bad.set("filter", "2", "themis");

@@ -210,6 +210,39 @@ TEST(SimCore, TimeSharingGangsGoWhereTheirRateIsBestNotTheFastestType) {
   EXPECT_NEAR(g.finish - g.first_start, 110.0, 1e-6);
 }
 
+TEST(SimCore, ATimeSharingGangWaitsForOneNodeRatherThanRunSpreadAtHalfItsRate) {
+  // Two fast nodes of 3 GPUs; FIFO, a point every 10 s. Fillers F1 (2
+  // workers, long) and F2 (486 iterations at 5.4 it/s: 10 + 90 s) take 2
+  // GPUs of each node (best fit), one free on each. The gang G (540
+  // iterations) arrives at 5: spread it would run at 5.4 x 0.5 it/s, below
+  // spread_min (0.9) of its one-node 5.4, so it waits; F2 ends at 100 and G
+  // gets a node whole (10 + 100 s). With spread_min=0 it starts spread at
+  // the first point; with spread_wait=50 it takes the spread placement once
+  // it has waited 50 s (the point at 60).
+  const Workload w = workload({job("F1", "t1", "a", 2, 0, 1e6), job("F2", "t1", "a", 2, 0, 486),
+                               job("G", "t2", "a", 2, 5, 540)});
+  const ClusterModel model = bind_model(toy_cluster({{"fast", 3}, {"fast", 3}}), toy_profiles(), w, 10.0);
+  auto run_fifo = [&](const std::string& spec) {
+    auto policy = make_round_policy(spec, {});
+    SimOptions o;
+    o.horizon_s = 600;
+    return simulate(model, w, *policy, o);
+  };
+  const SimResult waits = run_fifo("fifo");
+  ASSERT_NEAR(rec(waits, "F2").finish, 100.0, 1e-6);
+  EXPECT_DOUBLE_EQ(rec(waits, "G").first_start, 100.0);
+  EXPECT_EQ(rec(waits, "G").cross_node_placements, 0);
+  EXPECT_NEAR(rec(waits, "G").finish, 210.0, 1e-6);
+
+  const SimResult any = run_fifo("fifo:spread_min=0");
+  EXPECT_DOUBLE_EQ(rec(any, "G").first_start, 10.0);
+  EXPECT_GE(rec(any, "G").cross_node_placements, 1);
+
+  const SimResult bounded = run_fifo("fifo:spread_wait=50");
+  EXPECT_DOUBLE_EQ(rec(bounded, "G").first_start, 60.0);
+  EXPECT_GE(rec(bounded, "G").cross_node_placements, 1);
+}
+
 TEST(SimCore, FinishedJobsLeaveTheListsAtCompactOnly) {
   // Two fast GPUs: A (420 iterations) finishes at 10 + 140 = 150 s, B (3000)
   // at 10 + 1000 = 1010 s. run_events() finishes jobs but leaves them in

@@ -7,7 +7,8 @@
 
 namespace fairgpu::placement {
 
-GangRound::GangRound(const SchedulerState& s) : s_(s) {
+GangRound::GangRound(const SchedulerState& s, GangRoundOptions options)
+    : s_(s), options_(options) {
   free_ = s.model->capacity;
   for (std::size_t t = 0; t < s.reserved.size(); ++t) free_[t] -= s.reserved[t];
   // O(active): the free count is capacity minus what unexpired leases hold.
@@ -59,7 +60,7 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
     }
   }
   if (type != kBestType) {
-    if (!j.runs_on(type) || free_[type] < j.workers) return false;
+    if (!j.runs_on(type) || free_[type] < j.workers || holds_out(j, type)) return false;
     out->per_type[type] = j.workers;
     return true;
   }
@@ -80,6 +81,7 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
     }
   }
   if (best != kBestType) {
+    if (holds_out(j, best)) return false;
     out->per_type[best] = j.workers;
     return true;
   }
@@ -100,6 +102,17 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
     left -= n;
   }
   return true;
+}
+
+// Whether a gang granted `type` now would run spread below spread_min of its
+// one-node rate there (rate_best is that rate where a node of the type can
+// hold it) while it may still wait for one node.
+bool GangRound::holds_out(const Job& j, std::size_t type) const {
+  if (options_.spread_min <= 0.0 || j.workers <= 1 || s_.model->cluster.gangs_on_one_node)
+    return false;
+  if (free_devices().fits_one_node(type, j.workers)) return false;
+  if (!(j.rate_spread[type] < options_.spread_min * j.rate_best[type])) return false;
+  return j.state == JobState::kRunning || s_.now - j.last_stop < options_.spread_wait_s - 1e-9;
 }
 
 bool GangRound::fits(std::size_t job, std::size_t type) const {

@@ -21,11 +21,21 @@
 
 namespace fairgpu::placement {
 
+// Placement that follows rates (issue 28, as the OEF placer and Gavel's
+// rounds): a gang whose grant would run spread over nodes below spread_min
+// of its one-node rate on that type is not granted (it waits, keeping its
+// place in the policy's order) until it has waited spread_wait_s since it
+// last stopped; a running gang is never moved onto such a placement.
+struct GangRoundOptions {
+  double spread_min = 0.0;  // 0: any placement that fits
+  double spread_wait_s = 0.0;
+};
+
 class GangRound {
  public:
   static constexpr std::size_t kBestType = std::numeric_limits<std::size_t>::max();
 
-  explicit GangRound(const SchedulerState& state);
+  explicit GangRound(const SchedulerState& state, GangRoundOptions options = {});
 
   // Jobs the policy decides about now, in arrival order: queued jobs and
   // running jobs whose lease has ended (renew or preempt).
@@ -45,7 +55,12 @@ class GangRound {
   // type).
   // A gang larger than any single type's free GPUs but within their sum
   // spans types (straggler rate) only when no type could ever hold it.
+  // False too for a gang that holds out for a better placement (above).
   bool fits(std::size_t job, std::size_t type = kBestType) const;
+  // Whether `job` on `type` holds out for one node (GangRoundOptions).
+  bool holds_out(std::size_t job, std::size_t type) const {
+    return holds_out(s_.jobs[job], type);
+  }
   // Grants `job` a lease to `lease_end`; false (nothing taken) if it does
   // not fit.
   bool grant(std::size_t job, double lease_end, std::size_t type = kBestType);
@@ -64,6 +79,7 @@ class GangRound {
     std::vector<int> per_type;      // GPUs taken per type
   };
   bool choose(std::size_t job, std::size_t type, Grant* out) const;
+  bool holds_out(const Job& j, std::size_t type) const;
   // Free devices node by node, for the rate a gang gets (made lazily: only
   // gangs need it).
   FreeDevices& free_devices() const;
@@ -71,6 +87,7 @@ class GangRound {
   mutable std::optional<FreeDevices> devices_;
 
   const SchedulerState& s_;
+  GangRoundOptions options_;
   std::vector<std::size_t> decidable_;
   std::vector<int> free_;  // per type
   std::vector<Grant> grants_;

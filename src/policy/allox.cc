@@ -132,7 +132,7 @@ class Allox final : public TimeSharingPolicy {
   explicit Allox(const PolicyOptions& o) : TimeSharingPolicy(o), alpha_(o.number("alpha")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
     const double lease_end = s.now + lease();
     round.renew_all(lease_end);
@@ -362,7 +362,8 @@ class Allox final : public TimeSharingPolicy {
       for (const Unit& u : us) {
         const Waiting& w = waiting[u.w];
         if (fronts[u.w] != w.g || round.granted(w.job)) continue;
-        if (!round.grant(w.job, lease_end, t))
+        // A gang that would run spread below spread_min waits (GangRound).
+        if (!round.grant(w.job, lease_end, t) && !round.holds_out(w.job, t))
           throw std::logic_error("allox: a job at the front of free slots does not fit");
       }
     }

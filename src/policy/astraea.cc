@@ -43,7 +43,7 @@ class Astraea final : public TimeSharingPolicy {
 
   RoundPlan plan(const SchedulerState& s) override {
     advance_fair_shares(s);
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
 
     const std::size_t n_tenants = s.tenants.size();

@@ -71,7 +71,7 @@ class Drf final : public TimeSharingPolicy {
 
   RoundPlan plan(const SchedulerState& s) override {
     if (!checked_) check_demands(s);
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
 
     const std::size_t n_tenants = s.tenants.size();

@@ -21,7 +21,7 @@ class Fifo final : public TimeSharingPolicy {
   Fifo(const PolicyOptions& o, bool backfill) : TimeSharingPolicy(o), backfill_(backfill) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
     const double lease_end = s.now + lease();
     round.renew_all(lease_end);

@@ -32,12 +32,14 @@ namespace {
 class GandivaStride final : public RoundPolicy {
  public:
   explicit GandivaStride(const PolicyOptions& o)
-      : name_(o.full_name()), interval_(o.number("round")) {}
+      : name_(o.full_name()),
+        interval_(o.number("round")),
+        gang_round_{o.number("spread_min"), o.number("spread_wait")} {}
   std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round(s, gang_round_);
     if (!round.worth_planning()) return {};
     if (pass_.size() < s.jobs.size()) pass_.resize(s.jobs.size(), -1.0);
     double global = std::numeric_limits<double>::infinity();
@@ -58,6 +60,7 @@ class GandivaStride final : public RoundPolicy {
  private:
   std::string name_;
   double interval_;
+  placement::GangRoundOptions gang_round_;
   std::vector<double> pass_;  // by job index; < 0: not seen yet
 };
 

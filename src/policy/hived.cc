@@ -32,7 +32,7 @@ class Hived final : public TimeSharingPolicy {
   explicit Hived(const PolicyOptions& o) : TimeSharingPolicy(o) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
     if (borrowed_.size() < s.jobs.size()) borrowed_.resize(s.jobs.size(), 0);
     const std::size_t n_tenants = s.tenants.size();

@@ -111,7 +111,7 @@ class Shockwave final : public TimeSharingPolicy {
         wall_s_(o.number("wall")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
     const double lease_end = s.now + interval();
     bool recomputed = false;

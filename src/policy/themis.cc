@@ -39,7 +39,7 @@ class Themis final : public TimeSharingPolicy {
   explicit Themis(const PolicyOptions& o) : TimeSharingPolicy(o), filter_(o.number("filter")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
 
     // ρ of every active job, worst first; the top ⌈f·n⌉ are eligible.

@@ -12,6 +12,8 @@
 
 #include "fairgpu/policy_options.h"
 #include "fairgpu/scheduler.h"
+#include "placement/gang_round.h"
+#include "placement/oef_rounding.h"
 
 namespace fairgpu::policy {
 
@@ -40,12 +42,21 @@ inline double done_now(const SchedulerState& s, const Job& j) {
 
 // The keys every time-sharing policy declares (its file adds its own):
 // level (job only: they decide job by job), round and lease.
+// spread_min and spread_wait: placement that follows rates
+// (placement::GangRoundOptions), the defaults of the OEF placer.
 inline std::vector<OptionSpec> time_sharing_keys(double round_s = kDefaultIntervalS) {
   return {choice_option("level", "job", "job only: the policy decides job by job", {"job"}),
           number_option("round", round_s, "seconds between scheduling points", 0.0,
                         std::numeric_limits<double>::infinity(), true),
           number_option("lease", kDefaultLeaseS, "lease term in seconds (Astraea §6.1.3)", 0.0,
-                        std::numeric_limits<double>::infinity(), true)};
+                        std::numeric_limits<double>::infinity(), true),
+          number_option("spread_min", placement::RoundingOptions{}.spread_min,
+                        "a gang waits (up to spread_wait) rather than run spread below this "
+                        "fraction of its one-node rate (0: takes any placement)",
+                        0.0, 1.0),
+          number_option("spread_wait", placement::RoundingOptions{}.spread_wait_s,
+                        "seconds a gang waits for a placement at spread_min before it takes any",
+                        0.0, std::numeric_limits<double>::infinity())};
 }
 
 // Name (the full specifier), level "job", interval and lease (keys round
@@ -53,14 +64,22 @@ inline std::vector<OptionSpec> time_sharing_keys(double round_s = kDefaultInterv
 class TimeSharingPolicy : public RoundPolicy {
  public:
   explicit TimeSharingPolicy(const PolicyOptions& o)
-      : name_(o.full_name()), interval_(o.number("round")), lease_(o.number("lease")) {}
+      : name_(o.full_name()),
+        interval_(o.number("round")),
+        lease_(o.number("lease")),
+        gang_round_{o.number("spread_min"), o.number("spread_wait")} {}
   std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
   double lease() const { return lease_; }
+  // This point's round, with the policy's placement options.
+  placement::GangRound gang_round(const SchedulerState& s) const {
+    return placement::GangRound(s, gang_round_);
+  }
 
  private:
   std::string name_;
   double interval_, lease_;
+  placement::GangRoundOptions gang_round_;
 };
 
 }  // namespace fairgpu::policy

@@ -36,7 +36,7 @@ class Tiresias final : public TimeSharingPolicy {
       : TimeSharingPolicy(o), thresholds_(o.numbers("thresholds")), promote_(o.number("promote")) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
     if (base_.size() < s.jobs.size()) base_.resize(s.jobs.size(), 0.0);
 

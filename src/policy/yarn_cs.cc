@@ -26,7 +26,7 @@ class YarnCs final : public TimeSharingPolicy {
   explicit YarnCs(const PolicyOptions& o) : TimeSharingPolicy(o) {}
 
   RoundPlan plan(const SchedulerState& s) override {
-    placement::GangRound round(s);
+    placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
     const std::size_t n_tenants = s.tenants.size();
     double total_weight = 0.0;
