@@ -332,6 +332,42 @@ TEST_F(SlurmExecutorTest, AFinishedRunEndsOnceWithSlurmsExitCode) {
   EXPECT_TRUE(exec_.poll(3).empty());
 }
 
+// Issue 34 item 3: a run Slurm started without its GPUs, refused by its
+// wrapper (exit kNoGpuExitCode with its lease id in the mark), is requeued
+// held and reported ended as a revoked run (the job waits for its next
+// lease, no failure counted), up to kMaxNoGpuRuns in a row; the same exit
+// code without the mark, or past the bound, is the job's own failure.
+TEST_F(SlurmExecutorTest, ARunStartedWithoutItsGpusIsRequeuedNotFailed) {
+  const ExecutorJob spec = job("a");
+  const std::int64_t a = std::stoll(exec_.admit(spec));
+  auto refused_run = [&](std::int64_t lease, double t, bool marked) {
+    exec_.apply({start(lease, "a", "n1")}, {}, t);
+    fake_.schedule();
+    exec_.poll(t + 1);
+    if (marked) std::ofstream(no_gpu_file_path(spec.checkpoint_dir)) << lease << "\n";
+    fake_.jobs.at(a).state = JobState::kFailed;
+    fake_.jobs.at(a).exit_code = kNoGpuExitCode;
+    return of_kind(exec_.poll(t + 2), RunEvent::Kind::kEnded);
+  };
+  for (int run = 0; run < 3; ++run) {
+    const auto ended = refused_run(1 + run, 10.0 * run, true);
+    ASSERT_EQ(ended.size(), 1u) << run;
+    EXPECT_TRUE(ended[0].revoked) << run;
+    EXPECT_NE(ended[0].detail.find("without its GPUs"), std::string::npos) << ended[0].detail;
+    EXPECT_EQ(fake_.jobs.at(a).state, JobState::kPending);  // requeued, held
+    EXPECT_TRUE(fake_.jobs.at(a).held);
+  }
+  // A fourth in a row: the job's failure (the mark is the job's to write).
+  auto ended = refused_run(4, 40.0, true);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_EQ(ended[0].exit_code, kNoGpuExitCode);
+  // Without the mark (the job's own exit 75): its failure too.
+  ended = refused_run(5, 50.0, false);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_FALSE(ended[0].revoked);
+}
+
 // Issue 30 H4: a job whose run failed is retried: its final Slurm job is
 // requeued held, pinned and released in one exchange (before: the start
 // threw out of apply and the round's later starts never reached Slurm).
@@ -526,6 +562,29 @@ TEST_F(SlurmExecutorTest, AfterARestartAdoptedJobsAreReconciledWithSlurm) {
   EXPECT_EQ(done[0].lease, 1);
   EXPECT_EQ(done[0].exit_code, 0);
   again.apply({start(3, "b", "n1")}, {}, 7);  // b is held: it may start
+}
+
+// After a restart serve sends again the revokes it had decided. A run whose
+// requeuehold went through before fairgpu was killed is held already: its
+// end is reported at the next poll, even with its work done (no requeue is
+// due then, and before it stayed revoking for good, holding its GPU).
+TEST_F(SlurmExecutorTest, ARevokeSentAgainAfterARestartEndsARunAlreadyHeldAgain) {
+  ExecutorJob spec = job("a");
+  spec.iterations = 100;
+  const std::int64_t a = std::stoll(exec_.admit(spec));
+  exec_.apply({start(1, "a", "n1")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  std::ofstream(spec.progress_file) << "100\n";
+  fake_.jobs.at(a).state = JobState::kPending;
+  fake_.jobs.at(a).held = true;
+  SlurmExecutor again(fake_, SlurmExecutorOptions{"main", 10});
+  again.adopt(spec, std::to_string(a), 1);
+  again.apply({}, {1}, 5);
+  auto ended = of_kind(again.poll(6), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].lease, 1);
+  EXPECT_TRUE(ended[0].revoked);
 }
 
 TEST_F(SlurmExecutorTest, ARoundCutOffBetweenPinsAndReleaseIsRedoneAtTheNextPoll) {

@@ -5,6 +5,11 @@
 // node) and on hand-made lines for what that cluster cannot show (a DOWN
 // node, odd host lists), plus the one-line errors of bad input.
 #include <gtest/gtest.h>
+#include <cstdlib>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <fstream>
+#include <filesystem>
 
 #include <map>
 #include <string>
@@ -312,6 +317,39 @@ TEST(SlurmSubmitScript, ExecsTheQuotedCommandAfterReadingTheRunFile) {
                       "exec \"$@\"' fairgpu-task '/bin/echo'"),
             std::string::npos)
       << gang;
+}
+
+// Issue 34 item 3: a run Slurm starts without the GPUs it asked for (seen
+// right after slurmctld's own restart) is refused by its wrapper, which
+// leaves its lease id for the executor to requeue it as never started.
+TEST(SlurmSubmitScript, ARunStartedWithoutItsGpusIsRefusedAndMarked) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("fairgpu-no-gpu-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  SubmitSpec s;
+  s.job = "j1";
+  s.gpus_per_node = 2;
+  s.shell_command = "echo ran >\"$FAIRGPU_CHECKPOINT_DIR/out\"";
+  { std::ofstream(dir / "wrapper.sh") << submit_script(s); }
+  write_run_file(dir.string(), 42, "v100");
+  auto run_with = [&](const std::string& gpus_on_node) {
+    const std::string cmd = "env FAIRGPU_CHECKPOINT_DIR=" + testing_support::quote(dir.string()) +
+                            " SLURM_GPUS_ON_NODE=" + gpus_on_node + " /bin/sh " +
+                            testing_support::quote((dir / "wrapper.sh").string()) + " 2>/dev/null";
+    const int raw = std::system(cmd.c_str());
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  };
+  EXPECT_EQ(run_with("1"), kNoGpuExitCode);
+  EXPECT_FALSE(fs::exists(dir / "out"));  // the command never ran
+  EXPECT_FALSE(take_no_gpu_mark(dir.string(), 41));  // another lease's run: not this one
+  EXPECT_EQ(run_with("0"), kNoGpuExitCode);
+  EXPECT_TRUE(take_no_gpu_mark(dir.string(), 42));
+  EXPECT_FALSE(fs::exists(no_gpu_file_path(dir.string())));  // taken
+  EXPECT_EQ(run_with("2"), 0);
+  EXPECT_EQ(testing_support::slurp(dir / "out"), "ran\n");
+  EXPECT_FALSE(fs::exists(no_gpu_file_path(dir.string())));
+  fs::remove_all(dir);
 }
 
 }  // namespace

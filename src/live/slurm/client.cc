@@ -102,6 +102,21 @@ std::string run_file_path(const std::string& checkpoint_dir) {
   return checkpoint_dir + "/.fairgpu-run";
 }
 
+std::string no_gpu_file_path(const std::string& checkpoint_dir) {
+  return checkpoint_dir + "/.fairgpu-no-gpu";
+}
+
+bool take_no_gpu_mark(const std::string& checkpoint_dir, std::int64_t lease) {
+  const std::string path = no_gpu_file_path(checkpoint_dir);
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  std::getline(in, line);
+  in.close();
+  ::unlink(path.c_str());
+  return line == std::to_string(lease);
+}
+
 std::string fence_file_path(const std::string& checkpoint_dir) {
   return checkpoint_dir + "/.fairgpu-fence";
 }
@@ -167,6 +182,19 @@ std::string submit_script(const SubmitSpec& spec) {
        "  done <\"$run_file\"\n"
        "fi\n"
        "export FAIRGPU_NUM_WORKERS=$(( ${SLURM_GPUS_ON_NODE:-0} * ${SLURM_JOB_NUM_NODES:-1} ))\n"
+       "# Started without its GPUs (Slurm did so right after its controller's\n"
+       "# restart): refused, for fairgpu to requeue as never started.\n"
+       "if [ \"${SLURM_GPUS_ON_NODE:-0}\" -lt "
+    << spec.gpus_per_node
+    << " ]; then\n"
+       "  echo \"fairgpu: Slurm started this run with ${SLURM_GPUS_ON_NODE:-0} of its "
+    << spec.gpus_per_node
+    << " GPUs per node; refused\" >&2\n"
+       "  printf '%s\\n' \"$FAIRGPU_LEASE_ID\" >\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-no-gpu\"\n"
+       "  exit "
+    << kNoGpuExitCode
+    << "\n"
+       "fi\n"
        "# The run's fence: each of its processes holds fd 9's shared lock, so\n"
        "# fairgpu sees when none is left (a node whose slurmd died).\n"
        "exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n";

@@ -111,6 +111,14 @@ std::string run_file_path(const std::string& checkpoint_dir);
 // processes a dead slurmd left behind are gone.
 std::string fence_file_path(const std::string& checkpoint_dir);
 bool run_processes_gone(const std::string& checkpoint_dir);
+// A run Slurm starts without the GPUs it asked for (SLURM_GPUS_ON_NODE
+// short; seen right after slurmctld's own restart) is refused by the wrapper:
+// it writes its lease id to this file and exits kNoGpuExitCode, and the
+// executor requeues it as never started, not failed.
+inline constexpr int kNoGpuExitCode = 75;  // EX_TEMPFAIL
+std::string no_gpu_file_path(const std::string& checkpoint_dir);
+// Whether the run of `lease` ended so (the file names it); removes the file.
+bool take_no_gpu_mark(const std::string& checkpoint_dir, std::int64_t lease);
 // Writes it atomically (a temporary file renamed over it).
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
                     const std::string& gpu_type);

@@ -158,6 +158,7 @@ void SlurmExecutor::ended(Tracked& t, std::vector<RunEvent>& events, bool revoke
     e.detail = detail;
     events.push_back(std::move(e));
   }
+  if (!t.no_gpu) t.no_gpu_runs = 0;
   t.lease = 0;
   t.progress.reset();
   t.reported_iterations = -1;
@@ -372,6 +373,19 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
 
   RoundWrites writes;
   std::vector<std::string> exited;  // revoked runs that exited: requeueheld below
+  // A run the wrapper refused for want of GPUs: held again and reported
+  // ended as never started (requeued_ended), not as the job's failure.
+  auto refused_for_gpus = [&](Tracked& t, const std::string& name) {
+    if (t.exit_code != kNoGpuExitCode || t.lease == 0 ||
+        !take_no_gpu_mark(t.spec.checkpoint_dir, t.lease) || t.no_gpu_runs >= kMaxNoGpuRuns)
+      return false;
+    ++t.no_gpu_runs;
+    t.no_gpu = true;
+    writes.requeue_hold.push_back(t.slurm_id);
+    exited.push_back(name);
+    t.phase = Phase::kRequeued;
+    return true;
+  };
   for (auto& [name, t] : jobs_) {
     if (t.phase == Phase::kDone) continue;
     auto it = snap.detail.find(t.slurm_id);
@@ -440,6 +454,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           e.nodes = d.nodes;
           events.push_back(std::move(e));
         } else if (is_final(d.state)) {
+          if (refused_for_gpus(t, name)) break;
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
         } else if (pending && d.held) {
@@ -451,6 +466,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
       case Phase::kRunning:
         if (is_final(d.state)) {
+          if (refused_for_gpus(t, name)) break;
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
         } else if (pending) {
@@ -473,6 +489,12 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           writes.requeue_hold.push_back(t.slurm_id);
           exited.push_back(name);
           t.phase = Phase::kRequeued;
+        } else if (held_again(t, d)) {
+          // Held again already: a revoke sent again after a restart, whose
+          // requeuehold went through before fairgpu was killed. (Waiting for
+          // the grace period left it revoking for good when its work was
+          // done: no requeue is due then.)
+          requeued_ended(t, events);
         }
         break;
       case Phase::kRequeued:
@@ -532,8 +554,13 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
 }
 
 void SlurmExecutor::requeued_ended(Tracked& t, std::vector<RunEvent>& events) {
-  const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
-  ended(t, events, t.start_refused.empty(), why);
+  if (t.no_gpu) {  // as a revoked run: the job waits for its next lease
+    ended(t, events, true, "Slurm started it without its GPUs: requeued, not failed");
+    t.no_gpu = false;
+  } else {
+    const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
+    ended(t, events, t.start_refused.empty(), why);
+  }
   t.start_refused.clear();
   t.phase = Phase::kIdle;
 }

@@ -127,7 +127,13 @@ class SlurmExecutor : public Executor {
     bool cancel_sent = false;   // scancel answered (redone while not final)
     RoundWrites::Pin pin;       // the current start's (redone while it is held)
     std::string start_refused;  // why Slurm refused the current start
+    // Runs in a row the wrapper refused for want of GPUs (kNoGpuExitCode):
+    // requeued as never started, up to kMaxNoGpuRuns (the mark is the job's
+    // to write too; past that it is the job's failure).
+    int no_gpu_runs = 0;
+    bool no_gpu = false;  // the current requeue is such a refusal
   };
+  static constexpr int kMaxNoGpuRuns = 3;
 
   Tracked* by_lease(std::int64_t lease);
   // Starts tracking `job` as Slurm job `slurm_id`; returns the id as its handle.
