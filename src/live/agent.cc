@@ -49,6 +49,9 @@ constexpr double kLeftoverWaitS = 2.0;
 // killed before it registers anyway (still killing them every tick): a
 // process in uninterruptible sleep dies when it leaves it.
 constexpr double kLeftoverCgroupWaitS = 10.0;
+// How long a run's cgroup may take to empty after its leader exited before
+// the agent says so (once): the run is reported running until it is empty.
+constexpr double kSlowCgroupEndS = 10.0;
 constexpr int kMasterPortDefault = 29500;
 
 // Clamped: a server's number (lease_s_left: 1e300, NaN) must not overflow
@@ -132,6 +135,7 @@ struct Run {
   std::string failure;               // launch_failed: why
   Clock::time_point lease_end{};
   bool end_logged = false;
+  bool slow_end_logged = false;  // its cgroup outlived its leader by kSlowCgroupEndS
   std::vector<int> cores;  // pinned to (empty: not pinned)
   std::string cgroup;      // its memory cgroup, until removed
   std::string limits;      // what it is held to, reported with it
@@ -458,6 +462,14 @@ class Agent {
     });
     for (auto& [lease, r] : runs_) {
       if (r.running()) r.process->poll();
+      if (r.running() && r.process->leader_exited() && !r.slow_end_logged &&
+          seconds_between(r.process->leader_exited_at(), Clock::now()) >= kSlowCgroupEndS) {
+        r.slow_end_logged = true;
+        log(fmt::format("{}: its process exited {:.0f} s ago, but cgroup {} still holds processes "
+                        "after SIGKILL; the run ends when they are gone",
+                        describe(r), kSlowCgroupEndS, r.cgroup),
+            log::Level::kWarn, &r);
+      }
       // In the poll that saw the run end: the runs a 409 makes the agent
       // forget are forgotten right after it.
       if (!r.running() && !r.cgroup.empty() && remove_cgroup(r.cgroup)) r.cgroup.clear();
@@ -480,7 +492,8 @@ class Agent {
   }
 
   void stop_run(Run& r, const std::string& verb, const std::string& why) {
-    if (!r.running() || r.process->stop_requested()) return;
+    // A run whose leader has exited is already being ended (its cgroup killed).
+    if (!r.running() || r.process->stop_requested() || r.process->leader_exited()) return;
     log(fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why), log::Level::kInfo,
         &r);
     r.process->stop(grace_s_, kill_after_s_);
@@ -493,7 +506,7 @@ class Agent {
   void enforce_fences(Clock::time_point now) {
     double silent = seconds_between(last_ok_, now);
     for (auto& [lease, r] : runs_) {
-      if (!r.running() || r.process->stop_requested()) continue;
+      if (!r.running() || r.process->stop_requested() || r.process->leader_exited()) continue;
       if (now >= r.lease_end)
         stop_run(r, "fence", "lease ended without renewal");
       else if (silent >= heartbeat_timeout_s_)

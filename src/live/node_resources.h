@@ -34,7 +34,7 @@
 // - Processes (issue 30, "no pids limit"): pids.max = --max-pids in the
 //   run's cgroup, the pids controller enabled as memory's is; a fork bomb
 //   fails its forks there instead of taking the node's pids from others.
-//#pragma once
+#pragma once
 
 #include <sys/types.h>
 

@@ -521,6 +521,7 @@ void Process::reap() {
   if (!pid_path_.empty()) std::remove(pid_path_.c_str());
   read_progress();  // its last word
   leader_reaped_ = true;
+  leader_exited_at_ = Clock::now();
 }
 
 void Process::end_when_cgroup_empty() {
@@ -549,6 +550,7 @@ void Process::poll() {
     exit_code_ = -1;
     if (!pid_path_.empty()) std::remove(pid_path_.c_str());
     leader_reaped_ = true;
+    leader_exited_at_ = Clock::now();
     kill_cgroup(cgroup_dir_);
     return end_when_cgroup_empty();
   }

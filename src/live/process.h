@@ -149,6 +149,11 @@ class Process {
   // Whether stop() was called before the job ended (the protocol's
   // `revoked`).
   bool stop_requested() const { return stop_requested_; }
+  // Whether the leader has exited and been reaped: the job is still running
+  // only while its cgroup is not yet empty, and there is nothing to stop.
+  bool leader_exited() const { return leader_reaped_; }
+  // When poll() saw that (leader_exited() only).
+  Clock::time_point leader_exited_at() const { return leader_exited_at_; }
   // SIGKILL to the group and the cgroup now (no grace).
   void kill_now();
 
@@ -184,6 +189,7 @@ class Process {
   std::string pid_path_;
   std::string cgroup_dir_;
   bool leader_reaped_ = false;  // exit_code_ and signal_ are set
+  Clock::time_point leader_exited_at_{};
   ProgressFile progress_{""};
   bool stop_requested_ = false;
   int stop_phase_ = 0;  // signals sent so far: 1 USR1, 2 TERM, 3 KILL
