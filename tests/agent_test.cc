@@ -839,9 +839,7 @@ struct Escaped {
   pid_t pid = 0;
   unsigned long long start = 0;
   // Alive, not a zombie, and still the process recorded.
-  bool alive() const {
-    return pid > 0 && process_alive(pid) && process_start_time(pid) == start;
-  }
+  bool alive() const { return pid > 0 && process_alive(pid) && process_start_time(pid) == start; }
   // Kills it where a failing test left it alive.
   void kill_if_alive() const {
     if (alive()) ::kill(pid, SIGKILL);
@@ -954,13 +952,13 @@ TEST_F(AgentRunCgroups, ARestartedAgentKillsWhatItsKilledPredecessorsRunLeft) {
   RunsCgroup cg;
   if (!cg.skip().empty()) GTEST_SKIP() << cg.skip();
   const std::vector<std::string> argv = {
-      FAIRGPU_BINARY, "agent",       "--server",   server_.url(), "--node",
-      "n1",           "--gpus",      "v100:4",     "--cpus",      "2",
-      "--memory-gb",  "4",           "--token",    kToken,        "--state-dir",
-      (dir_ / "state").string(),     "--cgroup",   cg.dir()};
+      FAIRGPU_BINARY, "agent", "--server",    server_.url(),
+      "--node",       "n1",    "--gpus",      "v100:4",
+      "--cpus",       "2",     "--memory-gb", "4",
+      "--token",      kToken,  "--state-dir", (dir_ / "state").string(),
+      "--cgroup",     cg.dir()};
   auto first = std::make_unique<Daemon>(argv, dir_ / "agent1.log");
-  ASSERT_TRUE(server_.wait([](FakeServer::State& s) { return s.epoch >= 1; }, 30))
-      << first->text();
+  ASSERT_TRUE(server_.wait([](FakeServer::State& s) { return s.epoch >= 1; }, 30)) << first->text();
   server_.push(launch(11, "j-000011", std::string(kEscape) + kUntilUsr1));
   const Escaped e = escaped("j-000011");
   const pid_t job = leader("j-000011");
@@ -1161,6 +1159,13 @@ TEST(AgentCommand, TokenFileMustBeUnreadableByOthers) {
   r = with({});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--token-file: missing"), std::string::npos) << r.err;
+  std::filesystem::permissions(
+      file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  r = with({"--token-file", file.string(), "--max-pids", "-1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--max-pids: -1 is not in 0..4194304 (0: no limit)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   std::filesystem::remove_all(dir);
 }
 

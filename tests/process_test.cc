@@ -407,6 +407,7 @@ TEST(Process, AJobEndsOnlyOnceItsCgroupIsEmpty) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(p->state(), ProcessState::kRunning) << "ended while its cgroup held a process";
+  EXPECT_TRUE(p->leader_exited());
   p->stop(0.0, 0.0);
   EXPECT_FALSE(p->stop_requested()) << "its leader had exited: nothing to revoke";
   write_file(cg + "/cgroup.events", "populated 0\nfrozen 0\n");
