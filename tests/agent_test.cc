@@ -875,6 +875,15 @@ int processes_of(uid_t uid) {
 
 class AgentRunCgroups : public Agent {
  protected:
+  // Nothing here is about fencing: a heartbeat late on a loaded machine must
+  // not stop a run before the test has seen its child.
+  void SetUp() override {
+    Agent::SetUp();
+    server_.with([](FakeServer::State& s) { s.heartbeat_timeout_s = 60; });
+  }
+  json launch(std::int64_t lease, const std::string& job, const json& command = kJob) const {
+    return Agent::launch(lease, job, command, 600);
+  }
   // The kEscape record of `job`, once written (generous: a loaded machine).
   Escaped escaped(const std::string& job) {
     const std::string path = ckpt(job) + "/escaped";
@@ -990,7 +999,13 @@ TEST_F(AgentRunCgroups, AForkBombIsHeldToMaxPidsAndTheNodeStillLaunches) {
   if (geteuid() != 0)
     GTEST_SKIP() << "only a root agent runs a job as a user of its own (RLIMIT_NPROC)";
   constexpr int kMaxPids = 50;
-  constexpr uid_t kBomber = 200000 + 4242;  // --uid-base + its slot: no other test's
+  // A slot (uid --uid-base + slot) of no other test and no earlier run of
+  // this one: the kernel counts a user's zombies against RLIMIT_NPROC until
+  // they are reaped, and the sleeps a bomb leaves are reaped by init,
+  // whenever it gets to them.
+  static int runs = 0;
+  const int slot = 4000 + static_cast<int>(::getpid() % 10000) * 16 + runs++ % 16;
+  const auto bomber = static_cast<uid_t>(200000 + slot);
   RunsCgroup cg;
   AgentOptions o = options();
   o.max_pids = kMaxPids;
@@ -1006,7 +1021,7 @@ TEST_F(AgentRunCgroups, AForkBombIsHeldToMaxPidsAndTheNodeStillLaunches) {
       "done' \"$d\"; "
       "echo $? > \"$d/bomb-exit\"; exec sleep 1000";
   json a = launch(21, "j-000021", bomb);
-  a["tenant_slot"] = 4242;
+  a["tenant_slot"] = slot;
   a["devices"] = {0};
   server_.push(a);
   ASSERT_TRUE(reported(21, "running", 30)) << agent_.lines();
@@ -1016,9 +1031,11 @@ TEST_F(AgentRunCgroups, AForkBombIsHeldToMaxPidsAndTheNodeStillLaunches) {
   EXPECT_NE(slurp(exit_file), "0\n") << "no fork failed in " << started << " forks";
   EXPECT_GE(started, 1);
   EXPECT_LE(started, kMaxPids);
-  EXPECT_LE(processes_of(kBomber), kMaxPids);
+  EXPECT_LE(processes_of(bomber), kMaxPids);
   const json limits = server_.last_report(21).value("limits", json());
-  EXPECT_NE(limits.dump().find("RLIMIT_NPROC 50 for uid 204242"), std::string::npos) << limits;
+  EXPECT_NE(limits.dump().find(fmt::format("RLIMIT_NPROC 50 for uid {}", bomber)),
+            std::string::npos)
+      << limits;
 
   // The node is still usable: another tenant's job starts beside it.
   json b = launch(22, "j-000022");
@@ -1031,7 +1048,7 @@ TEST_F(AgentRunCgroups, AForkBombIsHeldToMaxPidsAndTheNodeStillLaunches) {
     server_.push({{"action", "revoke"}, {"lease", lease}, {"job", "j"}});
   EXPECT_TRUE(reported(21, "exited", 30)) << agent_.lines();
   EXPECT_TRUE(reported(22, "exited", 30)) << agent_.lines();
-  EXPECT_TRUE(wait_for([&] { return processes_of(kBomber) == 0; }, 30));
+  EXPECT_TRUE(wait_for([&] { return processes_of(bomber) == 0; }, 30));
 }
 
 TEST_F(Agent, RetriesRegistrationUntilTheServerAnswers) {
