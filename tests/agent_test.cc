@@ -9,6 +9,8 @@
 #include "live/agent.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -16,13 +18,16 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -35,7 +40,9 @@
 #include <vector>
 
 #include "fairgpu/input_error.h"
+#include "live/node_resources.h"
 #include "live/process.h"
+#include "live_daemon.h"
 #include "polling.h"
 #include "run_binary.h"
 
@@ -763,6 +770,287 @@ TEST_F(Agent, RemovesTheCgroupsAndLeafOfAnEarlierAgentOfItsNode) {
       << agent_.lines();
 }
 
+// Issue 30, M1: a job's process that leaves its session and process group
+// (setsid in a double fork) must not outlive its run. These tests need a
+// cgroup v2 directory they can make: a child of the hierarchy's root, which
+// needs no controller (a run's cgroup only has to hold its processes).
+class RunsCgroup {
+ public:
+  RunsCgroup() {
+    const std::string mount = cgroup2_mount();
+    if (mount.empty()) {
+      skip_ = "no cgroup v2 hierarchy mounted on this machine";
+      return;
+    }
+    const std::string dir =
+        fmt::format("{}/fairgpu-agent-test-{}-{}", mount, ::getpid(),
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      skip_ = fmt::format("cannot create a cgroup under {}: {}", mount, std::strerror(errno));
+      return;
+    }
+    dir_ = dir;
+  }
+  // Kills what a failing test left in the runs' cgroups and removes them.
+  ~RunsCgroup() {
+    if (dir_.empty()) return;
+    wait_for(
+        [&] {
+          std::error_code ec;
+          for (const auto& e : fs::directory_iterator(dir_, ec))
+            if (e.is_directory()) {
+              kill_cgroup(e.path().string());
+              ::rmdir(e.path().c_str());
+            }
+          return ::rmdir(dir_.c_str()) == 0 || errno == ENOENT;
+        },
+        30);
+  }
+  const std::string& dir() const { return dir_; }
+  const std::string& skip() const { return skip_; }
+  // The cgroups in it (the runs').
+  int children() const {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) n += e.is_directory() ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::string dir_, skip_;
+};
+
+// Starts `setsid sleep 1000` in a subshell that then exits (a double fork),
+// waits until it runs (as `sleep`, in a session of its own) and records
+// "PID START" (START: field 22 of its /proc stat, against pid reuse) in the
+// checkpoint dir's `escaped`; then records the job's own pid in `leader`.
+constexpr const char* kEscape =
+    "d=\"$FAIRGPU_CHECKPOINT_DIR\"; "
+    "( setsid sleep 1000 & p=$!; "
+    "until read c < /proc/$p/comm && [ \"$c\" = sleep ]; do sleep 0.05; done; "
+    "echo \"$p $(cut -d' ' -f22 /proc/$p/stat)\" > \"$d/escaped.tmp\"; "
+    "mv \"$d/escaped.tmp\" \"$d/escaped\" ); "
+    "echo $$ > \"$d/leader.tmp\"; mv \"$d/leader.tmp\" \"$d/leader\"; ";
+// Runs until SIGUSR1.
+constexpr const char* kUntilUsr1 = "trap 'exit 0' USR1; while true; do sleep 0.05; done";
+
+// A process recorded by kEscape.
+struct Escaped {
+  pid_t pid = 0;
+  unsigned long long start = 0;
+  // Alive, not a zombie, and still the process recorded.
+  bool alive() const { return pid > 0 && process_alive(pid) && process_start_time(pid) == start; }
+  // Kills it where a failing test left it alive.
+  void kill_if_alive() const {
+    if (alive()) ::kill(pid, SIGKILL);
+  }
+};
+
+// Field 6 of /proc/<pid>/stat (the session id); 0 when unreadable.
+pid_t session_of(pid_t pid) {
+  std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state, ppid, pgrp, session;
+  rest >> state >> ppid >> pgrp >> session;
+  return session.empty() ? 0 : std::stoi(session);
+}
+
+// Live processes (not zombies) whose /proc entry `uid` owns.
+int processes_of(uid_t uid) {
+  int n = 0;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return -1;
+  while (dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    struct stat st {};
+    if (::stat(("/proc/" + std::string(e->d_name)).c_str(), &st) == 0 && st.st_uid == uid &&
+        process_alive(static_cast<pid_t>(std::atol(e->d_name))))
+      ++n;
+  }
+  ::closedir(proc);
+  return n;
+}
+
+class AgentRunCgroups : public Agent {
+ protected:
+  // Nothing here is about fencing: a heartbeat late on a loaded machine must
+  // not stop a run before the test has seen its child.
+  void SetUp() override {
+    Agent::SetUp();
+    server_.with([](FakeServer::State& s) { s.heartbeat_timeout_s = 60; });
+  }
+  json launch(std::int64_t lease, const std::string& job, const json& command = kJob) const {
+    return Agent::launch(lease, job, command, 600);
+  }
+  // The kEscape record of `job`, once written (generous: a loaded machine).
+  Escaped escaped(const std::string& job) {
+    const std::string path = ckpt(job) + "/escaped";
+    Escaped e;
+    if (!wait_for([&] { return fs::exists(path); }, 30)) return e;
+    std::istringstream in(slurp(path));
+    in >> e.pid >> e.start;
+    recorded_.push_back(e);
+    return e;
+  }
+  pid_t leader(const std::string& job) {
+    const std::string path = ckpt(job) + "/leader";
+    if (!wait_for([&] { return fs::exists(path); }, 30)) return -1;
+    return std::stoi(slurp(path));
+  }
+  void TearDown() override {
+    agent_.stop();
+    for (const Escaped& e : recorded_) e.kill_if_alive();
+    Agent::TearDown();
+  }
+
+  std::vector<Escaped> recorded_;
+};
+
+// The run's end kills its escaped child, however it ends: the job exits, it
+// is revoked, the agent stops; and each run is reported ended only once it
+// is dead.
+TEST_F(AgentRunCgroups, AChildThatLeftTheJobsSessionDiesWithItsRun) {
+  RunsCgroup cg;
+  if (!cg.skip().empty()) GTEST_SKIP() << cg.skip();
+  AgentOptions o = options();
+  o.cgroup_dir = cg.dir();
+  agent_.start(o);
+  ASSERT_TRUE(registered());
+  const std::string keep_running = std::string(kEscape) + kUntilUsr1;
+  json exits = launch(1, "j-000001", std::string(kEscape) + "exit 0");
+  exits["devices"] = {0};
+  json revoked = launch(2, "j-000002", keep_running);
+  revoked["devices"] = {1};
+  json at_stop = launch(3, "j-000003", keep_running);
+  server_.push(exits);
+  server_.push(revoked);
+  server_.push(at_stop);
+
+  const Escaped e1 = escaped("j-000001"), e2 = escaped("j-000002"), e3 = escaped("j-000003");
+  ASSERT_GT(e2.pid, 0) << agent_.lines();
+  ASSERT_GT(e3.pid, 0) << agent_.lines();
+  ASSERT_TRUE(e2.alive());
+  EXPECT_EQ(session_of(e2.pid), e2.pid) << "the child left the job's session";
+
+  ASSERT_TRUE(reported(1, "exited", 30)) << agent_.lines();
+  EXPECT_EQ(server_.last_report(1).at("exit_code"), 0);
+  ASSERT_GT(e1.pid, 0);
+  EXPECT_FALSE(e1.alive()) << "run reported ended while the child it left lived";
+
+  ASSERT_TRUE(reported(2, "running", 30));
+  ASSERT_TRUE(e2.alive());
+  server_.push({{"action", "revoke"}, {"lease", 2}, {"job", "j-000002"}});
+  ASSERT_TRUE(reported(2, "exited", 30)) << agent_.lines();
+  EXPECT_EQ(server_.last_report(2).at("revoked"), true);
+  EXPECT_FALSE(e2.alive()) << "run reported ended while the child it left lived";
+
+  ASSERT_TRUE(e3.alive());
+  agent_.stop();  // returns once its runs have ended
+  EXPECT_FALSE(e3.alive()) << "the agent stopped while a run's child lived";
+  EXPECT_EQ(server_.last_report(3).at("state"), "exited");
+  EXPECT_EQ(cg.children(), 0) << "the runs' cgroups are gone with them";
+}
+
+// An agent killed with kill -9 takes its jobs' leaders with it (their
+// parent-death signal), not a child that left the job's process group. The
+// next agent process of the node kills that child (its run's cgroup) before
+// it registers.
+TEST_F(AgentRunCgroups, ARestartedAgentKillsWhatItsKilledPredecessorsRunLeft) {
+  RunsCgroup cg;
+  if (!cg.skip().empty()) GTEST_SKIP() << cg.skip();
+  const std::vector<std::string> argv = {
+      FAIRGPU_BINARY, "agent", "--server",    server_.url(),
+      "--node",       "n1",    "--gpus",      "v100:4",
+      "--cpus",       "2",     "--memory-gb", "4",
+      "--token",      kToken,  "--state-dir", (dir_ / "state").string(),
+      "--cgroup",     cg.dir()};
+  auto first = std::make_unique<Daemon>(argv, dir_ / "agent1.log");
+  ASSERT_TRUE(server_.wait([](FakeServer::State& s) { return s.epoch >= 1; }, 30)) << first->text();
+  server_.push(launch(11, "j-000011", std::string(kEscape) + kUntilUsr1));
+  const Escaped e = escaped("j-000011");
+  const pid_t job = leader("j-000011");
+  ASSERT_GT(e.pid, 0) << first->text();
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(e.alive());
+
+  first->stop(SIGKILL);
+  ASSERT_TRUE(wait_for([&] { return !process_alive(job); }, 30)) << "the leader outlived the agent";
+  ASSERT_TRUE(e.alive()) << "the child outside the job's process group survives a kill -9";
+
+  auto second = std::make_unique<Daemon>(argv, dir_ / "agent2.log");
+  ASSERT_TRUE(server_.wait([](FakeServer::State& s) { return s.epoch >= 2; }, 30))
+      << second->text();
+  EXPECT_TRUE(wait_for([&] { return !e.alive(); }, 30)) << second->text();
+  EXPECT_NE(second->text().find("killed the processes an earlier agent's run left in cgroup " +
+                                cg.dir() + "/fairgpu-n1-"),
+            std::string::npos)
+      << second->text();
+  EXPECT_EQ(cg.children(), 0) << "the leftover cgroup is removed before the registration";
+  EXPECT_EQ(second->stop(SIGTERM), 0) << second->text();
+}
+
+// Issue 30, "no pids limit": a job forking until fork fails gets no more
+// than --max-pids processes (its user's RLIMIT_NPROC, and pids.max where the
+// machine has a cgroup v2 pids controller), and another tenant's job still
+// launches on the node beside it.
+TEST_F(AgentRunCgroups, AForkBombIsHeldToMaxPidsAndTheNodeStillLaunches) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "only a root agent runs a job as a user of its own (RLIMIT_NPROC)";
+  constexpr int kMaxPids = 50;
+  // A slot (uid --uid-base + slot) of no other test and no earlier run of
+  // this one: the kernel counts a user's zombies against RLIMIT_NPROC until
+  // they are reaped, and the sleeps a bomb leaves are reaped by init,
+  // whenever it gets to them.
+  static int runs = 0;
+  const int slot = 4000 + static_cast<int>(::getpid() % 10000) * 16 + runs++ % 16;
+  const auto bomber = static_cast<uid_t>(200000 + slot);
+  RunsCgroup cg;
+  AgentOptions o = options();
+  o.max_pids = kMaxPids;
+  if (cg.skip().empty()) o.cgroup_dir = cg.dir();
+  agent_.start(o);
+  ASSERT_TRUE(registered());
+  // An inner shell starts background sleeps, counting them, until a fork
+  // fails (then the shell dies) or 2000 are up; the job then records how
+  // the inner shell ended and becomes a sleep itself (exec: no fork).
+  const std::string bomb =
+      "d=\"$FAIRGPU_CHECKPOINT_DIR\"; "
+      "sh -c 'n=0; while [ $n -lt 2000 ]; do sleep 1000 & n=$((n+1)); echo $n > \"$0/started\"; "
+      "done' \"$d\"; "
+      "echo $? > \"$d/bomb-exit\"; exec sleep 1000";
+  json a = launch(21, "j-000021", bomb);
+  a["tenant_slot"] = slot;
+  a["devices"] = {0};
+  server_.push(a);
+  ASSERT_TRUE(reported(21, "running", 30)) << agent_.lines();
+  const std::string exit_file = ckpt("j-000021") + "/bomb-exit";
+  ASSERT_TRUE(wait_for([&] { return !slurp(exit_file).empty(); }, 60)) << agent_.lines();
+  const int started = std::stoi(slurp(ckpt("j-000021") + "/started"));
+  EXPECT_NE(slurp(exit_file), "0\n") << "no fork failed in " << started << " forks";
+  EXPECT_GE(started, 1);
+  EXPECT_LE(started, kMaxPids);
+  EXPECT_LE(processes_of(bomber), kMaxPids);
+  const json limits = server_.last_report(21).value("limits", json());
+  EXPECT_NE(limits.dump().find(fmt::format("RLIMIT_NPROC 50 for uid {}", bomber)),
+            std::string::npos)
+      << limits;
+
+  // The node is still usable: another tenant's job starts beside it.
+  json b = launch(22, "j-000022");
+  b["devices"] = {1};
+  server_.push(b);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(ckpt("j-000022") + "/env"); }, 30))
+      << agent_.lines();
+  ASSERT_TRUE(reported(22, "running", 30));
+  for (std::int64_t lease : {21, 22})
+    server_.push({{"action", "revoke"}, {"lease", lease}, {"job", "j"}});
+  EXPECT_TRUE(reported(21, "exited", 30)) << agent_.lines();
+  EXPECT_TRUE(reported(22, "exited", 30)) << agent_.lines();
+  EXPECT_TRUE(wait_for([&] { return processes_of(bomber) == 0; }, 30));
+}
+
 TEST_F(Agent, RetriesRegistrationUntilTheServerAnswers) {
   server_.with([](FakeServer::State& s) { s.register_failures = 2; });
   agent_.start(options());
@@ -888,6 +1176,13 @@ TEST(AgentCommand, TokenFileMustBeUnreadableByOthers) {
   r = with({});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--token-file: missing"), std::string::npos) << r.err;
+  std::filesystem::permissions(
+      file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  r = with({"--token-file", file.string(), "--max-pids", "-1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--max-pids: -1 is not in 0..4194304 (0: no limit)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -185,7 +185,8 @@ class LiveResources : public ::testing::Test {
   void expect_memory_max_is_the_grant(std::map<std::string, json>& running,
                                       const std::string& id) {
     ASSERT_TRUE(running.count(id));
-    EXPECT_EQ(running[id]["limits"].get<std::string>().find("not enforced"), std::string::npos)
+    EXPECT_EQ(running[id]["limits"].get<std::string>().find("memory limit not enforced"),
+              std::string::npos)
         << running[id]["limits"];
     const auto lines = seen(id);
     ASSERT_EQ(lines.size(), 3u);
@@ -307,20 +308,6 @@ TEST_F(LiveResources, ProportionalGrantsPinJobsToDistinctCoresAndNeverFailForMem
   EXPECT_EQ(lines[1], "2");
 }
 
-std::string cgroup2_mount() {
-  std::string mount;
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    const auto sep = line.find(" - cgroup2 ");
-    if (sep == std::string::npos) continue;
-    std::istringstream f(line.substr(0, sep));
-    std::string x[5];
-    for (auto& w : x) f >> w;
-    mount = x[4];
-  }
-  return mount;
-}
-
 bool has_word(const std::string& text, const std::string& word) {
   std::istringstream in(text);
   for (std::string w; in >> w;)
@@ -347,7 +334,7 @@ struct CgroupSandbox {
   std::string mount, parent, controller, skip;
   bool enabled_at_root = false;  // undone at the end
   CgroupSandbox() {
-    mount = cgroup2_mount();
+    mount = live::cgroup2_mount();
     if (mount.empty()) {
       skip = "no cgroup v2 hierarchy mounted on this machine";
       return;
@@ -455,9 +442,10 @@ TEST(LiveCgroup, AnAgentMovedToALeafLetsTheRunsBesideItHaveControllers) {
   reap(other);
   ASSERT_EQ(live::enable_child_controller(sb.parent, sb.controller), "");
   if (sb.controller == "memory") {
-    const live::MemoryCgroup run =
-        live::make_memory_cgroup(sb.parent, "fairgpu-n1-1-lease-1", std::uint64_t{1} << 30);
+    const live::RunCgroup run = live::make_run_cgroup(sb.parent, "fairgpu-n1-1-lease-1",
+                                                      {std::uint64_t{1} << 30, 0});
     ASSERT_EQ(run.problem, "");
+    ASSERT_EQ(run.memory_problem, "");
     EXPECT_EQ(slurp(fs::path(run.dir) / "memory.max"),
               std::to_string(std::uint64_t{1} << 30) + "\n");
   } else {
@@ -500,7 +488,7 @@ TEST_F(LiveResources, AnAgentAloneInItsCgroupMovesToALeafAndItsJobsGetMemoryMax)
 TEST_F(LiveResources, MemoryGrantIsTheJobsCgroupMemoryMax) {
   // A cgroup v2 directory the agent may use: a child of the hierarchy's root
   // (which may enable controllers for its children while holding processes).
-  const std::string mount = cgroup2_mount();
+  const std::string mount = live::cgroup2_mount();
   if (mount.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted on this machine";
   std::string controllers = slurp(fs::path(mount) / "cgroup.subtree_control");
   if (controllers.find("memory") == std::string::npos)

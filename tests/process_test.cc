@@ -288,10 +288,6 @@ TEST(Process, ProgressFileKeepsTheLastGoodValue) {
   EXPECT_EQ(file.read(), 1300);
 }
 
-// The cgroup plumbing on a stand-in hierarchy (plain files where the kernel
-// would make them): the decisions of make_memory_cgroup and the child's
-// write to cgroup.procs. The kernel's side is LiveResources'
-// MemoryGrantIsTheJobsCgroupMemoryMax, where the machine allows it.
 // Issue 30, H2: what an agent reports of a run stays within the bounds the
 // server takes: a count beyond 1e15 is malformed; a text is valid UTF-8 of
 // at most 64 KiB once JSON-encoded (a byte that is not UTF-8 would be
@@ -319,32 +315,54 @@ TEST(Process, ReportsAreBoundedAsTheServerTakesThem) {
   EXPECT_EQ(euro.substr(euro.size() - 3), "\xE2\x82\xAC");
 }
 
-TEST(Process, MemoryCgroupAndCpuAffinityReachTheJob) {
+// The cgroup plumbing on a stand-in hierarchy (plain files where the kernel
+// would make them): the decisions of make_run_cgroup and the child's write
+// to cgroup.procs. The kernel's side is LiveResources'
+// MemoryGrantIsTheJobsCgroupMemoryMax and the Agent tests of run cgroups,
+// where the machine allows them.
+TEST(Process, RunCgroupLimitsAndCpuAffinityReachTheJob) {
   TempDir dir;
   fs::create_directories(dir / "cg");
   const std::string parent = dir / "cg";
-  write_file(parent + "/cgroup.controllers", "cpu io pids\n");
-  MemoryCgroup none = make_memory_cgroup(parent, "run1", 1 << 20);
-  EXPECT_EQ(none.dir, "");
-  EXPECT_NE(none.problem.find("the memory controller is not available"), std::string::npos)
-      << none.problem;
-  EXPECT_FALSE(fs::exists(parent + "/run1")) << "a cgroup it cannot use is removed";
+  // A plain folder (no cgroup.procs in what mkdir made): no cgroup, none left.
+  RunCgroup plain = make_run_cgroup(parent, "run0", {1 << 20, 64});
+  EXPECT_EQ(plain.dir, "");
+  EXPECT_NE(plain.problem.find(parent + " is not in a cgroup v2 hierarchy"), std::string::npos)
+      << plain.problem;
+  EXPECT_FALSE(fs::exists(parent + "/run0"));
+
+  // A cgroup without the controllers: kept all the same, for its processes.
+  write_file(parent + "/cgroup.controllers", "cpu io\n");
+  fs::create_directories(parent + "/run1");
+  write_file(parent + "/run1/cgroup.procs", "");
+  RunCgroup bare = make_run_cgroup(parent, "run1", {1 << 20, 64});
+  EXPECT_EQ(bare.dir, parent + "/run1") << bare.problem;
+  EXPECT_NE(bare.memory_problem.find("the memory controller is not available"), std::string::npos)
+      << bare.memory_problem;
+  EXPECT_NE(bare.pids_problem.find("the pids controller is not available"), std::string::npos)
+      << bare.pids_problem;
 
   write_file(parent + "/cgroup.controllers", "cpu io memory pids\n");
   write_file(parent + "/cgroup.subtree_control", "");
-  MemoryCgroup missing = make_memory_cgroup(parent, "run2", 1 << 20);
-  EXPECT_EQ(missing.dir, "");
-  EXPECT_NE(missing.problem.find("cannot enable the memory controller"), std::string::npos)
-      << missing.problem;
+  fs::create_directories(parent + "/run2");
+  write_file(parent + "/run2/cgroup.procs", "");
+  RunCgroup missing = make_run_cgroup(parent, "run2", {1 << 20, 0});
+  EXPECT_EQ(missing.dir, parent + "/run2");
+  EXPECT_NE(missing.memory_problem.find("cannot enable the memory controller"), std::string::npos)
+      << missing.memory_problem;
+  EXPECT_EQ(missing.pids_problem, "") << "no pids limit asked for";
   EXPECT_EQ(slurp(parent + "/cgroup.subtree_control"), "+memory") << "it asked for it";
 
-  fs::create_directories(parent + "/run3");  // as the kernel makes it: with memory.max
-  for (const char* f : {"/memory.max", "/memory.swap.max", "/cgroup.procs"})
+  fs::create_directories(parent + "/run3");  // as the kernel makes it: with the controllers' files
+  for (const char* f : {"/memory.max", "/memory.swap.max", "/pids.max", "/cgroup.procs"})
     write_file(parent + "/run3" + f, "");
-  MemoryCgroup made = make_memory_cgroup(parent, "run3", std::uint64_t{3} << 30);
+  RunCgroup made = make_run_cgroup(parent, "run3", {std::uint64_t{3} << 30, 4096});
   ASSERT_EQ(made.dir, parent + "/run3") << made.problem;
+  EXPECT_EQ(made.memory_problem, "");
+  EXPECT_EQ(made.pids_problem, "");
   EXPECT_EQ(slurp(made.dir + "/memory.max"), std::to_string(std::uint64_t{3} << 30));
   EXPECT_EQ(slurp(made.dir + "/memory.swap.max"), "0");
+  EXPECT_EQ(slurp(made.dir + "/pids.max"), "4096");
 
   const std::vector<int> mine = affinity_cpus();
   ASSERT_FALSE(mine.empty());
@@ -360,6 +378,94 @@ TEST(Process, MemoryCgroupAndCpuAffinityReachTheJob) {
   EXPECT_EQ(slurp(made.dir + "/cgroup.procs"), "0") << "the job moved itself in before exec";
   spec.cgroup_dir = dir / "nowhere";
   EXPECT_EQ(Process::launch(spec)->state(), ProcessState::kLaunchFailed);
+}
+
+// Issue 30, M1, on a stand-in cgroup: the job's leader has exited but its
+// cgroup still holds a process (cgroup.events says so), so the run has not
+// ended: the cgroup is killed and the job stays running, however long,
+// until the cgroup is empty.
+TEST(Process, AJobEndsOnlyOnceItsCgroupIsEmpty) {
+  TempDir dir;
+  const std::string cg = dir / "cg";
+  fs::create_directories(cg);
+  write_file(cg + "/cgroup.procs", "");
+  write_file(cg + "/cgroup.kill", "");
+  write_file(cg + "/cgroup.events", "populated 1\nfrozen 0\n");
+  auto spec = shell(dir, "exit 3");
+  spec.cgroup_dir = cg;
+  auto p = Process::launch(spec);
+  ASSERT_EQ(p->state(), ProcessState::kRunning) << p->failure();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        p->poll();
+        return slurp(cg + "/cgroup.kill") == "1";
+      },
+      10))
+      << "the leader's exit kills the cgroup";
+  for (int i = 0; i < 20; ++i) {
+    p->poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(p->state(), ProcessState::kRunning) << "ended while its cgroup held a process";
+  EXPECT_TRUE(p->leader_exited());
+  p->stop(0.0, 0.0);
+  EXPECT_FALSE(p->stop_requested()) << "its leader had exited: nothing to revoke";
+  write_file(cg + "/cgroup.events", "populated 0\nfrozen 0\n");
+  p->poll();
+  EXPECT_EQ(p->state(), ProcessState::kExited);
+  EXPECT_EQ(p->exit_code(), 3);
+}
+
+// kill_cgroup where the kernel has no cgroup.kill (before 5.14): SIGKILL to
+// each pid of cgroup.procs; with it, "1" written there and nothing else.
+// cgroup_populated reads cgroup.events, else cgroup.procs.
+TEST(Process, KillCgroupSignalsEachPidWithoutCgroupKill) {
+  TempDir dir;
+  const std::string cg = dir / "cg";
+  fs::create_directories(cg);
+  auto sleeper = [] {
+    const pid_t pid = fork();
+    if (pid == 0)
+      for (;;) pause();
+    return pid;
+  };
+  const pid_t a = sleeper(), b = sleeper();
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  write_file(cg + "/cgroup.procs", std::to_string(a) + "\n" + std::to_string(b) + "\n");
+  EXPECT_TRUE(cgroup_populated(cg));
+  EXPECT_EQ(kill_cgroup(cg), "");
+  for (pid_t pid : {a, b}) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << pid;
+  }
+  write_file(cg + "/cgroup.procs", "");
+  EXPECT_FALSE(cgroup_populated(cg));
+  write_file(cg + "/cgroup.events", "populated 1\nfrozen 0\n");
+  EXPECT_TRUE(cgroup_populated(cg));
+  EXPECT_FALSE(cgroup_populated(dir / "gone"));
+
+  const pid_t c = sleeper();
+  write_file(cg + "/cgroup.procs", std::to_string(c) + "\n");
+  write_file(cg + "/cgroup.kill", "");
+  EXPECT_EQ(kill_cgroup(cg), "");
+  EXPECT_EQ(slurp(cg + "/cgroup.kill"), "1");
+  EXPECT_EQ(waitpid(c, nullptr, WNOHANG), 0) << "the kernel's cgroup.kill does the killing";
+  kill(c, SIGKILL);
+  waitpid(c, nullptr, 0);
+}
+
+// A restarted agent kills the run cgroups of its node's earlier agent: the
+// name must be its node's exactly, not one whose name begins with it.
+TEST(Process, RunCgroupNamesNameTheirNodeAndAgent) {
+  EXPECT_EQ(run_cgroup_name("n1", 42, 7), "fairgpu-n1-42-lease-7");
+  EXPECT_EQ(run_cgroup_agent("fairgpu-n1-42-lease-7", "n1"), 42);
+  EXPECT_EQ(run_cgroup_agent("fairgpu-n1-b-42-lease-7", "n1-b"), 42);
+  for (const char* other : {"fairgpu-n1-b-42-lease-7", "fairgpu-n1-5-42-lease-7",
+                            "fairgpu-agent@n1", "fairgpu-n1-42-lease-", "fairgpu-n1-42-lease-7x",
+                            "fairgpu-n1-0-lease-7", "fairgpu-n2-42-lease-7", "fairgpu-n1--lease-7"})
+    EXPECT_EQ(run_cgroup_agent(other, "n1"), 0) << other;
 }
 
 // Issue 30: where an agent's runs' cgroups go and where the agent itself

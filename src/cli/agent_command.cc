@@ -161,11 +161,16 @@ void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
                 "launch granting c CPUs pins its job to round(c) of them, distinct from other "
                 "jobs' while there are enough, and sets OMP_NUM_THREADS");
   c->add_option("--cgroup", o.cgroup_dir,
-                "cgroup v2 directory under which each job gets a child cgroup holding its "
-                "memory grant as memory.max (default: the agent's own cgroup, which it leaves "
-                "for a leaf fairgpu-agent@NODE of it: start it alone in its cgroup; `none`: no "
-                "memory limits). Where none can be made the job runs unlimited and its status "
-                "says so");
+                "cgroup v2 directory under which each job gets a child cgroup holding all its "
+                "processes, killed together when the run ends, and its memory grant as "
+                "memory.max (default: the agent's own cgroup, which it leaves for a leaf "
+                "fairgpu-agent@NODE of it: start it alone in its cgroup; `none`: no cgroups). "
+                "Where none can be made the job runs unlimited and its status says so");
+  c->add_option("--max-pids", o.max_pids,
+                "the most processes (and threads) one job may have at once: pids.max of its "
+                "cgroup, and when run as root RLIMIT_NPROC of the job's user (shared by that "
+                "user's jobs on this node), so that a fork bomb fails its own forks, not other "
+                "tenants' (default 4096; 0: no limit)");
   c->add_option("--memory-gb", o.memory_gb,
                 "memory to declare in GB (default: this machine's, MemTotal of /proc/meminfo)");
   c->add_option("--token-file", args->token_file,

@@ -45,6 +45,13 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kLeftoverWaitS = 2.0;
+// How long the start waits for an earlier agent's run cgroups to empty once
+// killed before it registers anyway (still killing them every tick): a
+// process in uninterruptible sleep dies when it leaves it.
+constexpr double kLeftoverCgroupWaitS = 10.0;
+// How long a run's cgroup may take to empty after its leader exited before
+// the agent says so (once): the run is reported running until it is empty.
+constexpr double kSlowCgroupEndS = 10.0;
 constexpr int kMasterPortDefault = 29500;
 
 // Clamped: a server's number (lease_s_left: 1e300, NaN) must not overflow
@@ -83,6 +90,8 @@ std::int64_t lease_id(const nlohmann::json& action) {
 
 // The uid of a tenant's slot.
 constexpr int kMaxTenantSlot = 1 << 20;
+// Linux's largest pid_max.
+constexpr int kMaxPidsLimit = 1 << 22;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -126,6 +135,7 @@ struct Run {
   std::string failure;               // launch_failed: why
   Clock::time_point lease_end{};
   bool end_logged = false;
+  bool slow_end_logged = false;  // its cgroup outlived its leader by kSlowCgroupEndS
   std::vector<int> cores;  // pinned to (empty: not pinned)
   std::string cgroup;      // its memory cgroup, until removed
   std::string limits;      // what it is held to, reported with it
@@ -147,7 +157,6 @@ class Agent {
     own_cgroup_ = o_.cgroup_dir == "none" ? "" : own_cgroup_dir();
     cgroup_plan_ = plan_cgroups(o_.cgroup_dir, own_cgroup_, is_root_cgroup(own_cgroup_), o_.node);
     cgroup_parent_ = cgroup_plan_.runs_parent;
-    cgroup_prefix_ = fmt::format("fairgpu-{}-{}-lease-", o_.node, getpid());
     switch_users_ = geteuid() == 0;
     if (switch_users_) {
       // Jobs run as other users and must reach runs/<lease>/job: every
@@ -183,8 +192,8 @@ class Agent {
   void run() {
     move_into_leaf_cgroup();
     kill_leftovers();
-    remove_leftover_cgroups();
-    enable_memory_for_runs();
+    end_leftover_cgroups();
+    enable_controllers_for_runs();
     while (!stop_.load()) {
       if (!register_node()) break;  // stopped while retrying
       session();
@@ -260,24 +269,84 @@ class Agent {
     log(fmt::format("moved into cgroup {}; runs' cgroups go beside it", leaf));
   }
 
-  // Once at start, so that an agent that cannot hold jobs to their memory
-  // grants says why in one line (each run's limits say it again).
-  void enable_memory_for_runs() {
-    if (cgroup_parent_.empty()) return;
+  // Once at start, so that an agent that cannot hold jobs to their limits,
+  // or end their processes with their runs, says why in one line (each
+  // run's limits say it again).
+  void enable_controllers_for_runs() {
+    if (cgroup_parent_.empty()) {
+      log("runs get no cgroup (--cgroup none, or no cgroup v2 hierarchy): a job's process that "
+          "leaves its process group can outlive its run, and memory and pids limits are not "
+          "enforced",
+          log::Level::kWarn);
+      return;
+    }
     if (std::string e = enable_child_controller(cgroup_parent_, "memory"); !e.empty())
       log("jobs' memory limits will not be enforced: " + e, log::Level::kWarn);
+    if (o_.max_pids == 0) return;
+    if (std::string e = enable_child_controller(cgroup_parent_, "pids"); !e.empty())
+      log(fmt::format("jobs' pids.max will not be set: {}{}", e,
+                      switch_users_ ? "; RLIMIT_NPROC still limits each job's user" : ""),
+          log::Level::kWarn);
   }
 
-  // Memory cgroups of an earlier agent process of this node, whose jobs
-  // kill_leftovers has just killed, and its leaf if this agent is not in
-  // it (an empty cgroup is removed; one still holding a process is not).
-  void remove_leftover_cgroups() {
+  // Whether `pid`, named by a run cgroup of this node, is a live agent other
+  // than this one (two agents of one node on a machine, as parallel tests
+  // run them): its runs are its own. An earlier agent may have had this
+  // agent's pid (a container's first process): it holds no run yet.
+  static bool another_live_agent(pid_t pid) {
+    if (pid == getpid() || !process_alive(pid)) return false;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    return comm.rfind("fairgpu", 0) == 0;
+  }
+
+  // Run cgroups of an earlier agent process of this node (it was kill -9'd:
+  // its jobs' children that left their process groups may still run, with
+  // the tenant's uid and CUDA_VISIBLE_DEVICES): killed, awaited (up to
+  // kLeftoverCgroupWaitS) and removed before this agent registers, so that
+  // no job runs twice once the server relaunches it. Then the earlier
+  // agent's leaf if this agent is not in it (removed only when empty).
+  void end_leftover_cgroups() {
     if (cgroup_parent_.empty()) return;
     std::error_code ec;
-    const std::string prefix = fmt::format("fairgpu-{}-", o_.node);
-    for (const auto& entry : fs::directory_iterator(cgroup_parent_, ec))
-      if (entry.path().filename().string().rfind(prefix, 0) == 0)
-        remove_cgroup(entry.path().string());
+    std::vector<std::string> leftovers;
+    for (const auto& entry : fs::directory_iterator(cgroup_parent_, ec)) {
+      const std::string dir = entry.path().string();
+      const pid_t agent = run_cgroup_agent(entry.path().filename().string(), o_.node);
+      if (agent == 0) continue;
+      if (another_live_agent(agent)) {
+        log(fmt::format("cgroup {}: its agent, pid {}, still runs: left alone", dir, agent),
+            log::Level::kWarn);
+        continue;
+      }
+      leftovers.push_back(dir);
+      if (!cgroup_populated(dir)) continue;
+      if (std::string e = kill_cgroup(dir); !e.empty())
+        log(e, log::Level::kWarn);
+      else
+        log(fmt::format("killed the processes an earlier agent's run left in cgroup {}", dir));
+    }
+    const auto deadline = Clock::now() + seconds(kLeftoverCgroupWaitS);
+    auto any_populated = [&] {
+      bool any = false;
+      for (const auto& dir : leftovers)
+        if (cgroup_populated(dir)) {
+          kill_cgroup(dir);  // without cgroup.kill: what forked meanwhile
+          any = true;
+        }
+      return any;
+    };
+    while (any_populated() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (const auto& dir : leftovers) {
+      if (remove_cgroup(dir)) continue;
+      log(fmt::format("cgroup {} still holds processes {:.0f} s after SIGKILL: registering anyway, "
+                      "killing them until they are gone",
+                      dir, kLeftoverCgroupWaitS),
+          log::Level::kWarn);
+      stale_cgroups_.push_back(dir);
+    }
     const std::string leaf = cgroup_parent_ + "/" + agent_leaf_name(o_.node);
     if (leaf != own_cgroup_) remove_cgroup(leaf);
   }
@@ -387,12 +456,24 @@ class Agent {
   }
 
   void poll_runs() {
-    std::erase_if(stale_cgroups_, [](const std::string& dir) { return remove_cgroup(dir); });
+    std::erase_if(stale_cgroups_, [](const std::string& dir) {
+      if (cgroup_populated(dir)) kill_cgroup(dir);
+      return remove_cgroup(dir);
+    });
     for (auto& [lease, r] : runs_) {
+      if (r.running()) r.process->poll();
+      if (r.running() && r.process->leader_exited() && !r.slow_end_logged &&
+          seconds_between(r.process->leader_exited_at(), Clock::now()) >= kSlowCgroupEndS) {
+        r.slow_end_logged = true;
+        log(fmt::format("{}: its process exited {:.0f} s ago, but cgroup {} still holds processes "
+                        "after SIGKILL; the run ends when they are gone",
+                        describe(r), kSlowCgroupEndS, r.cgroup),
+            log::Level::kWarn, &r);
+      }
+      // In the poll that saw the run end: the runs a 409 makes the agent
+      // forget are forgotten right after it.
       if (!r.running() && !r.cgroup.empty() && remove_cgroup(r.cgroup)) r.cgroup.clear();
-      if (!r.running()) continue;
-      r.process->poll();
-      if (r.process->state() != ProcessState::kExited || r.end_logged) continue;
+      if (!r.process || r.process->state() != ProcessState::kExited || r.end_logged) continue;
       r.end_logged = true;
       const Process& p = *r.process;
       std::string how = p.signal() ? fmt::format("killed by signal {}", p.signal())
@@ -411,7 +492,8 @@ class Agent {
   }
 
   void stop_run(Run& r, const std::string& verb, const std::string& why) {
-    if (!r.running() || r.process->stop_requested()) return;
+    // A run whose leader has exited is already being ended (its cgroup killed).
+    if (!r.running() || r.process->stop_requested() || r.process->leader_exited()) return;
     log(fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why), log::Level::kInfo,
         &r);
     r.process->stop(grace_s_, kill_after_s_);
@@ -424,7 +506,7 @@ class Agent {
   void enforce_fences(Clock::time_point now) {
     double silent = seconds_between(last_ok_, now);
     for (auto& [lease, r] : runs_) {
-      if (!r.running() || r.process->stop_requested()) continue;
+      if (!r.running() || r.process->stop_requested() || r.process->leader_exited()) continue;
       if (now >= r.lease_end)
         stop_run(r, "fence", "lease ended without renewal");
       else if (silent >= heartbeat_timeout_s_)
@@ -709,9 +791,9 @@ class Agent {
     if (r.launch_failed() && !r.cgroup.empty() && remove_cgroup(r.cgroup)) r.cgroup.clear();
   }
 
-  // The launch's CPUs and memory (node_resources.h): cores and
-  // OMP_NUM_THREADS, a memory cgroup where one can be made. "" or why the
-  // action is malformed.
+  // The launch's CPUs, memory and processes (node_resources.h): cores and
+  // OMP_NUM_THREADS, the run's cgroup where one can be made with memory.max
+  // and pids.max, RLIMIT_NPROC. "" or why the action is malformed.
   std::string hold_to_grant(Run& r, const json& action, LaunchSpec& spec) {
     double cpus = 0.0, memory_gb = 0.0;
     for (auto [key, value] : {std::pair{"cpus", &cpus}, std::pair{"memory_gb", &memory_gb}}) {
@@ -733,16 +815,34 @@ class Agent {
       held.push_back(
           fmt::format("cpus {} (OMP_NUM_THREADS={})", cpu_list_text(r.cores), r.cores.size()));
     }
-    if (memory_gb > 0) {
-      const auto bytes = static_cast<std::uint64_t>(memory_gb * 1024.0 * 1024.0 * 1024.0);
-      MemoryCgroup cg =
-          make_memory_cgroup(cgroup_parent_, cgroup_prefix_ + std::to_string(r.lease), bytes);
-      if (cg.dir.empty()) {
-        held.push_back("memory limit not enforced: " + cg.problem);
-      } else {
-        r.cgroup = spec.cgroup_dir = cg.dir;
-        held.push_back(fmt::format("memory.max {} bytes", bytes));
+    // A cgroup for every run, limits or not: the run's end kills what is in
+    // it (issue 30, M1).
+    const RunLimits limits{
+        memory_gb > 0 ? static_cast<std::uint64_t>(memory_gb * 1024.0 * 1024.0 * 1024.0) : 0,
+        static_cast<std::uint64_t>(o_.max_pids)};
+    const RunCgroup cg =
+        make_run_cgroup(cgroup_parent_, run_cgroup_name(o_.node, getpid(), r.lease), limits);
+    r.cgroup = spec.cgroup_dir = cg.dir;
+    if (limits.memory_bytes > 0) {
+      if (cg.dir.empty() || !cg.memory_problem.empty())
+        held.push_back("memory limit not enforced: " +
+                       (cg.dir.empty() ? cg.problem : cg.memory_problem));
+      else
+        held.push_back(fmt::format("memory.max {} bytes", limits.memory_bytes));
+    }
+    if (limits.max_pids > 0) {
+      std::string pids;
+      if (!cg.dir.empty() && cg.pids_problem.empty())
+        pids = fmt::format("pids.max {}", limits.max_pids);
+      // Where no pids controller is to be had too: a user of its own.
+      if (spec.run_as) {
+        spec.max_user_processes = limits.max_pids;
+        pids += fmt::format("{}RLIMIT_NPROC {} for uid {}", pids.empty() ? "" : ", ",
+                            limits.max_pids, spec.run_as->uid);
       }
+      held.push_back(!pids.empty() ? pids
+                                   : "pids limit not enforced: " +
+                                         (cg.dir.empty() ? cg.problem : cg.pids_problem));
     }
     for (const auto& h : held) r.limits += (r.limits.empty() ? "" : "; ") + h;
     if (!r.limits.empty()) log(fmt::format("{}: {}", describe(r), r.limits));
@@ -770,8 +870,9 @@ class Agent {
   std::string own_cgroup_;              // the agent's cgroup v2 directory ("" unknown)
   CgroupPlan cgroup_plan_;
   std::string cgroup_parent_;           // "" = no memory limits
-  std::string cgroup_prefix_;           // of this agent's runs' cgroups
-  std::vector<std::string> stale_cgroups_;  // forgotten runs' cgroups not yet removable
+  // Runs' cgroups no run holds (forgotten runs', an earlier agent's) not
+  // yet removable: killed and removed by poll_runs.
+  std::vector<std::string> stale_cgroups_;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -812,6 +913,9 @@ void check_agent_options(const AgentOptions& o) {
   }
   if (o.cpus < 1) throw InputError("--cpus", "", fmt::format("{} is not >= 1", o.cpus));
   if (!(o.memory_gb > 0)) throw InputError("--memory-gb", "", "not > 0");
+  if (o.max_pids < 0 || o.max_pids > kMaxPidsLimit)
+    throw InputError("--max-pids", "",
+                     fmt::format("{} is not in 0..{} (0: no limit)", o.max_pids, kMaxPidsLimit));
   if (o.uid_base < 1000 || o.uid_base > 2000000000 - kMaxTenantSlot)
     throw InputError("--uid-base", "",
                      fmt::format("{} is not in 1000..{}", o.uid_base, 2000000000 - kMaxTenantSlot));

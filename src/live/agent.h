@@ -57,6 +57,15 @@
 //   the job's cgroup v2 memory.max where the agent can make a child cgroup,
 //   else the run's `limits` says "memory limit not enforced: <why>" and the
 //   job runs anyway.
+// - A run's processes (issue 30, M1; node_resources.h): every run gets a
+//   cgroup of its own where the agent can make one; the run ends (and is
+//   reported exited) only once that cgroup is empty, its processes killed
+//   with cgroup.kill when the leader exits or the stop sequence reaches
+//   SIGKILL. At start the agent kills and removes the run cgroups an earlier
+//   agent process of its node left (one whose pid is not a live fairgpu
+//   process), waiting up to 10 s for them to empty before it registers.
+//   max_pids is each run's pids.max and, for a job with a user of its own,
+//   its RLIMIT_NPROC; the run's `limits` says which hold.
 // - Shutdown (stop set): every run gets the stop sequence, the agent keeps
 //   heart-beating until all have exited, sends one last heartbeat reporting
 //   them, and returns.
@@ -93,6 +102,10 @@ struct AgentOptions {
   // An agent in that directory first moves into a leaf of it
   // (node_resources.h).
   std::string cgroup_dir;
+  // The most processes a run may have at once (node_resources.h): pids.max
+  // of its cgroup, and RLIMIT_NPROC of its user when it runs as one of its
+  // own (a root agent's); 0 = no limit.
+  int max_pids = 4096;
   // pid files, logs, progress files; "" means ./fairgpu-agent-<node>.
   std::string state_dir;
   // A root agent runs a tenant's job as the tenant's unix_user when the

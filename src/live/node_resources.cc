@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -131,20 +133,23 @@ std::vector<int> pick_cores(const std::vector<int>& cores, const std::map<int, i
   return out;
 }
 
-std::string own_cgroup_dir() {
-  // The cgroup2 mount point: field 5 of the mountinfo line whose filesystem
-  // type (after " - ") is cgroup2.
+std::string cgroup2_mount() {
+  // Field 5 of the mountinfo line whose filesystem type (after " - ") is
+  // cgroup2.
   std::ifstream mounts("/proc/self/mountinfo");
-  std::string mount_point;
   for (std::string line; std::getline(mounts, line);) {
     const auto sep = line.find(" - ");
     if (sep == std::string::npos || line.compare(sep + 3, 8, "cgroup2 ") != 0) continue;
     std::istringstream fields(line.substr(0, sep));
     std::string f[5];
     for (auto& x : f) fields >> x;
-    mount_point = f[4];
-    break;
+    return f[4];
   }
+  return "";
+}
+
+std::string own_cgroup_dir() {
+  const std::string mount_point = cgroup2_mount();
   if (mount_point.empty()) return "";
   std::ifstream cgroup("/proc/self/cgroup");
   for (std::string line; std::getline(cgroup, line);)
@@ -230,9 +235,9 @@ std::string enable_child_controller(const std::string& parent, const std::string
                    n, n == 1 ? "" : "es", list);
 }
 
-MemoryCgroup make_memory_cgroup(const std::string& parent, const std::string& name,
-                                std::uint64_t bytes) {
-  MemoryCgroup out;
+RunCgroup make_run_cgroup(const std::string& parent, const std::string& name,
+                          const RunLimits& limits) {
+  RunCgroup out;
   if (parent.empty()) {
     out.problem = "no cgroup v2 hierarchy";
     return out;
@@ -242,25 +247,91 @@ MemoryCgroup make_memory_cgroup(const std::string& parent, const std::string& na
     out.problem = fmt::format("cannot create cgroup {}: {}", dir, std::strerror(errno));
     return out;
   }
-  auto give_up = [&](std::string why) {
-    ::rmdir(dir.c_str());
-    out.problem = std::move(why);
-    return out;
-  };
   struct stat st {};
-  if (::stat((dir + "/memory.max").c_str(), &st) != 0) {
-    if (std::string e = enable_child_controller(parent, "memory"); !e.empty())
-      return give_up(std::move(e));
-    if (::stat((dir + "/memory.max").c_str(), &st) != 0)
-      return give_up(fmt::format(
-          "cannot enable the memory controller for children of {}: memory.max missing", parent));
+  // A directory that is no cgroup (--cgroup naming a plain folder): the
+  // kernel gives every cgroup its cgroup.procs.
+  if (::stat((dir + "/cgroup.procs").c_str(), &st) != 0) {
+    ::rmdir(dir.c_str());
+    out.problem = fmt::format("{} is not in a cgroup v2 hierarchy", parent);
+    return out;
   }
-  if (const std::string e = write_control(dir + "/memory.max", std::to_string(bytes)); !e.empty())
-    return give_up(fmt::format("cannot write {}/memory.max: {}", dir, e));
-  // Without this a job over its limit would swap instead of being held to it.
-  write_control(dir + "/memory.swap.max", "0");
+  // `file` of the controller `controller` in the run's cgroup set to
+  // `value`; "" or why not.
+  auto set = [&](const std::string& controller, const std::string& file,
+                 const std::string& value) -> std::string {
+    if (::stat((dir + "/" + file).c_str(), &st) != 0) {
+      if (std::string e = enable_child_controller(parent, controller); !e.empty()) return e;
+      if (::stat((dir + "/" + file).c_str(), &st) != 0)
+        return fmt::format("cannot enable the {} controller for children of {}: {} missing",
+                           controller, parent, file);
+    }
+    if (const std::string e = write_control(dir + "/" + file, value); !e.empty())
+      return fmt::format("cannot write {}/{}: {}", dir, file, e);
+    return "";
+  };
+  if (limits.memory_bytes > 0) {
+    out.memory_problem = set("memory", "memory.max", std::to_string(limits.memory_bytes));
+    // Without this a job over its limit would swap instead of being held to it.
+    if (out.memory_problem.empty()) write_control(dir + "/memory.swap.max", "0");
+  }
+  if (limits.max_pids > 0)
+    out.pids_problem = set("pids", "pids.max", std::to_string(limits.max_pids));
   out.dir = dir;
   return out;
+}
+
+std::string run_cgroup_name(const std::string& node, pid_t agent_pid, std::int64_t lease) {
+  return fmt::format("fairgpu-{}-{}-lease-{}", node, agent_pid, lease);
+}
+
+pid_t run_cgroup_agent(const std::string& name, const std::string& node) {
+  const std::string prefix = "fairgpu-" + node + "-";
+  if (name.rfind(prefix, 0) != 0) return 0;
+  // The rest must be exactly DIGITS-lease-DIGITS: node names may hold '-',
+  // so "fairgpu-n1-" also begins the cgroups of a node "n1-b".
+  const std::string rest = name.substr(prefix.size());
+  const auto is_number = [](const std::string& s) {
+    return !s.empty() && s.size() <= 18 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const auto mark = rest.find("-lease-");
+  if (mark == std::string::npos || !is_number(rest.substr(0, mark)) ||
+      !is_number(rest.substr(mark + 7)))
+    return 0;
+  const long long pid = std::stoll(rest.substr(0, mark));
+  return pid > 0 && pid <= std::numeric_limits<pid_t>::max() ? static_cast<pid_t>(pid) : 0;
+}
+
+namespace {
+
+// The pids of cgroup.procs (a stand-in's "0" is no process).
+std::vector<pid_t> cgroup_pids(const std::string& dir) {
+  std::vector<pid_t> out;
+  std::istringstream in(slurp_file(dir + "/cgroup.procs"));
+  for (long long pid; in >> pid;)
+    if (pid > 0 && pid <= std::numeric_limits<pid_t>::max()) out.push_back(static_cast<pid_t>(pid));
+  return out;
+}
+
+}  // namespace
+
+std::string kill_cgroup(const std::string& dir) {
+  if (dir.empty()) return "";
+  const std::string e = write_control(dir + "/cgroup.kill", "1");
+  if (e.empty()) return "";
+  if (e != std::strerror(ENOENT)) return fmt::format("cannot write {}/cgroup.kill: {}", dir, e);
+  // A kernel before 5.14. A pid read here may have exited since and been
+  // reused (a race cgroup.kill has not); the caller's retries catch forks.
+  for (pid_t pid : cgroup_pids(dir)) ::kill(pid, SIGKILL);
+  return "";
+}
+
+bool cgroup_populated(const std::string& dir) {
+  if (dir.empty()) return false;
+  std::istringstream events(slurp_file(dir + "/cgroup.events"));
+  for (std::string key, value; events >> key >> value;)
+    if (key == "populated") return value != "0";
+  return !cgroup_pids(dir).empty();
 }
 
 bool remove_cgroup(const std::string& dir) {

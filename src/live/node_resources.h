@@ -11,9 +11,16 @@
 //   those fewest other runs of the agent are pinned to (lowest id on ties),
 //   so runs get distinct cores while there are enough. OMP_NUM_THREADS is
 //   that count.
-// - Memory: a cgroup v2 child `fairgpu-<node>-<pid>-lease-<id>` of the
-//   runs' parent (--cgroup, else the agent's own cgroup) with memory.max =
-//   the grant; when the memory controller is not enabled for children there,
+// - Each run's processes: a cgroup v2 child `fairgpu-<node>-<pid>-lease-<id>`
+//   of the runs' parent (--cgroup, else the agent's own cgroup), made for
+//   every run where the agent can make one, with or without controllers
+//   (issue 30, M1): a job's child that left its session (setsid, a double
+//   fork) is still in it, so the run's end kills them all with cgroup.kill
+//   (Linux 5.14; before it, SIGKILL to each pid of cgroup.procs until none
+//   is left), and an agent that starts after a kill -9 kills what its
+//   predecessor's runs left the same way.
+// - Memory: memory.max = the grant in the run's cgroup; when the memory
+//   controller is not enabled for children there,
 //   the agent enables it (+memory in cgroup.subtree_control), which the
 //   kernel allows only where the parent holds no process of its own (cgroup
 //   v2's no-internal-processes rule; the root is exempt). So an agent in the
@@ -24,6 +31,9 @@
 //   enabled, the agent says so once naming them, and each job runs without
 //   a limit, its status saying why ("memory limit not enforced: ..."); the
 //   job is never failed for it.
+// - Processes (issue 30, "no pids limit"): pids.max = --max-pids in the
+//   run's cgroup, the pids controller enabled as memory's is; a fork bomb
+//   fails its forks there instead of taking the node's pids from others.
 #pragma once
 
 #include <sys/types.h>
@@ -52,6 +62,9 @@ std::vector<int> parse_cpu_list(const std::string& text);
 std::vector<int> pick_cores(const std::vector<int>& cores, const std::map<int, int>& pinned,
                             double granted);
 
+// Where the cgroup v2 hierarchy is mounted (the first cgroup2 line of
+// /proc/self/mountinfo); "" when it is not.
+std::string cgroup2_mount();
 // The cgroup v2 directory of the calling process (the cgroup2 mount of
 // /proc/self/mountinfo joined with the "0::" line of /proc/self/cgroup);
 // "" when there is no cgroup v2 hierarchy.
@@ -81,14 +94,38 @@ std::string move_into_cgroup(const std::string& dir, pid_t pid);
 // the processes that are in the way).
 std::string enable_child_controller(const std::string& parent, const std::string& controller);
 
-// A child cgroup holding one run under a memory limit.
-struct MemoryCgroup {
-  std::string dir;      // the child's directory; "" when none was made
-  std::string problem;  // why not ("" when dir is set)
+// What a run's cgroup holds it to; 0: no such limit.
+struct RunLimits {
+  std::uint64_t memory_bytes = 0;  // memory.max
+  std::uint64_t max_pids = 0;      // pids.max
 };
-// Makes <parent>/<name> with memory.max = bytes (see above).
-MemoryCgroup make_memory_cgroup(const std::string& parent, const std::string& name,
-                                std::uint64_t bytes);
+
+// A child cgroup holding one run.
+struct RunCgroup {
+  std::string dir;             // the child's directory; "" when none was made
+  std::string problem;         // why none was made ("" when dir is set)
+  std::string memory_problem;  // why memory.max is not set ("" = set, or not asked)
+  std::string pids_problem;    // why pids.max is not set ("" = set, or not asked)
+};
+// Makes <parent>/<name> (a cgroup v2 directory: one with cgroup.procs) and
+// sets the limits it can (see above); a run's cgroup is kept without them.
+RunCgroup make_run_cgroup(const std::string& parent, const std::string& name,
+                          const RunLimits& limits);
+// "fairgpu-<node>-<agent_pid>-lease-<lease>".
+std::string run_cgroup_name(const std::string& node, pid_t agent_pid, std::int64_t lease);
+// The agent pid in the name of one of `node`'s run cgroups; 0 for any other
+// name (another node's, even one whose name starts with this one's and a
+// '-', or the agents' leaves).
+pid_t run_cgroup_agent(const std::string& name, const std::string& node);
+// SIGKILLs every process in cgroup `dir`: "1" to its cgroup.kill, where the
+// kernel has it (Linux 5.14), else kill() for each pid in cgroup.procs (a
+// process forking meanwhile may leave a new one: call again until
+// cgroup_populated says it is empty). "" or why not.
+std::string kill_cgroup(const std::string& dir);
+// Whether any process is in cgroup `dir` (`populated 1` in cgroup.events, or
+// where there is no such file a pid in cgroup.procs); a zombie is no longer
+// in it. False once the directory is gone.
+bool cgroup_populated(const std::string& dir);
 // Removes a run's cgroup once its processes are gone; false while it still
 // holds some (a dying process), to be retried.
 bool remove_cgroup(const std::string& dir);

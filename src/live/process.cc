@@ -1,7 +1,8 @@
 // The agent's process supervisor (issue 5, docs/design.md §7): fork/exec in a
 // session (and so a process group) of its own, the protocol's SIGUSR1 ->
 // SIGTERM -> SIGKILL stop sequence as a polled state machine, reaping,
-// progress file and log tail. See process.h for what callers may rely on.
+// progress file and log tail; a run's cgroup killed at its end. See process.h
+// for what callers may rely on.
 #include "live/process.h"
 
 #include <dirent.h>
@@ -11,6 +12,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +33,8 @@ namespace {
 constexpr int kExecFailedStatus = 127;
 // What failed in the child, reported through the close-on-exec pipe.
 constexpr int kStageExec = 1, kStageSetgroups = 2, kStageSetgid = 3, kStageSetuid = 4,
-              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7, kStageSetsid = 8;
+              kStageChdir = 5, kStageAffinity = 6, kStageCgroup = 7, kStageSetsid = 8,
+              kStageNproc = 9;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -198,6 +201,11 @@ std::optional<unsigned long long> process_start_time(pid_t pid) {
   }
 }
 
+bool process_alive(pid_t pid) {
+  auto fields = stat_fields(pid);
+  return fields && (*fields)[0] != "Z" && (*fields)[0] != "X";
+}
+
 bool process_group_alive(pid_t pgid) {
   DIR* dir = opendir("/proc");
   if (!dir) return kill(-pgid, 0) == 0;
@@ -322,6 +330,11 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   const uid_t run_uid = spec.run_as ? spec.run_as->uid : 0;
   const gid_t run_gid = spec.run_as ? spec.run_as->gid : 0;
   const std::string& working_dir = spec.working_dir;
+  // Only for a user of its own: RLIMIT_NPROC counts the agent's own user's
+  // processes (the agent among them) for a job that runs as the agent.
+  const bool limit_processes = switch_user && spec.max_user_processes > 0;
+  const rlimit nproc{static_cast<rlim_t>(spec.max_user_processes),
+                     static_cast<rlim_t>(spec.max_user_processes)};
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int err_pipe[2];
   if (null_fd < 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -377,6 +390,8 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1) child_fail(kStageCgroup);
     if (pin && sched_setaffinity(0, sizeof cpu_mask, &cpu_mask) != 0) child_fail(kStageAffinity);
     if (switch_user) {
+      // As root, before setuid: the hard limit binds the job, which cannot raise it.
+      if (limit_processes && setrlimit(RLIMIT_NPROC, &nproc) != 0) child_fail(kStageNproc);
       if (setgroups(0, nullptr) != 0) child_fail(kStageSetgroups);
       if (setgid(run_gid) != 0) child_fail(kStageSetgid);
       if (setuid(run_uid) != 0) child_fail(kStageSetuid);
@@ -428,12 +443,16 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
       return fail(fmt::format("cannot join cgroup {}: {}", spec.cgroup_dir, errno_text(report[1])));
     if (report[0] == kStageSetsid)
       return fail(fmt::format("cannot start a session: {}", errno_text(report[1])));
+    if (report[0] == kStageNproc)
+      return fail(fmt::format("cannot limit uid {} to {} processes: {}", run_uid,
+                              spec.max_user_processes, errno_text(report[1])));
     if (report[0] != kStageExec)
       return fail(fmt::format("cannot switch to uid {} gid {}: {}", run_uid, run_gid,
                               errno_text(report[1])));
     return fail(fmt::format("cannot execute '{}': {}", words[0], errno_text(report[1])));
   }
   p->state_ = ProcessState::kRunning;
+  p->cgroup_dir_ = spec.cgroup_dir;
 
   if (!spec.pid_path.empty()) {
     auto start = process_start_time(pid);
@@ -443,6 +462,7 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     if (!out || !start) {
       // Without its pid file a job could outlive a crashed agent unseen.
       kill(-pid, SIGKILL);
+      kill_cgroup(spec.cgroup_dir);
       int status = 0;
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
@@ -457,16 +477,19 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
 
 Process::~Process() {
   if (state_ != ProcessState::kRunning) return;
-  kill(-pid_, SIGKILL);
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  kill_all();
+  if (!leader_reaped_) {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!pid_path_.empty()) std::remove(pid_path_.c_str());
   }
-  if (!pid_path_.empty()) std::remove(pid_path_.c_str());
+  // The caller removes the cgroup (retrying while it is not yet empty).
 }
 
 void Process::stop(double grace_s, double kill_after_s) {
   poll();  // an ended job is reported as ended, not as revoked
-  if (state_ != ProcessState::kRunning || stop_requested_) return;
+  if (state_ != ProcessState::kRunning || stop_requested_ || leader_reaped_) return;
   stop_requested_ = true;
   kill(-pid_, SIGUSR1);
   stop_phase_ = 1;
@@ -476,8 +499,13 @@ void Process::stop(double grace_s, double kill_after_s) {
 
 void Process::kill_now() {
   if (state_ != ProcessState::kRunning) return;
-  kill(-pid_, SIGKILL);
+  kill_all();
   stop_phase_ = 3;
+}
+
+void Process::kill_all() {
+  if (!leader_reaped_) kill(-pid_, SIGKILL);
+  kill_cgroup(cgroup_dir_);
 }
 
 void Process::reap() {
@@ -492,24 +520,39 @@ void Process::reap() {
   }
   if (!pid_path_.empty()) std::remove(pid_path_.c_str());
   read_progress();  // its last word
+  leader_reaped_ = true;
+  leader_exited_at_ = Clock::now();
+}
+
+void Process::end_when_cgroup_empty() {
+  if (cgroup_populated(cgroup_dir_)) {
+    // Again each poll: a process forking when the cgroup was killed, or one
+    // that the fallback without cgroup.kill found after its first sweep.
+    kill_cgroup(cgroup_dir_);
+    return;
+  }
   state_ = ProcessState::kExited;
 }
 
 void Process::poll() {
   if (state_ != ProcessState::kRunning) return;
+  if (leader_reaped_) return end_when_cgroup_empty();
   siginfo_t info{};
   int rc = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
   if (rc == 0 && info.si_pid == pid_) {
-    // The leader is a zombie, so its group id is still ours: clear the rest.
-    kill(-pid_, SIGKILL);
+    // The leader is a zombie, so its group id is still ours: clear the rest,
+    // and what left the group but not the cgroup.
+    kill_all();
     reap();
-    return;
+    return end_when_cgroup_empty();
   }
   if (rc < 0 && errno == ECHILD) {  // reaped behind our back: nothing to report but the end
     exit_code_ = -1;
     if (!pid_path_.empty()) std::remove(pid_path_.c_str());
-    state_ = ProcessState::kExited;
-    return;
+    leader_reaped_ = true;
+    leader_exited_at_ = Clock::now();
+    kill_cgroup(cgroup_dir_);
+    return end_when_cgroup_empty();
   }
   if (!stop_requested_ || Clock::now() < next_signal_at_) return;
   if (stop_phase_ == 1) {
@@ -517,7 +560,7 @@ void Process::poll() {
     stop_phase_ = 2;
     next_signal_at_ = Clock::now() + to_duration(kill_after_s_);
   } else if (stop_phase_ == 2) {
-    kill(-pid_, SIGKILL);
+    kill_all();
     stop_phase_ = 3;
   }
 }

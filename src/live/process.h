@@ -17,12 +17,20 @@
 //   (PR_SET_PDEATHSIG, with a getppid() check against the race where the
 //   parent died before the prctl): a kill -9'd agent takes its jobs with it.
 //   Only the group leader carries this; what it forks is cleaned up by the
-//   next agent through the pid file (see pid_path);
+//   next agent through the pid file (see pid_path), and what left the group
+//   through the run's cgroup (the agent kills its predecessor's at start);
 // - when the leader has exited, whatever is left of its process group is
 //   SIGKILLed before the exit is reported (observed with waitid(WNOWAIT),
 //   so the group id cannot have been reused yet): a job's stray children do
 //   not keep holding the GPUs after its run is reported ended;
-// - a Process destroyed while its job runs SIGKILLs the group and reaps it.
+// - with a cgroup (LaunchSpec::cgroup_dir), the end of the job is the end of
+//   every process in that cgroup (issue 30, M1): when the leader exits or the
+//   stop sequence reaches SIGKILL, the cgroup is killed (kill_cgroup), so a
+//   child that left the job's session (setsid, a double fork) dies too, and
+//   the job stays kRunning until the cgroup is empty (no timer: a process
+//   the kernel is still tearing down holds the GPUs as long as it lives);
+// - a Process destroyed while its job runs SIGKILLs the group and the
+//   cgroup and reaps the leader.
 #pragma once
 
 #include <sys/types.h>
@@ -74,8 +82,14 @@ struct LaunchSpec {
   std::vector<int> cpu_affinity;
   // When not empty: a cgroup v2 directory the job is moved into before exec
   // (the child writes itself to its cgroup.procs), so that everything it
-  // forks is held to that cgroup's limits. The caller makes and removes it.
+  // forks is held to that cgroup's limits and ends with the job (see above).
+  // The caller makes and removes it.
   std::string cgroup_dir;
+  // When not 0 and run_as is set: RLIMIT_NPROC (soft and hard) in the child
+  // before setuid, so that a fork bomb fails its forks even where no cgroup
+  // pids controller holds it. The kernel counts every process of the user,
+  // so runs of one user on a node share it.
+  std::uint64_t max_user_processes = 0;
 };
 
 // The protocol's bounds on what an agent reports of a run (the server
@@ -128,13 +142,19 @@ class Process {
   const std::string& failure() const { return failure_; }
 
   // Starts the stop sequence: SIGUSR1 to the group now, SIGTERM grace_s
-  // later, SIGKILL kill_after_s after that. Idempotent (a second call keeps
-  // the first deadlines); does nothing once the job has ended.
+  // later, SIGKILL (group and cgroup) kill_after_s after that. Idempotent (a
+  // second call keeps the first deadlines); does nothing once the job has
+  // ended or its leader has exited.
   void stop(double grace_s, double kill_after_s);
   // Whether stop() was called before the job ended (the protocol's
   // `revoked`).
   bool stop_requested() const { return stop_requested_; }
-  // SIGKILL to the group now (no grace).
+  // Whether the leader has exited and been reaped: the job is still running
+  // only while its cgroup is not yet empty, and there is nothing to stop.
+  bool leader_exited() const { return leader_reaped_; }
+  // When poll() saw that (leader_exited() only).
+  Clock::time_point leader_exited_at() const { return leader_exited_at_; }
+  // SIGKILL to the group and the cgroup now (no grace).
   void kill_now();
 
   // Reaps the job if it ended and sends the stop sequence's next signal when
@@ -156,12 +176,20 @@ class Process {
  private:
   Process() = default;
   void reap();
+  // SIGKILL to what is left: the group while the leader is unreaped (its
+  // pgid cannot have been reused), the cgroup.
+  void kill_all();
+  // kExited once the cgroup is empty (at once without one).
+  void end_when_cgroup_empty();
 
   ProcessState state_ = ProcessState::kLaunchFailed;
   pid_t pid_ = -1;
   std::string failure_;
   std::string log_path_;
   std::string pid_path_;
+  std::string cgroup_dir_;
+  bool leader_reaped_ = false;  // exit_code_ and signal_ are set
+  Clock::time_point leader_exited_at_{};
   ProgressFile progress_{""};
   bool stop_requested_ = false;
   int stop_phase_ = 0;  // signals sent so far: 1 USR1, 2 TERM, 3 KILL
@@ -195,6 +223,9 @@ std::string read_log_tail(const std::string& path, std::size_t max_bytes = 2048)
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), the
 // pid-reuse guard of pid files; nullopt when there is no such process.
 std::optional<unsigned long long> process_start_time(pid_t pid);
+
+// Whether process `pid` is alive (not a zombie), from /proc.
+bool process_alive(pid_t pid);
 
 // Whether some process of group `pgid` is alive (not a zombie), from /proc.
 bool process_group_alive(pid_t pgid);
