@@ -189,9 +189,33 @@ EOF
       --metric restarts:restarts:1:0 \
       --metric idle_waiting_gpu_hours:"idle-while-waiting GPU-h":1:1 \
       "$WORK"/builtin/seed-*
+    echo
+    echo "The report of seed ${SEED_LIST[0]} (\`report.html\` of \`fairgpu compare\`, drawn by headless Chromium):"
+    echo
+    echo "![report.html of the built-in compare, seed ${SEED_LIST[0]}](builtin-report.png)"
+    echo
     provenance
   } > docs/results/builtin.md
+  builtin_report_png "$WORK/builtin/seed-${SEED_LIST[0]}/report.html"
   finish
+}
+
+# docs/results/builtin-report.png: the first seed's report.html as Chromium
+# draws it (the researcher's guide shows it).
+builtin_report_png() {
+  local chromium
+  chromium=$(command -v chromium || command -v chromium-browser || true)
+  if [ -z "$chromium" ]; then
+    echo "reproduce.sh: no chromium: docs/results/builtin-report.png left as it was" >&2
+    return
+  fi
+  local profile
+  profile=$(mktemp -d)
+  timeout -s KILL 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+    --hide-scrollbars --user-data-dir="$profile" --window-size=1540,1900 \
+    --screenshot="$ROOT/docs/results/builtin-report.png" "file://$1" > /dev/null 2>&1 ||
+    echo "reproduce.sh: chromium failed to draw $1" >&2
+  rm -rf "$profile"
 }
 
 # OEF §6.3.1 / §6.3.2: a generated trace per seed, then a compare.
