@@ -717,6 +717,45 @@ TEST_F(LiveManager, UnknownJobTypeIsProfiledOnEachGpuTypeFirst) {
   EXPECT_EQ(job(id)["state"], "running");
 }
 
+// Issue 32, defect 1: two jobs of a new type profiled at once, one on each
+// GPU type. Each run measures one type; the job whose run ends last finds
+// its type fully measured and queues, and so must the other, whose own run
+// ended while the other type was still unmeasured (it stayed "profiling"
+// for good, its GPUs idle).
+TEST_F(LiveManager, EveryJobLeavesProfilingOnceItsTypeIsMeasuredEverywhere) {
+  start();
+  const auto ef = reg("f1", "fast", 1);
+  const auto es = reg("s1", "slow", 1);
+  const std::string a = submit("alice-token", "newnet")["id"];
+  const std::string b = submit("bob-token", "newnet")["id"];
+  manager_->schedule();
+  const auto lf = actions(beat("f1", ef), "launch"), ls = actions(beat("s1", es), "launch");
+  ASSERT_EQ(lf.size(), 1u);
+  ASSERT_EQ(ls.size(), 1u);
+  ASSERT_NE(lf[0]["job"], ls[0]["job"]) << "one job per GPU type";
+  const std::int64_t fast_lease = lf[0]["lease"], slow_lease = ls[0]["lease"];
+  // The fast run measures first (8 it/s), then the slow one (2 it/s).
+  now_ += 3;
+  beat("f1", ef, {running(fast_lease, 5)});
+  beat("s1", es, {running(slow_lease, 5)});
+  now_ += 60 / 8.0;
+  ASSERT_EQ(actions(beat("f1", ef, {running(fast_lease, 65)}), "revoke").size(), 1u);
+  now_ += 1;
+  beat("f1", ef, {exited(fast_lease, 70, 0, true)});
+  manager_->schedule();
+  now_ += 60 / 2.0;
+  ASSERT_EQ(actions(beat("s1", es, {running(slow_lease, 5 + 60 + 2)}), "revoke").size(), 1u);
+  now_ += 1;
+  beat("s1", es, {exited(slow_lease, 70, 0, true)});
+  now_ += 1;
+  manager_->schedule();
+  for (const std::string& id : {a, b}) EXPECT_NE(job(id)["state"], "profiling") << id;
+  // Both run now, one on each GPU.
+  const std::size_t launches =
+      actions(beat("f1", ef), "launch").size() + actions(beat("s1", es), "launch").size();
+  EXPECT_EQ(launches, 2u);
+}
+
 TEST_F(LiveManager, ProfilingRunHoldsItsDeviceOutsideThePolicy) {
   // One node, two GPUs of a type "mlp" has figures for, two mlp jobs on them;
   // then a "newnet" job arrives: at the lease end its profiling run takes one

@@ -873,9 +873,18 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
     if (n != nodes_.end() && e) busy.insert({e->s.job_type, n->second.s.gpu_type});
   }
   for (JobEntry& e : jobs_) {
-    if (e.s.state != "profiling" || profiling_jobs.count(e.s.id) || e.not_before > now() ||
-        !launchable(e))
+    if (e.s.state != "profiling" || profiling_jobs.count(e.s.id)) continue;
+    // Its type measured meanwhile on every ready type (by another job's
+    // profiling run, or a node of the missing type gone): it waits for the
+    // policy now. Only the job whose own run measured it moved before, so
+    // the others stayed "profiling" for good (issue 32, defect 1).
+    if (fully_profiled(e.s.job_type) && e.lease == 0) {
+      e.s.state = "queued";
+      if (e.sched == kNone) admit(e);
+      tickets.push_back(persist(e));
       continue;
+    }
+    if (e.not_before > now() || !launchable(e)) continue;
     bool stopping = false;
     for (const auto& [id, l] : leases_) stopping |= l.job == e.s.id;
     if (stopping) continue;
