@@ -445,6 +445,31 @@ TEST_F(LiveManager, AGangPartRevokedBeforeItsLaunchEndsAtItsNodesNextHeartbeat) 
   EXPECT_EQ(actions(beat("f2", e2), "launch").size(), 1u);
 }
 
+// Issue 32, defect 3: a launch an agent refuses because it is stopping
+// (launch_failed with revoked) is the node's event: no failure is counted
+// and the job waits for its next lease (before: job_retry failures=1, so a
+// rolling restart of agents could fail a user's job).
+TEST_F(LiveManager, ALaunchRefusedByAStoppingAgentIsNotTheJobsFailure) {
+  start();
+  const auto e1 = reg("f1", "fast", 1);
+  const std::string id = submit("alice-token")["id"];
+  manager_->schedule();
+  auto l1 = actions(beat("f1", e1), "launch");
+  ASSERT_EQ(l1.size(), 1u);
+  const std::int64_t lease = l1[0]["lease"];
+  beat("f1", e1,
+       {{{"lease", lease},
+         {"state", "launch_failed"},
+         {"iterations", 0},
+         {"revoked", true},
+         {"log_tail", "agent shutting down"}}});
+  EXPECT_EQ(job(id)["failures"], 0) << job(id).dump();
+  EXPECT_EQ(job(id)["state"], "queued");
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_EQ(actions(beat("f1", e1), "launch").size(), 1u);  // launched again
+}
+
 // Review of issue 12: a job whose type has no throughput for its gang on any
 // GPU type that could hold it waits with Resources, not Round/Priority.
 TEST_F(LiveManager, AJobWithNoThroughputAnywhereSaysResources) {

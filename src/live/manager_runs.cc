@@ -186,9 +186,11 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
     e.s.log_tail = r.detail;
     if (e.lease) revoke(leases_.at(e.lease), tickets);  // a new lease not launched yet
     leave_state();
-  } else if (revoked && exited) {
+  } else if (revoked) {
     // Stopped at our request, or by the agent's fencing (then it was still
-    // the job's current lease): it waits for its next lease.
+    // the job's current lease), or never started because its node refused
+    // it for the node's own reason (an agent stopping: launch_failed with
+    // revoked, issue 32 defect 3): it waits for its next lease.
     if (current) {
       if (e.sched != kNone) state_release(e.sched);
       e.s.state = waiting_state(e.s.job_type);
