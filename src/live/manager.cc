@@ -35,8 +35,10 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   policy_ = make_round_policy(config_.policy, live_policy_options(config_.policy_options));
   interval_ = policy_->interval();
   if (!config_.profiles_file.empty()) file_profiles_ = read_profiles_file(config_.profiles_file);
-  for (std::size_t t = 0; t < config_.tenants.size(); ++t)
+  for (std::size_t t = 0; t < config_.tenants.size(); ++t) {
     tenant_index_[config_.tenants[t].name] = t;
+    config_tenants_.insert(config_.tenants[t].name);
+  }
   // A Slurm that does not answer, or a partition it does not have, is a bad
   // config: refused before anything is written.
   if (config_.backend == "slurm") connect_slurm();
@@ -46,7 +48,8 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   // heartbeat deadline (their agents kept running while we were down).
   StoreSnapshot snap = store_->load();
   const double t = now();
-  // Tenants added or changed through the API override the config's.
+  // Tenants (config_tenants_): the config's as it says; the API's kept;
+  // others in the store (a config's of before) keep their jobs but no token.
   std::string slurm_instance;
   for (const auto& [key, value] : snap.meta) {
     if (key == "slurm_instance") slurm_instance = value;
@@ -57,18 +60,25 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
     TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), ""};
-    auto it = tenant_index_.find(tc.name);
-    if (it == tenant_index_.end()) {
-      tenant_index_[tc.name] = config_.tenants.size();
-      config_.tenants.push_back(std::move(tc));
+    if (config_tenants_.count(tc.name)) continue;  // the config's, as it says
+    if (stored.value("source", "") == "api") {
+      api_tenants_.insert(tc.name);
     } else {
-      tc.unix_user = config_.tenants[it->second].unix_user;  // the config's alone
-      config_.tenants[it->second] = std::move(tc);
+      log::warn("tenant_token_disabled",
+                {{"tenant", tc.name},
+                 {"why", "in the store from an earlier config but in none now: its jobs stay, "
+                         "its token no longer works (fairgpu tenant adds it through the API)"}});
+      tc.token.clear();
     }
+    tenant_index_[tc.name] = config_.tenants.size();
+    config_.tenants.push_back(std::move(tc));
   }
   {
     std::vector<std::uint64_t> tickets;
-    for (const TenantConfig& tc : config_.tenants) slot_of(tc.name, &tickets);
+    for (const TenantConfig& tc : config_.tenants) {
+      slot_of(tc.name, &tickets);
+      tickets.push_back(store_->put(tenant_record(tc)));  // the store agrees with the rule
+    }
     if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   }
   for (StoredProfile& p : snap.profiles)
@@ -246,6 +256,14 @@ void Manager::refresh_ready_types() {
     ready_pool_[n.s.gpu_type] += devices;
     ready_largest_[n.s.gpu_type] = std::max(ready_largest_[n.s.gpu_type], devices);
   }
+}
+
+StoredMeta Manager::tenant_record(const TenantConfig& t) const {
+  return StoredMeta{"tenant:" + t.name, json{{"name", t.name},
+                                             {"weight", t.weight},
+                                             {"token", t.token},
+                                             {"source", api_tenants_.count(t.name) ? "api" : "config"}}
+                                            .dump()};
 }
 
 bool Manager::fully_profiled(const std::string& job_type) const {

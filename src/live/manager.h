@@ -356,6 +356,16 @@ class Manager : private LeaseHost {
   std::map<std::string, int> ready_pool_, ready_largest_;
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
   std::map<std::string, std::size_t> tenant_index_;
+  // One rule for tenants at start and at reload (issue 32, defect 2): the
+  // config is the truth for every tenant it names (weight, token,
+  // unix_user); a tenant made through the API and named in no config is
+  // kept (stored with source "api"); any other stored tenant, the config's
+  // of an earlier install or an earlier config included, authenticates
+  // nobody. These are the names the current config gives.
+  std::set<std::string> config_tenants_;
+  std::set<std::string> api_tenants_;  // made through the API, in no config
+  // The store's record of tenant `t` (meta "tenant:<name>").
+  StoredMeta tenant_record(const TenantConfig& t) const;
   // Per-node agent tokens (node -> token), issued by the admin.
   std::map<std::string, std::string> node_tokens_;
   // Each tenant's slot, assigned once and persisted (meta "tenant_slot:"):

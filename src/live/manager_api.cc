@@ -240,11 +240,12 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     } else {
       config_.tenants[it->second] = t;
     }
+    // A tenant the config names stays the config's: this change lasts until
+    // the next start or reload reads the file again (manager.h).
+    if (!config_tenants_.count(name)) api_tenants_.insert(name);
     rebuild_needed_ = true;  // the policy's tenants and weights
     slot_of(name, &tickets);
-    tickets.push_back(store_->put(
-        StoredMeta{"tenant:" + name,
-                   json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()}));
+    tickets.push_back(store_->put(tenant_record(t)));
     answer = {{"name", t.name}, {"weight", t.weight}};
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
