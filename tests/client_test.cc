@@ -664,8 +664,8 @@ TEST_F(Client, ProfilesResetSendsTheDeleteWithItsFilters) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].method, "DELETE");
   EXPECT_EQ(got[0].path, "/v1/profiles/resnet 50");
-  EXPECT_EQ(got[0].params, (std::multimap<std::string, std::string>{{"gpu_type", "v100"},
-                                                                   {"tenant", "mallory"}}));
+  EXPECT_EQ(got[0].params,
+            (std::multimap<std::string, std::string>{{"gpu_type", "v100"}, {"tenant", "mallory"}}));
   EXPECT_EQ(got[0].authorization, "Bearer tok-admin");
 
   r = run({"profiles", "--tenant", "mallory"});

@@ -996,7 +996,8 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
                        "forget the measured profiles of this job type (admin); its jobs are "
                        "profiled again");
   profiles->add_option("--tenant", profiles_args->tenant, "with --reset: that tenant's only");
-  profiles->add_option("--gpu-type", profiles_args->gpu_type, "with --reset: on that GPU type only");
+  profiles->add_option("--gpu-type", profiles_args->gpu_type,
+                       "with --reset: on that GPU type only");
   commands.push_back({profiles, [profiles_args] { return run_profiles(*profiles_args); }});
 
   for (bool drain : {true, false}) {

@@ -81,7 +81,8 @@ bool Manager::file_has(const std::string& job_type, const std::string& gpu_type)
 
 void Manager::rebuild_catalogue() {
   catalogue_ = file_profiles_;
-  catalogue_.source = config_.profiles_file.empty() ? "measured" : config_.profiles_file + " + measured";
+  catalogue_.source =
+      config_.profiles_file.empty() ? "measured" : config_.profiles_file + " + measured";
   shared_.clear();
   own_profiles_.clear();
   std::map<std::pair<std::string, std::string>, std::vector<double>> tenant_rates;
@@ -174,24 +175,26 @@ bool Manager::record_profile(JobEntry& e, StoredLease& l, const std::string& gpu
   else if (rate > kMaxRate)
     problem = fmt::format("above {:g} it/s", kMaxRate);
   else if (hi > 0 && (one < lo / kPlausibleFactor || one > hi * kPlausibleFactor))
-    problem = fmt::format("{:.4g} it/s per worker is outside {:.4g}..{:.4g}, {:g}x the job type's "
-                          "known figures either way",
-                          one, lo / kPlausibleFactor, hi * kPlausibleFactor, kPlausibleFactor);
+    problem = fmt::format(
+        "{:.4g} it/s per worker is outside {:.4g}..{:.4g}, {:g}x the job type's "
+        "known figures either way",
+        one, lo / kPlausibleFactor, hi * kPlausibleFactor, kPlausibleFactor);
   if (!problem.empty()) {
     // Not stored: the run stops and counts as a failure of the job, as a
     // profiling run without a figure does; it is profiled again on retry.
     ++profiles_refused_;
-    log::warn("profile_refused", {{"job", e.s.id},
-                                  {"tenant", e.s.tenant},
-                                  {"job_type", e.s.job_type},
-                                  {"gpu_type", gpu_type},
-                                  {"workers", workers},
-                                  {"iterations_per_s", std::isfinite(rate) ? json(rate) : json(nullptr)},
-                                  {"problem", problem}});
+    log::warn("profile_refused",
+              {{"job", e.s.id},
+               {"tenant", e.s.tenant},
+               {"job_type", e.s.job_type},
+               {"gpu_type", gpu_type},
+               {"workers", workers},
+               {"iterations_per_s", std::isfinite(rate) ? json(rate) : json(nullptr)},
+               {"problem", problem}});
     revoke(l, tickets);
     ++e.s.failures;
-    e.s.log_tail = fmt::format("profiling measured {:g} it/s on {}, refused: {}", rate, gpu_type,
-                               problem);
+    e.s.log_tail =
+        fmt::format("profiling measured {:g} it/s on {}, refused: {}", rate, gpu_type, problem);
     if (e.s.failures > config_.max_retries) {
       e.s.state = "failed";
       e.s.finished_at = now();
@@ -236,14 +239,15 @@ void Manager::cross_check(const JobEntry& e, const StoredLease& l, double iterat
   ++profile_mismatches_;
   auto n = nodes_.find(l.node);
   const std::string gpu_type = n != nodes_.end() ? n->second.s.gpu_type : "";
-  log::warn("profile_mismatch", {{"job", e.s.id},
-                                 {"tenant", e.s.tenant},
-                                 {"job_type", e.s.job_type},
-                                 {"gpu_type", gpu_type},
-                                 {"lease", l.gang},
-                                 {"observed_iterations_per_s", observed},
-                                 {"profile_iterations_per_s", j.rate},
-                                 {"profile_source", profile_source(e.s.tenant, e.s.job_type, gpu_type)}});
+  log::warn("profile_mismatch",
+            {{"job", e.s.id},
+             {"tenant", e.s.tenant},
+             {"job_type", e.s.job_type},
+             {"gpu_type", gpu_type},
+             {"lease", l.gang},
+             {"observed_iterations_per_s", observed},
+             {"profile_iterations_per_s", j.rate},
+             {"profile_source", profile_source(e.s.tenant, e.s.job_type, gpu_type)}});
 }
 
 json Manager::profiles(const Caller& c) const {
@@ -301,7 +305,8 @@ json Manager::profiles(const Caller& c) const {
 }
 
 json Manager::reset_profiles(const Caller& c, const std::string& job_type,
-                             const std::optional<std::string>& tenant, const std::string& gpu_type) {
+                             const std::optional<std::string>& tenant,
+                             const std::string& gpu_type) {
   require(c, {Caller::Role::kAdmin});
   if (tenant && tenant->empty()) bad("tenant", "expected a tenant name");
   std::vector<std::uint64_t> tickets;
@@ -318,8 +323,8 @@ json Manager::reset_profiles(const Caller& c, const std::string& job_type,
                                       tenant ? " of tenant " + *tenant : "",
                                       gpu_type.empty() ? "" : " on " + gpu_type));
     std::erase_if(measured_, match);
-    tickets.push_back(store_->put(StoredProfileReset{job_type, gpu_type, tenant.value_or(""),
-                                                     !tenant.has_value()}));
+    tickets.push_back(store_->put(
+        StoredProfileReset{job_type, gpu_type, tenant.value_or(""), !tenant.has_value()}));
     log::info("profiles_reset", {{"job_type", job_type},
                                  {"tenant", tenant ? json(*tenant) : json(nullptr)},
                                  {"gpu_type", gpu_type.empty() ? json(nullptr) : json(gpu_type)},
