@@ -1617,5 +1617,20 @@ TEST_F(LiveProfiles, ARunFarOffItsProfileIsLoggedAndCounted) {
   EXPECT_NE(log.find("profile_source=file"), std::string::npos) << log;
 }
 
+
+// A job of a type another of its tenant's jobs measured meanwhile (or, after
+// a reset, one of several waiting jobs) leaves `profiling` for the policy.
+TEST_F(LiveProfiles, AJobWaitingForItsTypesFigureIsQueuedOnceAnotherJobMeasuredIt) {
+  start();
+  const auto e = reg("f1", "fast", 1);
+  const std::string a1 = submit("alice-token", "newnet", 1, 1e6)["id"];
+  const std::string a2 = submit("alice-token", "newnet", 1, 1e6)["id"];
+  EXPECT_EQ(job(a2)["state"], "profiling");
+  profile_at("f1", e, 8.0);
+  manager_->schedule();
+  beat("f1", e);
+  EXPECT_EQ(job(a1)["state"], "running");
+  EXPECT_EQ(job(a2)["state"], "queued");
+}
 }  // namespace
 }  // namespace fairgpu::live

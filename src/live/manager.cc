@@ -847,6 +847,16 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
       busy.insert({e->s.tenant + '\x1f' + e->s.job_type, n->second.s.gpu_type});
   }
   for (JobEntry& e : jobs_) {
+    // Measured meanwhile by another job (its tenant's, or a shared figure):
+    // it waits for the policy now, or it would wait for a measurement that
+    // never comes.
+    if (e.s.state == "profiling" && !profiling_jobs.count(e.s.id) &&
+        fully_profiled(e.s.tenant, e.s.job_type)) {
+      e.s.state = "queued";
+      tickets.push_back(persist(e));
+      if (e.sched == kNone) admit(e);
+      continue;
+    }
     if (e.s.state != "profiling" || profiling_jobs.count(e.s.id) || e.not_before > now() ||
         !launchable(e))
       continue;
