@@ -121,6 +121,21 @@ HttpServer::HttpServer(const ServeConfig& config)
   s.Get("/v1/profiles", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->profiles(who(req)); });
   });
+  // Admin: forget measured profiles (?tenant=, ?gpu_type= narrow it).
+  s.Delete(R"(/v1/profiles/([^/]+))",
+           [this, who](const httplib::Request& req, httplib::Response& res) {
+             handle(res, [&] {
+               for (const auto& [key, value] : req.params)
+                 if (key != "tenant" && key != "gpu_type")
+                   throw ApiError(400, key + ": unknown parameter");
+               std::optional<std::string> tenant;
+               if (req.has_param("tenant")) tenant = req.get_param_value("tenant");
+               if (req.has_param("gpu_type") && req.get_param_value("gpu_type").empty())
+                 throw ApiError(400, "gpu_type: expected a GPU type");
+               return manager_->reset_profiles(who(req), req.matches[1], tenant,
+                                              req.get_param_value("gpu_type"));
+             });
+           });
   s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req,
                                                              httplib::Response& res) {
     handle(res, [&] {
