@@ -650,6 +650,9 @@ TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
   };
   std::vector<BadRun> cases = {
       {sim({"--policy", "nope"}), {"policy", "unknown policy 'nope'", "oef-coop"}},
+      // simulate's option to compare: the arguments in order, and the one it takes.
+      {cmp({"--policy", "gavel"}), {"fairgpu: compare: unexpected arguments: --policy gavel",
+                                    "--policies a,b"}},
       // Without --out as well: the default folder must not appear either.
       {{"simulate", "--policy", "nope"}, {"unknown policy 'nope'"}},
       {sim({"--level", "bogus", "--trace", kTrace}), {"level", "'bogus'"}},
