@@ -676,6 +676,8 @@ TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
       {sim({"--round", "inf", "--trace", kTrace}), {"round", "finite"}},
       {sim({"--horizon-hours", "-1"}), {"horizon-hours", ">= 0"}},
       {sim({"--trace", gavel, "--tenants", "-3"}), {"tenants", "-3"}},
+      // A Gavel trace with the built-in figures: the line says what to give.
+      {sim({"--trace", gavel}), {gavel + ": job ", "not in the profiles (built-in)", "--profiles"}},
       {sim({"--tenants", "-1"}), {"tenants", "-1"}},  // any trace, here the generated one
       {sim({"--trace", kTrace, "--trace-format", "bogus"}), {"trace-format", "'bogus'"}},
       {sim({"--jobs", "0"}), {"jobs", "got 0"}},
