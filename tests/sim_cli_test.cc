@@ -487,6 +487,22 @@ TEST_F(SimCliTest, AlibabaTraceWithItsNodeList) {
   // The run stops at the first arrival + 2 h with jobs left.
   EXPECT_GT(summary["unfinished_jobs"].get<int>(), 0);
   EXPECT_DOUBLE_EQ(summary["makespan_s"].get<double>(), 7200.0);
+
+  // Issue 29: without a cluster, the node list beside the pod list (said in
+  // a note), never the built-in 72 GPUs.
+  r = run({"simulate", "--quiet", "--trace", dir + "openb_pod_list_default.csv",
+           "--horizon-hours", "2", "--out", (dir_ / "b").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "openb_node_list_gpu_node.csv: 6212 GPUs")) << r.out;
+  EXPECT_TRUE(contains(r.err, "the cluster of the pod list beside it")) << r.err;
+  // A pod list with no node list beside it: one line saying what to give.
+  fs::copy_file(dir + "openb_pod_list_default.csv", dir_ / "pods.csv");
+  r = run({"simulate", "--quiet", "--trace", (dir_ / "pods.csv").string(), "--trace-format",
+           "alibaba", "--out", (dir_ / "c").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "--alibaba-nodes")) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c"));
 }
 
 // allox on a job of duration_s 1e16: its matching costs (1e19 ms) used to
