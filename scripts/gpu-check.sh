@@ -22,6 +22,9 @@
 #                                      leaf so that it could enable the memory
 #                                      controller for its runs (SKIP: no memory
 #                                      controller in cgroup v2 here)
+#         PASS|FAIL|SKIP run-cgroup    that job's double-forked, setsid child
+#                                      dies with its run (the run's cgroup is
+#                                      killed), and the cgroup has pids.max
 #         PASS|FAIL|SKIP profiling     an unknown job type is profiled on the
 #                                      node's GPU type, then its job finishes
 #         PASS|FAIL|SKIP cuda-job      examples/pytorch/train.py from
@@ -96,7 +99,7 @@ bundle() {
 }
 
 # ------------------------------------------------------------ run
-CHECKS=(discovery job-identity memory-limit profiling cuda-job drain-resume)
+CHECKS=(discovery job-identity memory-limit run-cgroup profiling cuda-job drain-resume)
 declare -A RES DETAIL
 
 run() {
@@ -265,6 +268,21 @@ try:  # the memory.max of the job's own cgroup v2
         out["memory_max"] = f.read().strip()
 except Exception as e:  # noqa: BLE001
     out["memory_max_error"] = repr(e)
+try:  # and its pids.max
+    with open(mount + out["cgroup"].rstrip("/") + "/pids.max") as f:
+        out["pids_max"] = f.read().strip()
+except Exception as e:  # noqa: BLE001
+    out["pids_max_error"] = repr(e)
+# A child that leaves the job's session (setsid, double fork): the agent must
+# kill it with the run (its cgroup), not leave it with the GPU.
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(os.path.join(os.environ["FAIRGPU_CHECKPOINT_DIR"], "escaped.pid"), "w") as f:
+            f.write(str(os.getpid()))
+        os.execvp("sleep", ["sleep", "100000"])
+    os._exit(0)
+os.wait()
 try:
     out["user"] = getpass.getuser()
 except Exception as e:  # noqa: BLE001
@@ -398,7 +416,7 @@ checks() {
   }
   fgc() { LD_LIBRARY_PATH="$FGLD" timeout 15 "$FG" "$@"; }
   if [ -z "$PYJ" ]; then
-    for c in job-identity memory-limit profiling cuda-job drain-resume; do
+    for c in job-identity memory-limit run-cgroup profiling cuda-job drain-resume; do
       [ "${RES[$c]}" = SKIP ] || DETAIL[$c]="no python3 on this machine"
     done
     exit 1
@@ -553,6 +571,27 @@ EOF
       result memory-limit SKIP "no memory controller in cgroup v2 here (${mnt:-no cgroup2 mount})"
     else
       result memory-limit FAIL "the job's cgroup ${mcg}: memory.max '$mmax', agent's grant '${grant:-none}'${why:+: not enforced: $why}"
+    fi
+    # run-cgroup: the job's double-forked, setsid child died with its run
+    # (the agent kills the run's cgroup), and the cgroup had pids.max.
+    local epid pmax
+    epid=$(cat "$WORK/ckpt/$I/escaped.pid" 2>/dev/null || true)
+    pmax=$(echo "$ij" | jq_ 'j.get("pids_max", "")')
+    if [ -z "$epid" ]; then
+      result run-cgroup FAIL "the identity job wrote no escaped.pid"
+    elif ! wait_for 30 "the escaped child $epid to die" bash -c "! kill -0 $epid 2>/dev/null"; then
+      result run-cgroup FAIL "the job's escaped child $epid still runs after its run ended"
+    elif [ -z "$pmax" ] || [ "$pmax" = max ]; then
+      # The agent says when its runs' cgroups can have no pids controller
+      # (not delegated to its cgroup): RLIMIT_NPROC holds the job then.
+      if grep -q "pids.max will not be set" "$WORK/agent.log" &&
+        grep -q "job $I: .*RLIMIT_NPROC" "$WORK/agent.log"; then
+        result run-cgroup PASS "the escaped child $epid died with its run; no pids controller for the runs' cgroups here ($(grep -o "pids controller is not available in [^;]*" "$WORK/agent.log" | head -n 1)): RLIMIT_NPROC holds the job"
+      else
+        result run-cgroup FAIL "the escaped child died, but the job's cgroup has pids.max '${pmax:-unread}' and the agent names no reason"
+      fi
+    else
+      result run-cgroup PASS "the escaped child $epid died with its run; the job's cgroup has pids.max $pmax"
     fi
     if [ "$CPU" = 1 ] || [ "$TORCH" = 0 ]; then
       # The profiling check on this job's type (train.py's needs torch).
