@@ -56,13 +56,15 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     if (key.rfind("slurm_job:", 0) == 0) slurm_ids_[key.substr(10)] = std::stoll(value);
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
-    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), ""};
+    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), "",
+                    config_.quotas};
     auto it = tenant_index_.find(tc.name);
     if (it == tenant_index_.end()) {
       tenant_index_[tc.name] = config_.tenants.size();
       config_.tenants.push_back(std::move(tc));
     } else {
       tc.unix_user = config_.tenants[it->second].unix_user;  // the config's alone
+      tc.quotas = config_.tenants[it->second].quotas;        // likewise
       config_.tenants[it->second] = std::move(tc);
     }
   }
@@ -879,6 +881,10 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
     bool stopping = false;
     for (const auto& [id, l] : leases_) stopping |= l.job == e.s.id;
     if (stopping) continue;
+    // A profiling run holds GPUs like any other (max_gpus_running); its
+    // size is at most the job's gang, which is what is checked.
+    const std::int64_t gpu_quota = quotas_of(e.s.tenant).max_gpus_running;
+    if (gpu_quota > 0 && gpus_held()[e.s.tenant] + e.s.workers > gpu_quota) continue;
     const JobTypeProfile* p = catalogue_.find(e.s.job_type);
     for (const std::string& type : types) {
       if (p && p->rate(type, 1, false) > 0.0) continue;
@@ -958,6 +964,59 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
   }
 }
 
+const TenantQuotas& Manager::quotas_of(const std::string& tenant) const {
+  static const TenantQuotas kNoQuotas;
+  auto it = tenant_index_.find(tenant);
+  return it == tenant_index_.end() ? kNoQuotas : config_.tenants[it->second].quotas;
+}
+
+std::map<std::string, std::int64_t> Manager::gpus_held() const {
+  // A job's leases not yet ended: its current gang, and an older one being
+  // revoked (a move or a preemption). The gangs run one after the other (a
+  // new lease waits for the job's previous run), so a job holds the larger.
+  std::map<std::string, std::map<std::int64_t, std::int64_t>> by_job_gang;
+  for (const auto& [id, l] : leases_)
+    by_job_gang[l.job][l.gang] += static_cast<std::int64_t>(l.devices.size());
+  std::map<std::string, std::int64_t> held;
+  for (const auto& [job, gangs] : by_job_gang) {
+    const JobEntry* e = find_job(job);
+    if (!e) continue;
+    std::int64_t most = 0;
+    for (const auto& [gang, devices] : gangs) most = std::max(most, devices);
+    held[e->s.tenant] += most;
+  }
+  return held;
+}
+
+void Manager::hold_to_gpu_quotas(RoundPlan& plan) {
+  std::map<std::string, std::int64_t> held = gpus_held();
+  std::vector<Assignment> kept;
+  for (Assignment& a : plan.run) {
+    const JobEntry& e = jobs_[sched_to_job_[a.job]];
+    const std::int64_t quota = quotas_of(e.s.tenant).max_gpus_running;
+    // A running job renewed or moved keeps the GPUs it holds; a reload that
+    // lowered the quota stops nothing that runs.
+    if (quota > 0 && state_.jobs[a.job].state != JobState::kRunning) {
+      std::int64_t job_held = 0;  // a revoked run of the same job still stopping
+      for (const auto& [id, l] : leases_)
+        if (l.job == e.s.id) job_held += static_cast<std::int64_t>(l.devices.size());
+      const std::int64_t after =
+          held[e.s.tenant] - job_held + static_cast<std::int64_t>(a.devices.size());
+      if (after > quota) {
+        log::debug("quota_hold", {{"job", e.s.id},
+                                  {"tenant", e.s.tenant},
+                                  {"quota", "max_gpus_running"},
+                                  {"held", held[e.s.tenant]},
+                                  {"limit", quota}});
+        continue;
+      }
+      held[e.s.tenant] = after;
+    }
+    kept.push_back(std::move(a));
+  }
+  plan.run = std::move(kept);
+}
+
 void Manager::start_midround(std::vector<std::uint64_t>& tickets) {
   const double round_end = next_point_.load();
   if (!model_ || !policy_ || !policy_->starts_midround() || last_point_ < 0 ||
@@ -967,8 +1026,9 @@ void Manager::start_midround(std::vector<std::uint64_t>& tickets) {
   if (free.empty()) return;
   RoundPlan plan;
   plan.run = policy_->midround(state_, free, round_end);
-  if (plan.run.empty()) return;
   validate_plan(plan, state_);
+  hold_to_gpu_quotas(plan);
+  if (plan.run.empty()) return;
   midround_starts_ += plan.run.size();
   apply_plan(plan, tickets, true);
 }
@@ -1028,6 +1088,7 @@ double Manager::schedule(double at) {
       RoundPlan plan = policy_->plan(state_);
       validate_plan(plan, state_);
       state_.changed = false;
+      hold_to_gpu_quotas(plan);
       apply_plan(plan, tickets);
     } else {
       activate_pending(tickets);

@@ -303,6 +303,20 @@ class Manager : private LeaseHost {
   void add_regimes_json(const JobEntry& e, nlohmann::json& j) const;
 
   void start_profiling(std::vector<std::uint64_t>& tickets);
+  // Quotas (issue 30, M3; config.h TenantQuotas). A tenant's, or none for a
+  // tenant the manager does not know.
+  const TenantQuotas& quotas_of(const std::string& tenant) const;
+  // GPUs each tenant's leases hold now (pending, active, being revoked,
+  // profiling ones too): what max_gpus_running bounds.
+  std::map<std::string, std::int64_t> gpus_held() const;
+  // Drops from the plan the starts that would take a tenant past its
+  // max_gpus_running (the job stays queued: the next scheduling point may
+  // start it). Renewals and moves of running jobs are kept.
+  void hold_to_gpu_quotas(RoundPlan& plan);
+  // A submission over one of the tenant's quotas: counted (/metrics) and
+  // refused with ApiError 400 naming the tenant, the quota and the numbers.
+  [[noreturn]] void refuse_over_quota(const std::string& tenant, const std::string& quota,
+                                      const std::string& detail);
   // Ends one part lease (the job loses its lease when it was the job's gang).
   std::uint64_t end_lease(StoredLease& l);
   // Revokes every part of l's gang (pending and exited parts end at once).
@@ -387,6 +401,8 @@ class Manager : private LeaseHost {
   std::uint64_t midround_starts_ = 0;
   std::uint64_t regime_changes_ = 0;
   std::uint64_t rebuilds_ = 0;  // model, state and policy made anew
+  // Submissions refused by quota: (tenant, quota) -> count.
+  std::map<std::pair<std::string, std::string>, std::uint64_t> quota_refusals_;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
 
   // What runs the jobs: the agents (the only executor so far).

@@ -103,6 +103,29 @@ json Manager::submit(const Caller& c, const json& body) {
                                    "backend runs a job on one node)",
                                    s.workers, largest_node));
     }
+    // The tenant's quotas, checked before anything is stored: a refused
+    // submission leaves no trace but its count in /metrics.
+    const TenantQuotas& quotas = quotas_of(s.tenant);
+    if (quotas.max_gpus_per_job > 0 && s.workers > quotas.max_gpus_per_job)
+      refuse_over_quota(s.tenant, "max_gpus_per_job",
+                        fmt::format("a job of {} GPUs is over the quota of {}", s.workers,
+                                    quotas.max_gpus_per_job));
+    if (quotas.max_jobs_queued > 0 || quotas.max_jobs_active > 0) {
+      std::int64_t waiting = 0, active = 0;
+      for (const JobEntry& other : jobs_) {
+        if (other.s.tenant != s.tenant || terminal(other.s.state)) continue;
+        ++active;
+        waiting += other.s.state != "running";
+      }
+      if (quotas.max_jobs_queued > 0 && waiting >= quotas.max_jobs_queued)
+        refuse_over_quota(s.tenant, "max_jobs_queued",
+                          fmt::format("{} jobs waiting, the quota is {}", waiting,
+                                      quotas.max_jobs_queued));
+      if (quotas.max_jobs_active > 0 && active >= quotas.max_jobs_active)
+        refuse_over_quota(s.tenant, "max_jobs_active",
+                          fmt::format("{} jobs queued or running, the quota is {}", active,
+                                      quotas.max_jobs_active));
+    }
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
     if (s.name.empty()) s.name = s.id;
@@ -126,6 +149,13 @@ json Manager::submit(const Caller& c, const json& body) {
   }
   store_->wait(ticket);  // durable before acknowledged
   return answer;
+}
+
+void Manager::refuse_over_quota(const std::string& tenant, const std::string& quota,
+                                const std::string& detail) {
+  ++quota_refusals_[{tenant, quota}];
+  log::info("quota_refused", {{"tenant", tenant}, {"quota", quota}, {"detail", detail}});
+  throw ApiError(400, fmt::format("tenant {}: over its quota {}: {}", tenant, quota, detail));
 }
 
 json Manager::jobs(const Caller& c, const std::string& state_filter) const {
@@ -219,7 +249,8 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     std::lock_guard lock(mu_);
     auto it = tenant_index_.find(name);
     TenantConfig t =
-        it == tenant_index_.end() ? TenantConfig{name, 1.0, "", ""} : config_.tenants[it->second];
+        it == tenant_index_.end() ? TenantConfig{name, 1.0, "", "", config_.quotas}
+                                  : config_.tenants[it->second];
     if (body.contains("weight")) {
       t.weight = need_number(body, "weight");
       if (!weight_in_range(t.weight)) bad("weight", weight_range_text());
@@ -447,6 +478,13 @@ std::string Manager::metrics() const {
     by_state[st] = 0;
   for (const JobEntry& e : jobs_) ++by_state[e.s.state];
   for (const auto& [st, n] : by_state) line("fairgpu_jobs", fmt::format("state=\"{}\"", st), n);
+
+  family("fairgpu_quota_refusals_total", "counter",
+         "Submissions refused because they were over one of the tenant's quotas.");
+  for (const auto& [key, n] : quota_refusals_)
+    line("fairgpu_quota_refusals_total",
+         fmt::format("tenant=\"{}\",quota=\"{}\"", label(key.first), key.second),
+         static_cast<double>(n));
 
   // Queue wait: submission to first start; duration: submission to the end
   // (finished, failed or cancelled).

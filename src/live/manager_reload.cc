@@ -79,6 +79,7 @@ json Manager::reload(const ServeConfig& next) {
         changed.push_back(fmt::format("tenant {} weight {} -> {}", t.name, old.weight, t.weight));
       if (old.token != t.token) changed.push_back("tenant " + t.name + " token");
       if (old.unix_user != t.unix_user) changed.push_back("tenant " + t.name + " unix_user");
+      if (old.quotas != t.quotas) changed.push_back("tenant " + t.name + " quotas");
       old = t;
     }
     slot_of(t.name, &tickets);
@@ -86,6 +87,13 @@ json Manager::reload(const ServeConfig& next) {
         StoredMeta{"tenant:" + t.name,
                    json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()}));
   }
+  // Quotas: new submissions and starts are held to them; what runs goes on.
+  config_.quotas = next.quotas;
+  for (TenantConfig& t : config_.tenants)
+    if (!in_file.count(t.name) && t.quotas != next.quotas) {
+      t.quotas = next.quotas;  // added by the API: the file's default
+      changed.push_back("tenant " + t.name + " quotas");
+    }
   for (TenantConfig& t : config_.tenants)
     if (!in_file.count(t.name) && !t.token.empty()) {
       t.token.clear();  // authenticates nobody; its jobs stay
