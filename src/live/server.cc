@@ -45,6 +45,60 @@ json parse_body(const httplib::Request& req) {
   }
 }
 
+// The most a request body may hold. httplib's payload_max_length bounds a
+// body sent with Content-Length only: a chunked one (or one that runs to the
+// end of the connection) it reads whole (issue 30, M3: 24 MiB accepted).
+// Every route with a body therefore reads it through a content reader that
+// stops at this cap.
+constexpr std::size_t kMaxBodyBytes = 8 << 20;
+
+// An answer after which the connection is closed: a body was left unread
+// (over the cap, or malformed), and httplib would read what is still on the
+// wire as the next requests (a client still sending would hang). httplib
+// 0.11.4 closes a keep-alive connection when writing a response fails, and
+// lets a handler make that happen only through a content provider that
+// reports failure: this one writes the whole answer first, then fails.
+void answer_and_close(httplib::Response& res, int status, const std::string& error) {
+  const std::string body = json{{"error", error}}.dump() + "\n";
+  res.status = status;
+  res.set_header("Connection", "close");
+  res.set_content_provider(body.size(), "application/json",
+                           [body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                             sink.write(body.data() + offset, length);
+                             return false;  // closes the connection (above)
+                           });
+}
+
+// A route's handler with its body read under kMaxBodyBytes, whatever the
+// framing (Content-Length, chunked or none).
+httplib::Server::HandlerWithContentReader capped(httplib::Server::Handler handler) {
+  return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                        const httplib::ContentReader& read) {
+    std::string body;
+    bool oversized = false;
+    const bool complete = read([&](const char* data, std::size_t length) {
+      if (body.size() + length > kMaxBodyBytes) {
+        oversized = true;
+        return false;  // stop reading: nothing more is taken in
+      }
+      body.append(data, length);
+      return true;
+    });
+    // Content-Length over payload_max_length: httplib says 413 itself.
+    if (oversized || (!complete && res.status == 413))
+      return answer_and_close(res, 413,
+                              fmt::format("(body): larger than {} bytes (8 MiB), the most a "
+                                          "request may carry; the connection is closed",
+                                          kMaxBodyBytes));
+    if (!complete)  // malformed chunks, or cut short: the rest cannot be read in step
+      return answer_and_close(res, 400, "(body): malformed or incomplete request body");
+    // httplib hands the handler its own non-const Request (Server::routing):
+    // the body goes where the route's handler reads it.
+    const_cast<httplib::Request&>(req).body = std::move(body);
+    handler(req, res);
+  };
+}
+
 // httplib's TLS server when the config names a certificate, else plain http.
 std::unique_ptr<httplib::Server> make_http_server(const ServeConfig& config) {
   if (config.tls_cert.empty()) return std::make_unique<httplib::Server>();
@@ -67,7 +121,7 @@ HttpServer::HttpServer(Manager& manager)
   s.new_task_queue = [] { return new httplib::ThreadPool(128); };
   s.set_keep_alive_max_count(1000000);
   s.set_tcp_nodelay(true);  // small JSON answers: no Nagle delay
-  s.set_payload_max_length(8 << 20);
+  s.set_payload_max_length(kMaxBodyBytes);
   // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second
   // server bind the same port and take half the connections.
   s.set_socket_options([](socket_t sock) {
@@ -77,7 +131,7 @@ HttpServer::HttpServer(Manager& manager)
   auto who = [this](const httplib::Request& req) {
     return manager_.authenticate(req.get_header_value("Authorization"));
   };
-  s.Post("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/jobs", capped([this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] {
       auto caller = who(req);
       if (caller.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
@@ -86,33 +140,35 @@ HttpServer::HttpServer(Manager& manager)
       return j;
     });
     if (res.status == 200) res.status = 201;
-  });
+  }));
   s.Get("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.jobs(who(req), req.get_param_value("state")); });
   });
   s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.job(who(req), req.matches[1]); });
   });
-  s.Post(R"(/v1/jobs/([^/]+)/cancel)", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
-  });
-  s.Delete(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
-  });
+  s.Post(R"(/v1/jobs/([^/]+)/cancel)",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
+         }));
+  s.Delete(R"(/v1/jobs/([^/]+))",
+           capped([this, who](const httplib::Request& req, httplib::Response& res) {
+             handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
+           }));
   s.Get("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.tenants(who(req)); });
   });
-  s.Post("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/tenants", capped([this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.set_tenant(who(req), parse_body(req)); });
-  });
+  }));
   s.Get("/v1/cluster", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.cluster(who(req)); });
   });
   s.Get("/v1/profiles", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_.profiles(who(req)); });
   });
-  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req,
-                                                             httplib::Response& res) {
+  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", capped([this, who](const httplib::Request& req,
+                                                                    httplib::Response& res) {
     handle(res, [&] {
       // An optional {"reason": "..."} (a drain's, kept and shown).
       std::string reason;
@@ -132,18 +188,30 @@ HttpServer::HttpServer(Manager& manager)
       }
       return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain", reason);
     });
-  });
+  }));
   s.Post(R"(/v1/nodes/([^/]+)/token)",
-         [this, who](const httplib::Request& req, httplib::Response& res) {
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
            handle(res, [&] { return manager_.issue_node_token(who(req), req.matches[1]); });
-         });
-  s.Post("/v1/agents/register", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res,
-           [&] { return manager_.register_agent(who(req), parse_body(req), req.remote_addr); });
+         }));
+  s.Post("/v1/agents/register",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] {
+             return manager_.register_agent(who(req), parse_body(req), req.remote_addr);
+           });
+         }));
+  s.Post("/v1/agents/heartbeat",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] { return manager_.heartbeat(who(req), parse_body(req)); });
+         }));
+  // Any other path or method with a body: read under the same cap too, else
+  // httplib would read it whole before answering 404.
+  const auto no_route = capped([](const httplib::Request& req, httplib::Response& res) {
+    answer(res, 404, {{"error", fmt::format("{} {}: no such route", req.method, req.path)}});
   });
-  s.Post("/v1/agents/heartbeat", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.heartbeat(who(req), parse_body(req)); });
-  });
+  s.Post(".*", no_route);
+  s.Put(".*", no_route);
+  s.Patch(".*", no_route);
+  s.Delete(".*", no_route);
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!manager_.metrics_allowed(req.get_header_value("Authorization"))) {
       answer(res, 401,
