@@ -988,6 +988,49 @@ std::map<std::string, std::int64_t> Manager::gpus_held() const {
   return held;
 }
 
+std::vector<std::size_t> Manager::set_aside_over_gpu_quota() {
+  std::vector<std::size_t> aside;
+  bool any_quota = false;
+  for (const TenantConfig& t : config_.tenants) any_quota |= t.quotas.max_gpus_running > 0;
+  if (!any_quota) return aside;
+  // In arrival order, each waiting job that fits counts as started: the
+  // policy then chooses among jobs that together fit each tenant's quota (a
+  // later job set aside when an earlier one is not started waits a round).
+  std::map<std::string, std::int64_t> held = gpus_held();
+  for (std::size_t k : state_.active) {
+    const Job& j = state_.jobs[k];
+    if (j.state == JobState::kRunning) continue;
+    const JobEntry& e = jobs_[sched_to_job_[k]];
+    const std::int64_t quota = quotas_of(e.s.tenant).max_gpus_running;
+    if (quota <= 0) continue;
+    if (held[e.s.tenant] + j.workers > quota)
+      aside.push_back(k);
+    else
+      held[e.s.tenant] += j.workers;
+  }
+  if (aside.empty()) return aside;
+  // As a job held until its fence time (held_), it is out of the active set;
+  // the accounting of the interval before was done with it in.
+  for (std::size_t k : aside) {
+    std::erase(state_.active, k);
+    state_.active_weight -= state_.jobs[k].weight;
+    state_.active_workers -= state_.jobs[k].workers;
+  }
+  state_.changed = true;
+  return aside;
+}
+
+void Manager::restore_set_aside(const std::vector<std::size_t>& aside) {
+  if (aside.empty()) return;
+  for (std::size_t k : aside) {
+    state_.active.push_back(k);
+    state_.active_weight += state_.jobs[k].weight;
+    state_.active_workers += state_.jobs[k].workers;
+  }
+  std::sort(state_.active.begin(), state_.active.end());  // indices follow arrival
+  state_.changed = true;
+}
+
 void Manager::hold_to_gpu_quotas(RoundPlan& plan) {
   std::map<std::string, std::int64_t> held = gpus_held();
   std::vector<Assignment> kept;
@@ -1025,7 +1068,9 @@ void Manager::start_midround(std::vector<std::uint64_t>& tickets) {
   const std::vector<DeviceRef> free = placement::unowned_devices(state_);
   if (free.empty()) return;
   RoundPlan plan;
+  const std::vector<std::size_t> aside = set_aside_over_gpu_quota();
   plan.run = policy_->midround(state_, free, round_end);
+  restore_set_aside(aside);
   validate_plan(plan, state_);
   hold_to_gpu_quotas(plan);
   if (plan.run.empty()) return;
@@ -1085,7 +1130,9 @@ double Manager::schedule(double at) {
     }
     start_profiling(tickets);
     if (model_) {
+      const std::vector<std::size_t> aside = set_aside_over_gpu_quota();
       RoundPlan plan = policy_->plan(state_);
+      restore_set_aside(aside);
       validate_plan(plan, state_);
       state_.changed = false;
       hold_to_gpu_quotas(plan);

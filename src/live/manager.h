@@ -309,9 +309,17 @@ class Manager : private LeaseHost {
   // GPUs each tenant's leases hold now (pending, active, being revoked,
   // profiling ones too): what max_gpus_running bounds.
   std::map<std::string, std::int64_t> gpus_held() const;
-  // Drops from the plan the starts that would take a tenant past its
-  // max_gpus_running (the job stays queued: the next scheduling point may
-  // start it). Renewals and moves of running jobs are kept.
+  // max_gpus_running, in two steps around the policy's plan (and midround):
+  // the waiting jobs that could not start within their tenant's quota are
+  // set aside (out of state_.active, so that the policy gives their GPUs to
+  // others, as for jobs held until their fence time) and put back after;
+  // then any start that would still take a tenant past it (a policy that
+  // plans from an older view of its jobs: shockwave's asynchronous solves)
+  // is dropped from the plan (the job stays queued: the next
+  // scheduling point may start it). Renewals and moves of running jobs are
+  // kept.
+  std::vector<std::size_t> set_aside_over_gpu_quota();
+  void restore_set_aside(const std::vector<std::size_t>& aside);
   void hold_to_gpu_quotas(RoundPlan& plan);
   // A submission over one of the tenant's quotas: counted (/metrics) and
   // refused with ApiError 400 naming the tenant, the quota and the numbers.
