@@ -687,14 +687,16 @@ TEST_F(LiveManager, GpuQuotaHoldsStartsAndAReloadThatLowersItStopsNothing) {
   beat("f1", e, runs);
 
   // The quota lowered to 1 (and max_jobs_queued to 1) by a reload: what
-  // runs keeps running, renewed on the same leases round after round.
+  // runs keeps running, renewed on the same leases round after round (fifo's
+  // leases run 900 s: three rounds 400 s apart renew them).
   ServeConfig next = config_;
   next.tenants[0].quotas.max_gpus_running = 1;
   next.tenants[0].quotas.max_jobs_queued = 1;
   const json answer = manager_->reload(next);
   EXPECT_NE(answer["changed"].dump().find("tenant alice quotas"), std::string::npos) << answer;
   for (int round = 0; round < 3; ++round) {
-    now_ += 60;
+    now_ += 400;
+    beat("f1", e, runs);
     manager_->schedule();
     json a = beat("f1", e, runs);
     EXPECT_TRUE(actions(a, "revoke").empty()) << a.dump();
