@@ -825,6 +825,13 @@ TEST_F(ServeOps, BodiesOverEightMiBAreRefusedWhateverTheirFraming) {
     EXPECT_EQ(r.answer.rfind("HTTP/1.1 413 ", 0), 0u) << k.what << ": " << r.answer;
     EXPECT_TRUE(contains(r.answer, "larger than 8388608 bytes (8 MiB)")) << k.what << ": " << r.answer;
     EXPECT_TRUE(r.closed) << k.what << ": the connection was left open";
+    // One answer: what was left of the body was not read as further
+    // requests (each of which would get a 400 of its own).
+    std::size_t answers = 0;
+    for (std::size_t p = r.answer.find("HTTP/1.1 "); p != std::string::npos;
+         p = r.answer.find("HTTP/1.1 ", p + 1))
+      ++answers;
+    EXPECT_EQ(answers, 1u) << k.what << ": " << r.answer.substr(0, 2000);
   }
   // A chunked body under the cap is read as any other.
   const std::string job =
