@@ -721,6 +721,34 @@ TEST_F(LiveManager, GpuQuotaHoldsStartsAndAReloadThatLowersItStopsNothing) {
   EXPECT_EQ(job(a3)["state"], "running");
 }
 
+TEST_F(LiveManager, CheckpointBytesOverTheQuotaRefuseSubmissions) {
+  config_.tenants[0].quotas.max_checkpoint_bytes = 1000;
+  start();
+  const std::string a1 = submit("alice-token")["id"];
+  const std::string b1 = submit("bob-token")["id"];
+  // What alice's job checkpointed (a file and a nested one), and bob's.
+  namespace fs = std::filesystem;
+  fs::create_directories(config_.checkpoint_dir + "/" + a1 + "/step-1");
+  std::ofstream(config_.checkpoint_dir + "/" + a1 + "/latest.pt") << std::string(600, 'x');
+  std::ofstream(config_.checkpoint_dir + "/" + a1 + "/step-1/model.pt") << std::string(500, 'x');
+  fs::create_directories(config_.checkpoint_dir + "/" + b1);
+  std::ofstream(config_.checkpoint_dir + "/" + b1 + "/latest.pt") << std::string(5000, 'x');
+  // Not measured yet: nothing is known, nothing refused.
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }), "ok");
+  manager_->measure_checkpoints();
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }),
+            "400 tenant alice: over its quota max_checkpoint_bytes: its checkpoint folders hold "
+            "1100 bytes (measured 0 s ago), the quota is 1000");
+  EXPECT_EQ(api_error([&] { submit("bob-token"); }), "ok");  // bob has no such quota
+  const std::string m = manager_->metrics();
+  EXPECT_NE(m.find("fairgpu_tenant_checkpoint_bytes{tenant=\"alice\"} 1100\n"), std::string::npos)
+      << m;
+  // Her folders cleaned up: measured again, she may submit.
+  fs::remove_all(config_.checkpoint_dir + "/" + a1 + "/step-1");
+  manager_->measure_checkpoints();
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }), "ok");
+}
+
 TEST_F(LiveManager, SubmissionIsDurableWhenAcknowledged) {
   start();
   const std::string id = submit("alice-token")["id"];
@@ -1458,7 +1486,15 @@ TEST(LiveConfig, QuotasAreReadWithDefaultsAndBadOnesNamed) {
             "unlimited), got 5000");
   EXPECT_EQ(error("", R"(, "quotas": {"max_gpus": 1})"),
             "serve.json: tenants[0].quotas.max_gpus: unknown field (expected one of: "
-            "max_jobs_queued, max_jobs_active, max_gpus_per_job, max_gpus_running)");
+            "max_jobs_queued, max_jobs_active, max_gpus_per_job, max_gpus_running, "
+            "max_checkpoint_bytes)");
+  EXPECT_EQ(error(R"(, "quotas": {"max_checkpoint_bytes": 1e30})"),
+            "serve.json: quotas.max_checkpoint_bytes: expected an integer in "
+            "0..1152921504606846976 (0: unlimited), got 1e+30");
+  EXPECT_EQ(parse(R"(, "quotas": {"max_checkpoint_bytes": 1099511627776})")
+                .tenants[1]
+                .quotas.max_checkpoint_bytes,
+            std::int64_t{1} << 40);
   EXPECT_EQ(error(R"(, "quotas": [1])"), "serve.json: quotas: expected an object, got array");
 }
 

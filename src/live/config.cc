@@ -84,6 +84,7 @@ constexpr QuotaKey kQuotaKeys[] = {
     {"max_jobs_active", &TenantQuotas::max_jobs_active, 1'000'000},
     {"max_gpus_per_job", &TenantQuotas::max_gpus_per_job, 4096},  // submit's workers limit
     {"max_gpus_running", &TenantQuotas::max_gpus_running, 1'000'000},
+    {"max_checkpoint_bytes", &TenantQuotas::max_checkpoint_bytes, std::int64_t{1} << 60},  // 1 EiB
 };
 
 // `quotas` at `path` over `base`: the keys given replace base's.
@@ -91,7 +92,8 @@ TenantQuotas read_quotas(const text_input::JsonReader& r, const nlohmann::ordere
                          const std::string& path, TenantQuotas base) {
   r.expect_object(quotas, path);
   r.only_keys(quotas, path,
-              {"max_jobs_queued", "max_jobs_active", "max_gpus_per_job", "max_gpus_running"});
+              {"max_jobs_queued", "max_jobs_active", "max_gpus_per_job", "max_gpus_running",
+               "max_checkpoint_bytes"});
   for (const QuotaKey& q : kQuotaKeys) {
     const auto* v = r.optional(quotas, q.key);
     if (!v) continue;

@@ -23,6 +23,9 @@ struct TenantQuotas {
   std::int64_t max_jobs_active = 0;       // jobs not yet ended (waiting or running)
   std::int64_t max_gpus_per_job = 0;      // one job's gang size
   std::int64_t max_gpus_running = 0;      // GPUs the tenant's runs hold at once
+  // Bytes of the tenant's jobs' checkpoint folders (<checkpoint_dir>/<job>),
+  // as last measured by the server (Manager::measure_checkpoints).
+  std::int64_t max_checkpoint_bytes = 0;
   bool operator==(const TenantQuotas&) const = default;
 };
 

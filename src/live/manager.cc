@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
@@ -1190,6 +1191,31 @@ void Manager::tick() {
 }
 
 void Manager::run() {
+  // Checkpoint bytes are measured on a thread of their own (manager.h).
+  std::thread meter([this] {
+    std::unique_lock lock(run_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      try {
+        measure_checkpoints();
+      } catch (const std::exception& e) {
+        log::warn("checkpoint_measure_failed", {{"error", e.what()}});
+      }
+      lock.lock();
+      run_cv_.wait_for(lock, std::chrono::duration<double>(kCheckpointMeasureS),
+                       [&] { return stopping_; });
+    }
+  });
+  // However run() ends, the meter is stopped and joined (run_mu_ is not held
+  // here: `lock` below is released first).
+  struct JoinMeter {
+    Manager& m;
+    std::thread& t;
+    ~JoinMeter() {
+      m.stop();
+      t.join();
+    }
+  } join_meter{*this, meter};
   double next_point = first_point();
   double next_tick = now();
   std::unique_lock lock(run_mu_);

@@ -164,6 +164,14 @@ class Manager : private LeaseHost {
   void run();
   void stop();
 
+  // max_checkpoint_bytes: sums the bytes of every job's checkpoint folder
+  // (<checkpoint_dir>/<job id>, regular files, links not followed) per
+  // tenant, for the tenants with that quota; submit() compares the last
+  // measure. run() calls it every kCheckpointMeasureS on a thread of its own
+  // (a large shared folder may take long to walk; nothing waits for it).
+  void measure_checkpoints();
+  static constexpr double kCheckpointMeasureS = 30.0;
+
   double interval() const;
   const ServeConfig& config() const { return config_; }
 
@@ -409,6 +417,10 @@ class Manager : private LeaseHost {
   std::uint64_t midround_starts_ = 0;
   std::uint64_t regime_changes_ = 0;
   std::uint64_t rebuilds_ = 0;  // model, state and policy made anew
+  // Tenants' checkpoint bytes as last measured, and when (-1: never).
+  std::map<std::string, std::int64_t> checkpoint_bytes_;
+  double checkpoints_measured_at_ = -1.0;
+  std::mutex measure_mu_;  // one measure at a time
   // Submissions refused by quota: (tenant, quota) -> count.
   std::map<std::pair<std::string, std::string>, std::uint64_t> quota_refusals_;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
