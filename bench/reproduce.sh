@@ -189,13 +189,37 @@ EOF
       --metric restarts:restarts:1:0 \
       --metric idle_waiting_gpu_hours:"idle-while-waiting GPU-h":1:1 \
       "$WORK"/builtin/seed-*
+    echo
+    echo "The report of seed ${SEED_LIST[0]} (\`report.html\` of \`fairgpu compare\`, drawn by headless Chromium):"
+    echo
+    echo "![report.html of the built-in compare, seed ${SEED_LIST[0]}](builtin-report.png)"
+    echo
     provenance
   } > docs/results/builtin.md
+  builtin_report_png "$WORK/builtin/seed-${SEED_LIST[0]}/report.html"
   finish
 }
 
+# docs/results/builtin-report.png: the first seed's report.html as Chromium
+# draws it (the researcher's guide shows it).
+builtin_report_png() {
+  local chromium
+  chromium=$(command -v chromium || command -v chromium-browser || true)
+  if [ -z "$chromium" ]; then
+    echo "reproduce.sh: no chromium: docs/results/builtin-report.png left as it was" >&2
+    return
+  fi
+  local profile
+  profile=$(mktemp -d)
+  timeout -s KILL 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+    --hide-scrollbars --user-data-dir="$profile" --window-size=1540,1900 \
+    --screenshot="$ROOT/docs/results/builtin-report.png" "file://$1" > /dev/null 2>&1 ||
+    echo "reproduce.sh: chromium failed to draw $1" >&2
+  rm -rf "$profile"
+}
+
 # OEF §6.3.1 / §6.3.2: a generated trace per seed, then a compare.
-OEF_POLICIES=oef-coop,oef-coop:midround=off,oef-noncoop,gavel,gandiva-fair,max-min
+OEF_POLICIES=oef-coop,oef-coop:midround=off,oef-noncoop,gavel,gandiva-fair,max-min,gavel:level=job,gandiva-fair:mechanism=stride
 exp_oef() {  # exp_oef NAME JOBS TENANTS ARRIVALS_PER_HOUR
   local name=$1 jobs=$2 tenants=$3 rate=$4
   begin "$name"
@@ -219,15 +243,21 @@ Throughputs are normalised (K80 = 1 per GPU) over contended time. (The paper, on
 RTX 3070/3080/3090s with its own workload: cooperative OEF ahead of the baselines
 by 20% in estimated and 32% in actual throughput, Fig. 8.)
 
-Why the paper's margin need not show here: every policy runs at tenant level with
-fairgpu's placer, so these tables compare the policies' shares alone, where the
-paper's baselines ran with their own placement; and "tput est." is each
-allocation's planned throughput: where its paired difference to oef-coop is level,
-Gavel's K80/P100/V100 throughputs leave envy-free efficiency (OEF) little to gain
-over max-min shares (Gavel, Gandiva_fair), whatever the placer does.
+Why the paper's margin does not show here: the first rows run every policy at
+tenant level with fairgpu's placer, so they compare the policies' shares alone; and
+"tput est." is each allocation's planned throughput: where its paired difference to
+oef-coop is level, Gavel's K80/P100/V100 throughputs leave envy-free efficiency (OEF)
+little to gain over max-min shares (Gavel, Gandiva_fair), whatever the placer does.
+The paper's baselines ran with their own placement: \`gavel:level=job\` (Gavel's own
+job-level shares and priority rounds) and \`gandiva-fair:mechanism=stride\` (stride
+scheduling, as Shockwave §8.2 ran Gandiva_fair) are those rows; where they are level
+with oef-coop too, the paper's gain came from its workload and GPUs, not from a
+mechanism these runs leave out.
 \`oef-coop:midround=off\` is oef-coop without mid-round starts (the papers' rounds):
-its paired row is what work-conserving rounds change. Gangs here need whole 4-GPU
-hosts, which GPUs freed one by one seldom make: more of the idle time stays.
+its paired row is what work-conserving rounds change. GPUs freed one by one seldom
+make a whole 4-GPU host for a gang: mid-round starts then run the gang spread over
+hosts (one GPU type, else adjacent types) until the round ends, as the round's own
+placer does with GPUs no other job takes.
 
 EOF
     else
@@ -238,8 +268,9 @@ The cluster and policies of §6.3.1; 50 tenants × about 20 jobs of one type eac
 (1,000 jobs), Philly's run times, 14 arrivals an hour; tenants leave when their
 jobs are done. Throughputs are normalised (K80 = 1 per GPU) over contended time.
 (The paper: OEF's JCT 17% below Gandiva_fair's and 19% below Gavel's, Fig. 9.)
-As in §6.3.1, every policy runs with fairgpu's placer, so the tables compare the
-shares alone; the baselines gain from that placer as much as OEF does.
+As in §6.3.1, the first rows run every policy with fairgpu's placer, so they compare
+the shares alone (the baselines gain from that placer as much as OEF does), and the
+last two rows run Gavel and Gandiva_fair with their own placement.
 \`oef-coop:midround=off\` is oef-coop without mid-round starts (the papers' rounds).
 
 EOF

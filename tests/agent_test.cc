@@ -613,6 +613,8 @@ TEST_F(Agent, ShutdownStopsRunsAndRefusesNewLaunches) {
   ASSERT_FALSE(refused.is_null()) << agent_.lines();
   EXPECT_EQ(refused.at("state"), "launch_failed");
   EXPECT_EQ(refused.at("log_tail"), "agent shutting down");
+  // The node's reason, not the job's: the server counts no failure.
+  EXPECT_EQ(refused.value("revoked", false), true);
   EXPECT_FALSE(fs::exists(ckpt("j-000051")));
   EXPECT_EQ(agent_.count_lines("agent n1: stopped"), 1);
 }

@@ -79,6 +79,7 @@ class FakeServer {
     };
     server_.Get(".*", handle);
     server_.Post(".*", handle);
+    server_.Delete(".*", handle);
     port_ = server_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0) throw std::runtime_error("fake server: cannot bind");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -647,6 +648,30 @@ TEST_F(Client, TablesShowTheServersData) {
   r = run({"jobs", "--state", "sleeping"});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "--state")) << r.err;
+}
+
+// Issue 30, M2: `fairgpu profiles --reset TYPE [--tenant T] [--gpu-type G]`
+// is DELETE /v1/profiles/TYPE with the filters as parameters.
+TEST_F(Client, ProfilesResetSendsTheDeleteWithItsFilters) {
+  server_.answer("DELETE /v1/profiles/resnet 50", 200,
+                 {{"job_type", "resnet 50"}, {"removed", 2}, {"tenant", "mallory"}});
+  RunResult r =
+      run({"profiles", "--reset", "resnet 50", "--tenant", "mallory", "--gpu-type", "v100"},
+          "tok-admin");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "resnet 50: 2 measured profile(s) reset; measured again when next run\n");
+  auto got = server_.received();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].method, "DELETE");
+  EXPECT_EQ(got[0].path, "/v1/profiles/resnet 50");
+  EXPECT_EQ(got[0].params,
+            (std::multimap<std::string, std::string>{{"gpu_type", "v100"}, {"tenant", "mallory"}}));
+  EXPECT_EQ(got[0].authorization, "Bearer tok-admin");
+
+  r = run({"profiles", "--tenant", "mallory"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--tenant")) << r.err;
+  EXPECT_EQ(server_.received().size(), 1u) << "nothing sent";
 }
 
 TEST_F(Client, ServerAndTokenComeFromTheEnvironment) {

@@ -542,6 +542,29 @@ TEST_F(LiveEndToEnd, ProfilesUnknownTypesFailsBadCommandsAndIsolatesTokens) {
     EXPECT_LE(measured[type], 1.2 * rate) << type;
   }
   EXPECT_GT(measured["fast"], measured["slow"]) << profiles.dump();
+
+  // Issue 30, M2: the measurements are alice's; only the admin resets them.
+  for (const json& p : profiles["profiles"])
+    if (p["job_type"] == "newnet" && p["source"] == "measured") {
+      EXPECT_EQ(p["tenant"], "alice");
+    }
+  auto del = [&](const std::string& target, const std::string& token) {
+    return cli.Delete(target.c_str(), {{"Authorization", "Bearer " + token}});
+  };
+  r = del("/v1/profiles/newnet", "bob-token");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403) << r->body;
+  r = del("/v1/profiles/newnet?tenant=alice&gpu=fast", "admin-token");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error"], "gpu: unknown parameter");
+  r = del("/v1/profiles/newnet?tenant=alice&gpu_type=fast", "admin-token");
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["removed"], 1);
+  std::set<std::string> left;
+  const json after = get("/v1/profiles");
+  for (const json& p : after["profiles"])
+    if (p["job_type"] == "newnet" && p["source"] == "measured") left.insert(p["gpu_type"]);
+  EXPECT_EQ(left, (std::set<std::string>{"mid", "slow"}));
 }
 
 // Issue 12 item 5: a 4-worker gang on two 2-GPU agents runs fairgpu-train as

@@ -14,7 +14,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -446,6 +448,87 @@ TEST_F(LiveManager, AGangPartRevokedBeforeItsLaunchEndsAtItsNodesNextHeartbeat) 
   manager_->schedule();
   EXPECT_EQ(actions(beat("f1", e1), "launch").size(), 1u);
   EXPECT_EQ(actions(beat("f2", e2), "launch").size(), 1u);
+}
+
+// Issue 32, defect 2: one rule for tenants at a start and at a reload. The
+// config is the truth for the tenants it names (an API change of one lasts
+// until the next start or reload); a tenant made through the API and named
+// in no config is kept; a tenant of an earlier config (a reinstall with a
+// fresh config) authenticates nobody. Before, a start kept what the API had
+// set and every stored token, and a reload dropped the API's tenants.
+TEST_F(LiveManager, TenantsFollowOneRuleAtStartAndAtReload) {
+  const Caller::Role kNoOne = Caller::Role::kNone;
+  auto weight_of = [&](const std::string& name) {
+    const json list = manager_->tenants(as("admin-token"))["tenants"];
+    for (const json& t : list)
+      if (t["name"] == name) return t["weight"].get<double>();
+    return -1.0;
+  };
+  auto api_changes = [&] {
+    manager_->set_tenant(as("admin-token"),
+                         {{"name", "carol"}, {"weight", 2.0}, {"token", "carol-token"}});
+    manager_->set_tenant(as("admin-token"), {{"name", "alice"}, {"weight", 5.0}});
+    ASSERT_EQ(weight_of("alice"), 5.0);
+    ASSERT_NE(as("carol-token").role, kNoOne);
+  };
+  start();
+  api_changes();
+  // A restart and a reload of the same config end in the same place.
+  for (const char* how : {"restart", "reload"}) {
+    SCOPED_TRACE(how);
+    if (std::string(how) == "restart")
+      start();
+    else
+      manager_->reload(config_);
+    EXPECT_EQ(weight_of("alice"), 1.0);           // the config's
+    EXPECT_NE(as("carol-token").role, kNoOne);   // the API's own, kept
+    EXPECT_EQ(weight_of("carol"), 2.0);
+    api_changes();
+  }
+  // A new config with fresh tokens and other tenants (a reinstall): the old
+  // config's tokens work no more, after a restart as after a reload.
+  const ServeConfig old = config_;
+  config_.tenants = {{"default", 1.0, "default-token", "", {}}};
+  for (const char* how : {"restart", "reload"}) {
+    SCOPED_TRACE(how);
+    if (std::string(how) == "restart") {
+      start();
+    } else {
+      config_ = old;
+      start();
+      config_.tenants = {{"default", 1.0, "default-token", "", {}}};
+      manager_->reload(config_);
+    }
+    EXPECT_EQ(as("alice-token").role, kNoOne);
+    EXPECT_EQ(as("bob-token").role, kNoOne);
+    EXPECT_NE(as("default-token").role, kNoOne);
+    EXPECT_NE(as("carol-token").role, kNoOne);
+  }
+}
+
+// Issue 32, defect 3: a launch an agent refuses because it is stopping
+// (launch_failed with revoked) is the node's event: no failure is counted
+// and the job waits for its next lease (before: job_retry failures=1, so a
+// rolling restart of agents could fail a user's job).
+TEST_F(LiveManager, ALaunchRefusedByAStoppingAgentIsNotTheJobsFailure) {
+  start();
+  const auto e1 = reg("f1", "fast", 1);
+  const std::string id = submit("alice-token")["id"];
+  manager_->schedule();
+  auto l1 = actions(beat("f1", e1), "launch");
+  ASSERT_EQ(l1.size(), 1u);
+  const std::int64_t lease = l1[0]["lease"];
+  beat("f1", e1,
+       {{{"lease", lease},
+         {"state", "launch_failed"},
+         {"iterations", 0},
+         {"revoked", true},
+         {"log_tail", "agent shutting down"}}});
+  EXPECT_EQ(job(id)["failures"], 0) << job(id).dump();
+  EXPECT_EQ(job(id)["state"], "queued");
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_EQ(actions(beat("f1", e1), "launch").size(), 1u);  // launched again
 }
 
 // Review of issue 12: a job whose type has no throughput for its gang on any
@@ -887,6 +970,46 @@ TEST_F(LiveManager, UnknownJobTypeIsProfiledOnEachGpuTypeFirst) {
   EXPECT_EQ(job(id)["state"], "running");
 }
 
+// Issue 32, defect 1: two jobs of a new type profiled at once, one on each
+// GPU type. Each run measures one type; the job whose run ends last finds
+// its type fully measured and queues, and so must the other, whose own run
+// ended while the other type was still unmeasured (it stayed "profiling"
+// for good, its GPUs idle).
+TEST_F(LiveManager, EveryJobLeavesProfilingOnceItsTypeIsMeasuredEverywhere) {
+  start();
+  const auto ef = reg("f1", "fast", 1);
+  const auto es = reg("s1", "slow", 1);
+  // One tenant's two jobs (measured profiles are per tenant: LiveProfiles).
+  const std::string a = submit("alice-token", "newnet")["id"];
+  const std::string b = submit("alice-token", "newnet")["id"];
+  manager_->schedule();
+  const auto lf = actions(beat("f1", ef), "launch"), ls = actions(beat("s1", es), "launch");
+  ASSERT_EQ(lf.size(), 1u);
+  ASSERT_EQ(ls.size(), 1u);
+  ASSERT_NE(lf[0]["job"], ls[0]["job"]) << "one job per GPU type";
+  const std::int64_t fast_lease = lf[0]["lease"], slow_lease = ls[0]["lease"];
+  // The fast run measures first (8 it/s), then the slow one (2 it/s).
+  now_ += 3;
+  beat("f1", ef, {running(fast_lease, 5)});
+  beat("s1", es, {running(slow_lease, 5)});
+  now_ += 60 / 8.0;
+  ASSERT_EQ(actions(beat("f1", ef, {running(fast_lease, 65)}), "revoke").size(), 1u);
+  now_ += 1;
+  beat("f1", ef, {exited(fast_lease, 70, 0, true)});
+  manager_->schedule();
+  now_ += 60 / 2.0;
+  ASSERT_EQ(actions(beat("s1", es, {running(slow_lease, 5 + 60 + 2)}), "revoke").size(), 1u);
+  now_ += 1;
+  beat("s1", es, {exited(slow_lease, 70, 0, true)});
+  now_ += 1;
+  manager_->schedule();
+  for (const std::string& id : {a, b}) EXPECT_NE(job(id)["state"], "profiling") << id;
+  // Both run now, one on each GPU.
+  const std::size_t launches =
+      actions(beat("f1", ef), "launch").size() + actions(beat("s1", es), "launch").size();
+  EXPECT_EQ(launches, 2u);
+}
+
 TEST_F(LiveManager, ProfilingRunHoldsItsDeviceOutsideThePolicy) {
   // One node, two GPUs of a type "mlp" has figures for, two mlp jobs on them;
   // then a "newnet" job arrives: at the lease end its profiling run takes one
@@ -1144,16 +1267,18 @@ TEST_F(LiveManager, AdminAddsTenantsAndChangesWeights) {
   EXPECT_EQ(status_of(as("admin-token"), {{"name", "carol"}, {"token", "carol-token"}, {"weight", -1}}), 400);
   EXPECT_EQ(status_of(as("admin-token"), {{"name", "carol"}, {"token", "carol-token"}, {"weight", 3}}), 200);
   EXPECT_EQ(status_of(as("admin-token"), {{"name", "alice"}, {"weight", 2}}), 200);
-  // The new token works at once; the weights reach the policy's state and
-  // survive a restart.
+  // The new token works at once; the weights reach the policy's state.
   EXPECT_EQ(as("carol-token").tenant, "carol");
+  EXPECT_EQ(manager_->tenants(as("admin-token"))["tenants"][0]["weight"], 2.0);  // alice
   submit("carol-token");
+  // After a restart the API's tenant and its weight stay; alice is the
+  // config's again (TenantsFollowOneRuleAtStartAndAtReload).
   start();
   EXPECT_EQ(as("carol-token").tenant, "carol");
   std::map<std::string, double> weight;
   const json tenants = manager_->tenants(as("admin-token"));
   for (const json& t : tenants["tenants"]) weight[t["name"]] = t["weight"];
-  EXPECT_EQ(weight, (std::map<std::string, double>{{"alice", 2.0}, {"bob", 1.0}, {"carol", 3.0}}));
+  EXPECT_EQ(weight, (std::map<std::string, double>{{"alice", 1.0}, {"bob", 1.0}, {"carol", 3.0}}));
   EXPECT_EQ(manager_->jobs(as("carol-token"), "")["jobs"].size(), 1u);
 }
 
@@ -1576,5 +1701,286 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             std::string::npos);
 }
 
+// ---------------------------------------------------------------- issue 30, M2
+// Measured profiles are kept per tenant, bounded, cross-checked and reset by
+// the admin (src/live/manager_profiles.cc).
+
+class LiveProfiles : public LiveManager {
+ protected:
+  void SetUp() override {
+    LiveManager::SetUp();
+    config_.tenants.push_back({"mallory", 1.0, "mallory-token", "", {}});
+    config_.tenants.push_back({"carol", 1.0, "carol-token", "", {}});
+  }
+  // Drives the job's profiling run on the node's one GPU at `rate` it/s,
+  // timed after a first report. Returns the answer to the report
+  // that completes the measurement; the run then exits as revoked.
+  json profile_at(const std::string& node, std::int64_t epoch, double rate) {
+    manager_->schedule();
+    auto launches = actions(beat(node, epoch), "launch");
+    EXPECT_EQ(launches.size(), 1u);
+    if (launches.empty()) return nullptr;
+    const std::int64_t lease = launches[0]["lease"];
+    now_ += 3;
+    beat(node, epoch, {running(lease, 5)});
+    const double seconds = std::max(6.0, 60 / rate);  // >= 5 heartbeats and 50 iterations
+    now_ += seconds;
+    json a = beat(node, epoch, {running(lease, 5 + rate * seconds)});
+    now_ += 1;
+    beat(node, epoch, {exited(lease, 5 + rate * seconds, 0, true)});
+    return a;
+  }
+  // The figure the policy uses for the tenant's jobs of `type` on `gpu`
+  // ("in_use" of GET /v1/profiles as that tenant): {rate, source}, or null.
+  json in_use(const std::string& token, const std::string& type, const std::string& gpu) {
+    const json answer = manager_->profiles(as(token));
+    for (const json& row : answer["in_use"])
+      if (row["job_type"] == type && row["gpu_type"] == gpu) return row;
+    return nullptr;
+  }
+  std::vector<json> measured(const std::string& type) {
+    std::vector<json> out;
+    const json answer = manager_->profiles(as("admin-token"));
+    for (const json& row : answer["profiles"])
+      if (row["job_type"] == type && row["source"] == "measured") out.push_back(row);
+    return out;
+  }
+};
+
+// The audit's case: mallory's resnet job reports a forged low rate while
+// profiled (100 it/s where the GPU does 200). Alice's resnet jobs are not
+// scheduled at mallory's figure: they are profiled on their own and run at
+// alice's. A tenant without a measurement gets the shared figure only once
+// two tenants agree, and the forged one is then outvoted.
+TEST_F(LiveProfiles, AForgedProfileChangesOnlyItsOwnTenantsRates) {
+  start();
+  const auto e = reg("f1", "fast", 1);
+  const std::string forged = submit("mallory-token", "resnet", 1, 1e6)["id"];
+  ASSERT_EQ(actions(profile_at("f1", e, 100.0), "revoke").size(), 1u);
+  EXPECT_EQ(job(forged)["state"], "queued");
+  EXPECT_NEAR(in_use("mallory-token", "resnet", "fast")["iterations_per_s"].get<double>(), 100.0,
+              1e-9);
+
+  const std::string alices = submit("alice-token", "resnet", 1, 1e6)["id"];
+  EXPECT_EQ(job(alices)["state"], "profiling") << "alice's job must not take mallory's figure";
+  EXPECT_EQ(in_use("alice-token", "resnet", "fast"), nullptr);
+  // Mallory's job holds the GPU until its lease ends; then alice's profiling
+  // run takes it.
+  manager_->cancel(as("mallory-token"), forged);
+  beat("f1", e);
+  ASSERT_EQ(actions(profile_at("f1", e, 200.0), "revoke").size(), 1u);
+  EXPECT_EQ(job(alices)["state"], "queued");
+  json mine = in_use("alice-token", "resnet", "fast");
+  EXPECT_NEAR(mine["iterations_per_s"].get<double>(), 200.0, 1e-9) << mine.dump();
+  EXPECT_EQ(mine["source"], "own");
+  EXPECT_NEAR(in_use("mallory-token", "resnet", "fast")["iterations_per_s"].get<double>(), 100.0,
+              1e-9);
+  // One tenant's measurement is no one else's figure: carol still profiles.
+  EXPECT_EQ(in_use("carol-token", "resnet", "fast"), nullptr);
+
+  // Bob's agrees with alice's: the shared figure is theirs, not mallory's.
+  const std::string bobs = submit("bob-token", "resnet", 1, 1e6)["id"];
+  EXPECT_EQ(job(bobs)["state"], "profiling");
+  manager_->cancel(as("alice-token"), alices);
+  beat("f1", e);
+  ASSERT_EQ(actions(profile_at("f1", e, 210.0), "revoke").size(), 1u);
+  json carols = in_use("carol-token", "resnet", "fast");
+  ASSERT_FALSE(carols.is_null());
+  EXPECT_NEAR(carols["iterations_per_s"].get<double>(), 205.0, 1e-9) << carols.dump();
+  EXPECT_EQ(carols["source"], "shared");
+  const std::string carol_job = submit("carol-token", "resnet", 1, 1e6)["id"];
+  EXPECT_EQ(job(carol_job)["state"], "queued");
+  // A tenant sees its own measurements, not the others'.
+  const json alices_view = manager_->profiles(as("alice-token"));
+  for (const json& row : alices_view["profiles"])
+    if (row["source"] == "measured") {
+      EXPECT_EQ(row["tenant"], "alice") << row.dump();
+    }
+}
+
+// A measurement outside the plausible bounds is refused: one log line
+// naming the job, tenant and value, nothing stored, the run a failure of
+// the job. mlp's file figures are 1 and 4 it/s: on a third GPU type it may
+// measure 0.05..80 it/s; past 1e6 it/s is absurd for any job type.
+TEST_F(LiveProfiles, AnImplausibleMeasurementIsRefusedLoggedAndNotStored) {
+  start();
+  const auto e = reg("m1", "mid", 1);
+  const std::string id = submit("mallory-token", "mlp")["id"];
+  ASSERT_EQ(job(id)["state"], "profiling");
+  ::testing::internal::CaptureStderr();
+  json a = profile_at("m1", e, 120.0);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(actions(a, "revoke").size(), 1u) << "the run stops";
+  std::vector<std::string> refused;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("profile_refused") != std::string::npos) refused.push_back(line);
+  ASSERT_EQ(refused.size(), 1u) << log;
+  EXPECT_NE(refused[0].find("job=" + id), std::string::npos) << refused[0];
+  EXPECT_NE(refused[0].find("tenant=mallory"), std::string::npos) << refused[0];
+  EXPECT_NE(refused[0].find("iterations_per_s=120"), std::string::npos) << refused[0];
+  EXPECT_TRUE(measured("mlp").empty());
+  EXPECT_EQ(in_use("mallory-token", "mlp", "mid"), nullptr);
+  json j = job(id);
+  EXPECT_EQ(j["state"], "profiling");
+  EXPECT_EQ(j["failures"], 1);
+
+  // Absurd: a billion iterations a second. The second refusal fails the job
+  // (max_retries 1).
+  now_ += 10;
+  a = profile_at("m1", e, 1e9);
+  EXPECT_EQ(actions(a, "revoke").size(), 1u);
+  EXPECT_TRUE(measured("mlp").empty());
+  EXPECT_EQ(job(id)["state"], "failed");
+  EXPECT_NE(manager_->metrics().find("fairgpu_profiles_refused_total 2\n"), std::string::npos);
+
+  // Within the bounds it is kept.
+  const std::string ok = submit("mallory-token", "mlp")["id"];
+  profile_at("m1", e, 20.0);
+  ASSERT_EQ(measured("mlp").size(), 1u);
+  EXPECT_EQ(job(ok)["state"], "queued");
+}
+
+// The admin forgets a job type's measured profiles (of one tenant, on one
+// GPU type, or all); a tenant may not. The job type's waiting jobs are
+// profiled again, and the reset holds after a restart.
+TEST_F(LiveProfiles, AdminResetsMeasuredProfilesAndTheResetSurvivesARestart) {
+  start();
+  const auto e = reg("f1", "fast", 1);
+  const std::string a1 = submit("alice-token", "newnet")["id"];
+  profile_at("f1", e, 8.0);
+  manager_->cancel(as("alice-token"), a1);
+  beat("f1", e);
+  const std::string b1 = submit("bob-token", "newnet")["id"];
+  profile_at("f1", e, 2.0);
+  ASSERT_EQ(measured("newnet").size(), 2u);
+  EXPECT_EQ(job(b1)["state"], "queued");
+
+  try {
+    manager_->reset_profiles(as("bob-token"), "newnet", std::nullopt, "");
+    ADD_FAILURE() << "a tenant reset profiles";
+  } catch (const ApiError& err) {
+    EXPECT_EQ(err.status(), 403) << err.what();
+  }
+  try {
+    manager_->reset_profiles(as("admin-token"), "newnet", "carol", "");
+    ADD_FAILURE() << "reset of nothing answered";
+  } catch (const ApiError& err) {
+    EXPECT_EQ(err.status(), 404) << err.what();
+    EXPECT_STREQ(err.what(), "profiles newnet: no measured profile of tenant carol");
+  }
+  ASSERT_EQ(measured("newnet").size(), 2u);
+
+  json r = manager_->reset_profiles(as("admin-token"), "newnet", "bob", "fast");
+  EXPECT_EQ(r["removed"], 1);
+  ASSERT_EQ(measured("newnet").size(), 1u);
+  EXPECT_EQ(measured("newnet")[0]["tenant"], "alice");
+  EXPECT_EQ(job(b1)["state"], "profiling") << "measured again";
+
+  start();  // a restart keeps the reset
+  ASSERT_EQ(measured("newnet").size(), 1u);
+  EXPECT_EQ(measured("newnet")[0]["tenant"], "alice");
+  EXPECT_EQ(in_use("bob-token", "newnet", "fast"), nullptr);
+  EXPECT_EQ(job(b1)["state"], "profiling");
+
+  r = manager_->reset_profiles(as("admin-token"), "newnet", std::nullopt, "");
+  EXPECT_EQ(r["removed"], 1);
+  start();
+  EXPECT_TRUE(measured("newnet").empty());
+  EXPECT_EQ(in_use("alice-token", "newnet", "fast"), nullptr);
+}
+
+// Per-tenant measurements are stored: after a restart each tenant's jobs
+// use its own figure again. Measurements from before tenants were told apart
+// (the old profiles table) are moved over as unattributed and used by all.
+TEST_F(LiveProfiles, PerTenantProfilesSurviveARestartAndOldOnesBecomeUnattributed) {
+  std::filesystem::create_directories(config_.data_dir);
+  {
+    sqlite3* old = nullptr;
+    ASSERT_EQ(sqlite3_open((config_.data_dir + "/fairgpu.db").c_str(), &old), SQLITE_OK);
+    const char* schema = R"sql(
+      CREATE TABLE profiles (
+        job_type TEXT NOT NULL, gpu_type TEXT NOT NULL, workers INTEGER NOT NULL,
+        rate REAL NOT NULL, source TEXT NOT NULL, PRIMARY KEY (job_type, gpu_type, workers));
+      INSERT INTO profiles VALUES ('oldnet', 'fast', 1, 6.5, 'measured');)sql";
+    char* error = nullptr;
+    ASSERT_EQ(sqlite3_exec(old, schema, nullptr, nullptr, &error), SQLITE_OK) << error;
+    sqlite3_close(old);
+  }
+  start();
+  const auto e = reg("f1", "fast", 1);
+  json old = in_use("carol-token", "oldnet", "fast");
+  ASSERT_FALSE(old.is_null());
+  EXPECT_EQ(old["source"], "unattributed");
+  EXPECT_NEAR(old["iterations_per_s"].get<double>(), 6.5, 1e-9);
+  EXPECT_EQ(submit("carol-token", "oldnet")["state"], "queued");
+
+  const std::string a1 = submit("alice-token", "newnet")["id"];
+  profile_at("f1", e, 8.0);
+  manager_->cancel(as("alice-token"), a1);
+  beat("f1", e);
+  submit("bob-token", "newnet");
+  profile_at("f1", e, 2.0);
+
+  start();
+  EXPECT_NEAR(in_use("alice-token", "newnet", "fast")["iterations_per_s"].get<double>(), 8.0, 1e-9);
+  EXPECT_NEAR(in_use("bob-token", "newnet", "fast")["iterations_per_s"].get<double>(), 2.0, 1e-9);
+  EXPECT_EQ(in_use("carol-token", "newnet", "fast"), nullptr) << "8 and 2 do not agree";
+  std::map<std::string, double> by_tenant;
+  for (const json& row : measured("newnet")) by_tenant[row["tenant"]] = row["iterations_per_s"];
+  EXPECT_EQ(by_tenant, (std::map<std::string, double>{{"alice", 8.0}, {"bob", 2.0}}));
+  ASSERT_EQ(measured("oldnet").size(), 1u);
+  EXPECT_EQ(measured("oldnet")[0]["tenant"], nullptr);
+  EXPECT_EQ(in_use("alice-token", "oldnet", "fast")["source"], "unattributed");
+}
+
+// Cross-check: a run whose progress is sustained more than 2x off the rate
+// the policy planned it at (mlp: 4 it/s on fast) is logged and counted once.
+TEST_F(LiveProfiles, ARunFarOffItsProfileIsLoggedAndCounted) {
+  start();
+  const auto e = reg("f1", "fast", 1);
+  const std::string id = submit("alice-token", "mlp")["id"];
+  manager_->schedule();
+  auto launches = actions(beat("f1", e), "launch");
+  ASSERT_EQ(launches.size(), 1u);
+  const std::int64_t lease = launches[0]["lease"];
+  now_ += 2;
+  beat("f1", e, {running(lease, 4)});
+  now_ += 3;  // 4 it/s: as profiled
+  beat("f1", e, {running(lease, 16)});
+  now_ += 3;
+  beat("f1", e, {running(lease, 28)});
+  EXPECT_NE(manager_->metrics().find("fairgpu_profile_mismatches_total 0\n"), std::string::npos);
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 30; ++i) {  // then 1 it/s for 30 s: the average falls below 2 it/s
+    now_ += 1;
+    beat("f1", e, {running(lease, 29 + i)});
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(manager_->metrics().find("fairgpu_profile_mismatches_total 1\n"), std::string::npos);
+  std::size_t lines = 0;
+  for (std::size_t at = log.find("profile_mismatch"); at != std::string::npos;
+       at = log.find("profile_mismatch", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << log;
+  EXPECT_NE(log.find("job=" + id), std::string::npos) << log;
+  EXPECT_NE(log.find("profile_source=file"), std::string::npos) << log;
+}
+
+
+// A job of a type another of its tenant's jobs measured meanwhile (or, after
+// a reset, one of several waiting jobs) leaves `profiling` for the policy.
+TEST_F(LiveProfiles, AJobWaitingForItsTypesFigureIsQueuedOnceAnotherJobMeasuredIt) {
+  start();
+  const auto e = reg("f1", "fast", 1);
+  const std::string a1 = submit("alice-token", "newnet", 1, 1e6)["id"];
+  const std::string a2 = submit("alice-token", "newnet", 1, 1e6)["id"];
+  EXPECT_EQ(job(a2)["state"], "profiling");
+  profile_at("f1", e, 8.0);
+  manager_->schedule();
+  beat("f1", e);
+  EXPECT_EQ(job(a1)["state"], "running");
+  EXPECT_EQ(job(a2)["state"], "queued");
+}
 }  // namespace
 }  // namespace fairgpu::live

@@ -222,7 +222,7 @@ TEST(ServeConfigPolicy, TakesASpecifierAndNamesABadKey) {
   EXPECT_EQ(serve_error(R"(, "policy": "allox:alpha=0.2")"), "accepted");
   EXPECT_EQ(serve_error(R"(, "policy": "allox:alpah=0.2")"),
             "serve.json: policy: policy allox: alpah: unknown key (keys: level, round, lease, "
-            "alpha)");
+            "spread_min, spread_wait, alpha)");
   EXPECT_EQ(serve_error(R"(, "policy": "allox:alpha=2")"),
             "serve.json: policy: policy allox: alpha: must be a number in (0, 1], got '2'");
   EXPECT_EQ(serve_error(R"(, "policy": "allox:alpha")"),

@@ -464,6 +464,20 @@ TEST_F(ReportTest, SweepIsDeterministicAndItsIntervalsMatchTheRuns) {
   EXPECT_EQ(count(page, "<svg class=\"plot\""), 4u + 4 * 3);
 }
 
+// Issue 29, friction: --jobs is each run's workload size, -j the runs at
+// once; a --jobs that looks like the latter gets a note, and runs as asked.
+TEST_F(ReportTest, SweepNotesThatASmallJobsIsTheWorkloadsSize) {
+  RunResult r = run({"sweep", "--policies", "fifo", "--seeds", "1", "--jobs", "2",
+                     "--gen-tenants", "1", "--out", (dir_ / "j").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "note: --jobs 2 is each run's number of jobs")) << r.err;
+  EXPECT_TRUE(contains(r.err, "-j/--jobs-at-once")) << r.err;
+  r = run({"sweep", "--policies", "fifo", "--seeds", "1", "--jobs", "12", "--gen-tenants", "2",
+           "--out", (dir_ / "k").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "note: --jobs")) << r.err;
+}
+
 TEST_F(ReportTest, SweepRejectsBadGridsWithOneLineAndNoRuns) {
   for (const std::vector<std::string>& bad : {std::vector<std::string>{"--seeds", "3-1"},
                                               {"--seeds", "1,x"},

@@ -300,6 +300,25 @@ TEST_F(ServeOps, MetricsTokenOpensMetricsAlone) {
   EXPECT_EQ(res->status, 401);  // it opens /metrics, nothing else
 }
 
+// Issue 32, defect 4: every error answer is the documented JSON error, also
+// those httplib gives before a route runs (a POST with no body, no route).
+TEST_F(ServeOps, ErrorsWithoutABodyAreJsonErrorsToo) {
+  start_server();
+  httplib::Client c("127.0.0.1", port_);
+  const httplib::Headers admin = {{"Authorization", "Bearer admin-token"}};
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    httplib::Result res = which == 0   ? c.Post("/v1/jobs", admin, "", "application/json")
+                          : which == 1 ? c.Post("/v1/jobs", admin)
+                                       : c.Get("/v1/no-such-route", admin);
+    ASSERT_TRUE(res);
+    EXPECT_GE(res->status, 400);
+    const json body = json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << res->status << " '" << res->body << "'";
+    EXPECT_TRUE(body.contains("error")) << res->body;
+  }
+}
+
 TEST_F(ServeOps, BadTlsAndTokenConfigsAreOneLineErrors) {
   struct Case {
     std::function<void(json&)> edit;
@@ -722,6 +741,8 @@ TEST_F(ServeOps, SecondServerOnTheSamePortOrStoreIsRefused) {
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_TRUE(contains(r.err, "cannot listen on 127.0.0.1:" + std::to_string(port_))) << r.err;
+  // Refused before it made a store (issue 32, defect 4).
+  EXPECT_FALSE(fs::exists(dir_ / "data2")) << "a store made by a server that could not listen";
   EXPECT_TRUE(server_->running());
 }
 

@@ -487,6 +487,22 @@ TEST_F(SimCliTest, AlibabaTraceWithItsNodeList) {
   // The run stops at the first arrival + 2 h with jobs left.
   EXPECT_GT(summary["unfinished_jobs"].get<int>(), 0);
   EXPECT_DOUBLE_EQ(summary["makespan_s"].get<double>(), 7200.0);
+
+  // Issue 29: without a cluster, the node list beside the pod list (said in
+  // a note), never the built-in 72 GPUs.
+  r = run({"simulate", "--quiet", "--trace", dir + "openb_pod_list_default.csv",
+           "--horizon-hours", "2", "--out", (dir_ / "b").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "openb_node_list_gpu_node.csv: 6212 GPUs")) << r.out;
+  EXPECT_TRUE(contains(r.err, "the cluster of the pod list beside it")) << r.err;
+  // A pod list with no node list beside it: one line saying what to give.
+  fs::copy_file(dir + "openb_pod_list_default.csv", dir_ / "pods.csv");
+  r = run({"simulate", "--quiet", "--trace", (dir_ / "pods.csv").string(), "--trace-format",
+           "alibaba", "--out", (dir_ / "c").string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, "--alibaba-nodes")) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "c"));
 }
 
 // allox on a job of duration_s 1e16: its matching costs (1e19 ms) used to
@@ -650,6 +666,9 @@ TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
   };
   std::vector<BadRun> cases = {
       {sim({"--policy", "nope"}), {"policy", "unknown policy 'nope'", "oef-coop"}},
+      // simulate's option to compare: the arguments in order, and the one it takes.
+      {cmp({"--policy", "gavel"}), {"fairgpu: compare: unexpected arguments: --policy gavel",
+                                    "--policies a,b"}},
       // Without --out as well: the default folder must not appear either.
       {{"simulate", "--policy", "nope"}, {"unknown policy 'nope'"}},
       {sim({"--level", "bogus", "--trace", kTrace}), {"level", "'bogus'"}},
@@ -673,6 +692,8 @@ TEST_F(SimCliTest, BadInputsExitTwoWithOneLineAndNoOutput) {
       {sim({"--round", "inf", "--trace", kTrace}), {"round", "finite"}},
       {sim({"--horizon-hours", "-1"}), {"horizon-hours", ">= 0"}},
       {sim({"--trace", gavel, "--tenants", "-3"}), {"tenants", "-3"}},
+      // A Gavel trace with the built-in figures: the line says what to give.
+      {sim({"--trace", gavel}), {gavel + ": job ", "not in the profiles (built-in)", "--profiles"}},
       {sim({"--tenants", "-1"}), {"tenants", "-1"}},  // any trace, here the generated one
       {sim({"--trace", kTrace, "--trace-format", "bogus"}), {"trace-format", "'bogus'"}},
       {sim({"--jobs", "0"}), {"jobs", "got 0"}},

@@ -686,15 +686,30 @@ std::string run_tenants(const ServerArgs& a) {
   return t.render();
 }
 
-std::string run_profiles(const ServerArgs& a) {
+struct ProfilesArgs {
+  ServerArgs server;
+  std::string reset;  // a job type: forget its measured profiles (admin)
+  std::string tenant, gpu_type;
+};
+
+std::string run_profiles(const ProfilesArgs& pa) {
+  const ServerArgs& a = pa.server;
+  if (pa.reset.empty() && (!pa.tenant.empty() || !pa.gpu_type.empty()))
+    throw InputError("options", pa.tenant.empty() ? "--gpu-type" : "--tenant", "only with --reset");
+  if (!pa.reset.empty()) {
+    json answer = connect(a).reset_profiles(pa.reset, pa.tenant, pa.gpu_type);
+    if (a.json) return pretty(answer);
+    return fmt::format("{}: {} measured profile(s) reset; measured again when next run\n",
+                       printable(pa.reset), cell(answer, "removed"));
+  }
   json answer = connect(a).profiles();
   if (a.json) return pretty(answer);
   const json& profiles = list(answer, "profiles", "GET /v1/profiles");
   if (profiles.empty()) return "no throughput profiles\n";
-  Table t({"job type", "gpu type", ">workers", ">iterations/s", "source"});
+  Table t({"job type", "gpu type", ">workers", ">iterations/s", "source", "tenant"});
   for (const auto& p : profiles)
     t.add({cell(p, "job_type"), cell(p, "gpu_type"), cell(p, "workers"),
-           cell(member(p, "iterations_per_s"), 2), cell(p, "source")});
+           cell(member(p, "iterations_per_s"), 2), cell(p, "source"), cell(p, "tenant")});
   return t.render();
 }
 
@@ -973,10 +988,16 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
                      "the tenant's API token (required for a new tenant; >= 8 characters)");
   commands.push_back({tenant, [tenant_args] { return run_set_tenant(*tenant_args); }});
 
-  auto profiles_args = std::make_shared<ServerArgs>();
+  auto profiles_args = std::make_shared<ProfilesArgs>();
   auto* profiles = app.add_subcommand(
       "profiles", "throughput profiles: iterations/s per job type, GPU type and workers");
-  add_server_options(profiles, *profiles_args);
+  add_server_options(profiles, profiles_args->server);
+  profiles->add_option("--reset", profiles_args->reset,
+                       "forget the measured profiles of this job type (admin); its jobs are "
+                       "profiled again");
+  profiles->add_option("--tenant", profiles_args->tenant, "with --reset: that tenant's only");
+  profiles->add_option("--gpu-type", profiles_args->gpu_type,
+                       "with --reset: on that GPU type only");
   commands.push_back({profiles, [profiles_args] { return run_profiles(*profiles_args); }});
 
   for (bool drain : {true, false}) {

@@ -217,6 +217,21 @@ int run(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    // Arguments no option took, in the order given (CLI11's own message
+    // lists them reversed), named with the command they went to.
+    std::string command = "fairgpu", extras;  // "fairgpu compare"
+    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    for (const std::string& a : app.remaining(true)) extras += (extras.empty() ? "" : " ") + a;
+    std::string hint = "run '" + command + " --help'";
+    // compare, sweep and shockwave-eval run several policies.
+    if ((" " + extras + " ").find(" --policy ") != std::string::npos && command != "fairgpu" &&
+        command.find("simulate") == std::string::npos)
+      hint = "this command takes --policies a,b,... (--policy is simulate's)";
+    const std::string where = command == "fairgpu" ? "" : command.substr(8) + ": ";
+    std::fprintf(stderr, "fairgpu: %sunexpected arguments: %s; %s\n", where.c_str(),
+                 flatten(extras).c_str(), hint.c_str());
+    return kExitBadInput;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::fprintf(stderr, "fairgpu: %s; run 'fairgpu --help'\n", flatten(e.what()).c_str());

@@ -42,9 +42,11 @@ std::string run_serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  live::Manager manager(config);
-  live::HttpServer server(manager);
+  // The port first: a second server on a busy port makes no store.
+  live::HttpServer server(config);
   const int port = server.bind(config.host, config.port);
+  live::Manager manager(config);
+  server.attach(manager);
   if (!a.port_file.empty()) {
     std::ofstream(a.port_file + ".tmp") << port << "\n";
     std::rename((a.port_file + ".tmp").c_str(), a.port_file.c_str());

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -181,6 +182,19 @@ std::string run_sweep(const SweepArgs& a) {
         throw InputError("options", opt.substr(2),
                          "set by the sweep; use --seeds, --policies, --loads, --clusters, "
                          "--rounds or --out");
+  // --jobs goes to each run as the workload's number of jobs; -j is how many
+  // runs at once. A --jobs below 10 is most likely the latter meant.
+  for (std::size_t i = 0; i < a.passthrough.size(); ++i) {
+    const std::string& opt = a.passthrough[i];
+    std::string value;
+    if (opt == "--jobs" && i + 1 < a.passthrough.size()) value = a.passthrough[i + 1];
+    if (opt.rfind("--jobs=", 0) == 0) value = opt.substr(7);
+    if (value.size() == 1 && std::isdigit(static_cast<unsigned char>(value[0])))
+      std::fprintf(stderr,
+                   "fairgpu: note: --jobs %s is each run's number of jobs (a workload of %s); "
+                   "runs at once: -j/--jobs-at-once\n",
+                   value.c_str(), value.c_str());
+  }
   std::vector<std::string> loads = split(a.loads, ','), clusters = split(a.clusters, ','),
                            rounds = split(a.rounds, ',');
   check_numbers(loads, "loads");

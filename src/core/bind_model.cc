@@ -39,12 +39,19 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
     if (model.profiles.index(job_type)) continue;
     const JobTypeProfile* p = catalogue.find(job_type);
     if (!p)
-      throw InputError("trace", fmt::format("job {}: job_type", job.id),
-                       fmt::format("'{}' is not in the profiles ({}){}", job_type, catalogue.source,
-                                   job_type == job.job_type
-                                       ? ""
-                                       : fmt::format(" (its {} schedule reaches that batch size)",
-                                                     to_string(job.mode))));
+      throw InputError(
+          "trace", fmt::format("job {}: job_type", job.id),
+          fmt::format("'{}' is not in the profiles ({}){}{}", job_type, catalogue.source,
+                      job_type == job.job_type
+                          ? ""
+                          : fmt::format(" (its {} schedule reaches that batch size)",
+                                        to_string(job.mode)),
+                      // A trace of another system's job types with the built-in figures:
+                      // its own profiles file is what is missing.
+                      catalogue.source == "built-in"
+                          ? "; give the trace's throughput figures with --profiles FILE "
+                            "(a Gavel trace: Gavel's simulation_throughputs.json)"
+                          : ""));
     for (const std::string& type : cluster.gpu_types) {
       double r = p->rate(type, 1, false);
       if (!(r > 0.0))

@@ -133,6 +133,7 @@ struct Run {
   std::vector<int> devices;
   std::unique_ptr<Process> process;  // null when the launch never got as far
   std::string failure;               // launch_failed: why
+  bool refused_by_node = false;      // launch_failed for the node's reason (its agent stopping)
   Clock::time_point lease_end{};
   bool end_logged = false;
   bool slow_end_logged = false;  // its cgroup outlived its leader by kSlowCgroupEndS
@@ -523,6 +524,9 @@ class Agent {
       // Within the server's bounds (issue 30, H2): a 70 KiB argv[0] in the
       // reason must not get the whole heartbeat refused.
       j["log_tail"] = fit_report_text(r.process ? r.process->failure() : r.failure);
+      // Never started for the node's reason: not the job's failure (the
+      // protocol's "revoked" on a launch_failed run).
+      if (r.refused_by_node) j["revoked"] = true;
       return j;
     }
     Process& p = *r.process;
@@ -628,7 +632,10 @@ class Agent {
       r.failure = why;
       log(fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn, &r);
     };
-    if (shutting_down_) return fail("agent shutting down");
+    if (shutting_down_) {
+      r.refused_by_node = true;
+      return fail("agent shutting down");
+    }
     try {
       prepare_and_launch(r, action, arrived);
     } catch (const std::exception& e) {

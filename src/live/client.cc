@@ -54,6 +54,7 @@ httplib::Result send(Client& c, double timeout_s, const std::string& token,
   c.set_write_timeout(sec, usec);
   if (!token.empty()) c.set_bearer_token_auth(token);
   if (method == "GET") return c.Get(path);
+  if (method == "DELETE") return c.Delete(path);
   // Requests without a body of their own (cancel, drain) send {} so a server
   // that parses every POST body still sees valid JSON.
   return c.Post(path, body ? body->dump() : std::string("{}"), "application/json");
@@ -230,6 +231,15 @@ json LiveClient::cancel(const std::string& id) {
 json LiveClient::cluster() { return request("GET", "/v1/cluster", nullptr); }
 json LiveClient::tenants() { return request("GET", "/v1/tenants", nullptr); }
 json LiveClient::profiles() { return request("GET", "/v1/profiles", nullptr); }
+
+json LiveClient::reset_profiles(const std::string& job_type, const std::string& tenant,
+                                const std::string& gpu_type) {
+  std::string query;
+  if (!tenant.empty()) query += "tenant=" + encode(tenant);
+  if (!gpu_type.empty()) query += (query.empty() ? "" : "&") + ("gpu_type=" + encode(gpu_type));
+  return request("DELETE", "/v1/profiles/" + encode(job_type) + (query.empty() ? "" : "?" + query),
+                 nullptr);
+}
 
 json LiveClient::drain(const std::string& node, const std::string& reason) {
   const json body = reason.empty() ? json::object() : json{{"reason", reason}};

@@ -54,6 +54,10 @@ class LiveClient {
   nlohmann::json cluster();
   nlohmann::json tenants();
   nlohmann::json profiles();
+  // DELETE /v1/profiles/{job type} (admin): forgets measured profiles, of
+  // one tenant and/or on one GPU type when given. {"job_type", "removed"}.
+  nlohmann::json reset_profiles(const std::string& job_type, const std::string& tenant = "",
+                                const std::string& gpu_type = "");
   // POST /v1/nodes/{name}/drain and /undrain (admin): the node object.
   nlohmann::json drain(const std::string& node, const std::string& reason = "");
   nlohmann::json undrain(const std::string& node);

@@ -36,8 +36,10 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   policy_ = make_round_policy(config_.policy, live_policy_options(config_.policy_options));
   interval_ = policy_->interval();
   if (!config_.profiles_file.empty()) file_profiles_ = read_profiles_file(config_.profiles_file);
-  for (std::size_t t = 0; t < config_.tenants.size(); ++t)
+  for (std::size_t t = 0; t < config_.tenants.size(); ++t) {
     tenant_index_[config_.tenants[t].name] = t;
+    config_tenants_.insert(config_.tenants[t].name);
+  }
   // A Slurm that does not answer, or a partition it does not have, is a bad
   // config: refused before anything is written.
   if (config_.backend == "slurm") connect_slurm();
@@ -47,7 +49,8 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   // heartbeat deadline (their agents kept running while we were down).
   StoreSnapshot snap = store_->load();
   const double t = now();
-  // Tenants added or changed through the API override the config's.
+  // Tenants (config_tenants_): the config's as it says; the API's kept;
+  // others in the store (a config's of before) keep their jobs but no token.
   std::string slurm_instance;
   for (const auto& [key, value] : snap.meta) {
     if (key == "slurm_instance") slurm_instance = value;
@@ -58,20 +61,26 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
     TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), "",
-                    config_.quotas};
-    auto it = tenant_index_.find(tc.name);
-    if (it == tenant_index_.end()) {
-      tenant_index_[tc.name] = config_.tenants.size();
-      config_.tenants.push_back(std::move(tc));
+                    config_.quotas};  // in no config: the default quotas
+    if (config_tenants_.count(tc.name)) continue;  // the config's, as it says
+    if (stored.value("source", "") == "api") {
+      api_tenants_.insert(tc.name);
     } else {
-      tc.unix_user = config_.tenants[it->second].unix_user;  // the config's alone
-      tc.quotas = config_.tenants[it->second].quotas;        // likewise
-      config_.tenants[it->second] = std::move(tc);
+      log::warn("tenant_token_disabled",
+                {{"tenant", tc.name},
+                 {"why", "in the store from an earlier config but in none now: its jobs stay, "
+                         "its token no longer works (fairgpu tenant adds it through the API)"}});
+      tc.token.clear();
     }
+    tenant_index_[tc.name] = config_.tenants.size();
+    config_.tenants.push_back(std::move(tc));
   }
   {
     std::vector<std::uint64_t> tickets;
-    for (const TenantConfig& tc : config_.tenants) slot_of(tc.name, &tickets);
+    for (const TenantConfig& tc : config_.tenants) {
+      slot_of(tc.name, &tickets);
+      tickets.push_back(store_->put(tenant_record(tc)));  // the store agrees with the rule
+    }
     if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   }
   for (StoredProfile& p : snap.profiles)
@@ -218,26 +227,6 @@ double Manager::interval() const { return interval_.load(); }
 
 // ---------------------------------------------------------------- profiles
 
-void Manager::rebuild_catalogue() {
-  catalogue_ = file_profiles_;
-  catalogue_.source = config_.profiles_file.empty() ? "measured" : config_.profiles_file + " + measured";
-  for (const StoredProfile& p : measured_) {
-    JobTypeProfile* prof = nullptr;
-    for (auto& jt : catalogue_.job_types)
-      if (jt.name == p.job_type) prof = &jt;
-    if (!prof) {
-      catalogue_.job_types.push_back({});
-      prof = &catalogue_.job_types.back();
-      prof->name = p.job_type;
-    }
-    const JobTypeProfile* from_file = file_profiles_.find(p.job_type);
-    if (from_file && from_file->consolidated.count(p.gpu_type)) continue;  // the file's figures win
-    auto& row = prof->consolidated[p.gpu_type];
-    row[p.workers] = p.rate;
-    if (!row.count(1)) row[1] = p.rate / p.workers;  // linear scaling assumed (manager.h)
-  }
-}
-
 void Manager::refresh_ready_types() {
   ready_types_.clear();
   ready_pool_.clear();
@@ -251,23 +240,21 @@ void Manager::refresh_ready_types() {
   }
 }
 
-bool Manager::fully_profiled(const std::string& job_type) const {
-  const JobTypeProfile* p = catalogue_.find(job_type);
-  if (!p) return false;
-  for (const std::string& type : ready_types_)
-    if (!(p->rate(type, 1, false) > 0.0)) return false;
-  return true;
+StoredMeta Manager::tenant_record(const TenantConfig& t) const {
+  return StoredMeta{"tenant:" + t.name, json{{"name", t.name},
+                                             {"weight", t.weight},
+                                             {"token", t.token},
+                                             {"source", api_tenants_.count(t.name) ? "api" : "config"}}
+                                            .dump()};
 }
 
-std::string Manager::waiting_state(const std::string& job_type) const {
-  return fully_profiled(job_type) ? "queued" : "profiling";
-}
-
-JobSpec Manager::spec_of(const JobEntry& e) {
+// The job as the policy sees it: of its regime's type or its own, in its
+// tenant's profile entry (manager_profiles.cc).
+JobSpec Manager::spec_of(const JobEntry& e) const {
   JobSpec spec;
   spec.id = e.s.id;
   spec.tenant = e.s.tenant;
-  spec.job_type = e.regime_type.empty() ? e.s.job_type : e.regime_type;
+  spec.job_type = profile_type(e.s.tenant, e.regime_type.empty() ? e.s.job_type : e.regime_type);
   spec.workers = e.s.workers;
   spec.arrival_s = e.s.submitted_at;
   spec.iterations = e.s.iterations;
@@ -288,8 +275,8 @@ double Manager::gang_rate(const JobTypeProfile* p, const std::string& type, int 
 bool Manager::schedulable(const JobEntry& e) const {
   if (e.s.state != "queued" && e.s.state != "running") return false;
   if (!launchable(e)) return false;
-  if (!fully_profiled(e.s.job_type)) return false;
-  const JobTypeProfile* p = catalogue_.find(e.s.job_type);
+  if (!fully_profiled(e.s.tenant, e.s.job_type)) return false;
+  const JobTypeProfile* p = catalogue_.find(profile_type(e.s.tenant, e.s.job_type));
   const bool one_node = executor_ != nullptr && executor_->gangs_on_one_node();
   for (const auto& [type, devices] : ready_pool_) {
     const int room = one_node ? ready_largest_.at(type) : devices;
@@ -374,7 +361,7 @@ json Manager::pending_reason(const JobEntry& e, const PendingContext& ctx) const
   if (e.s.state == "profiling")
     return reason("Profiling", "waiting for free devices to measure its job type on");
   // Profiled, and some type has the GPUs: does the job run on one of them?
-  const JobTypeProfile* p = catalogue_.find(e.s.job_type);
+  const JobTypeProfile* p = catalogue_.find(profile_type(e.s.tenant, e.s.job_type));
   bool runs = false, free_fit = false;
   for (const auto& [type, ready] : ready_pool_) {
     if (ready < w || !(gang_rate(p, type, w) > 0.0)) continue;
@@ -520,7 +507,7 @@ void Manager::admit(JobEntry& e) {
   // Slurm: the job joins once it has its Slurm job (tick_slurm admits it
   // then); a rebuild meanwhile would only start a new policy.
   if (!launchable(e)) return;
-  if (!model_ || !model_->profiles.index(e.s.job_type) || !schedulable(e)) {
+  if (!model_ || !model_->profiles.index(spec_of(e).job_type) || !schedulable(e)) {
     rebuild_needed_ = true;
     return;
   }
@@ -578,6 +565,7 @@ std::uint64_t Manager::end_lease(StoredLease& l) {
   std::uint64_t ticket = persist(l);
   auto it = job_index_.find(l.job);
   if (it != job_index_.end() && jobs_[it->second].lease == l.gang) jobs_[it->second].lease = 0;
+  if (l.rank == 0) rate_watch_.erase(l.gang);
   leases_.erase(l.id);  // l dangles from here
   return ticket;
 }
@@ -866,19 +854,32 @@ void Manager::apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tick
 // runs there on one node, on devices that are free or whose lease ended.
 void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
   const std::set<std::string>& types = ready_types_;
-  std::set<std::pair<std::string, std::string>> busy;  // (job type, gpu type) being profiled
+  // (the tenant's profile entry, gpu type) being profiled: each tenant
+  // measures its own (manager_profiles.cc).
+  std::set<std::pair<std::string, std::string>> busy;
   std::set<std::string> profiling_jobs;
   for (const auto& [id, l] : leases_) {
     if (!l.profiling) continue;
     profiling_jobs.insert(l.job);
     auto n = nodes_.find(l.node);
     const JobEntry* e = find_job(l.job);
-    if (n != nodes_.end() && e) busy.insert({e->s.job_type, n->second.s.gpu_type});
+    if (n != nodes_.end() && e)
+      busy.insert({e->s.tenant + '\x1f' + e->s.job_type, n->second.s.gpu_type});
   }
   for (JobEntry& e : jobs_) {
-    if (e.s.state != "profiling" || profiling_jobs.count(e.s.id) || e.not_before > now() ||
-        !launchable(e))
+    if (e.s.state != "profiling" || profiling_jobs.count(e.s.id)) continue;
+    // Its type measured meanwhile on every ready type (by another job's
+    // profiling run, its tenant's or a shared figure, or a node of the
+    // missing type gone): it waits for the policy now. Only the job whose
+    // own run measured it moved before, so the others stayed "profiling"
+    // for good (issue 32, defect 1).
+    if (fully_profiled(e.s.tenant, e.s.job_type) && e.lease == 0) {
+      e.s.state = "queued";
+      if (e.sched == kNone) admit(e);
+      tickets.push_back(persist(e));
       continue;
+    }
+    if (e.not_before > now() || !launchable(e)) continue;
     bool stopping = false;
     for (const auto& [id, l] : leases_) stopping |= l.job == e.s.id;
     if (stopping) continue;
@@ -886,10 +887,11 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
     // size is at most the job's gang, which is what is checked.
     const std::int64_t gpu_quota = quotas_of(e.s.tenant).max_gpus_running;
     if (gpu_quota > 0 && gpus_held()[e.s.tenant] + e.s.workers > gpu_quota) continue;
-    const JobTypeProfile* p = catalogue_.find(e.s.job_type);
+    const JobTypeProfile* p = catalogue_.find(profile_type(e.s.tenant, e.s.job_type));
+    const std::string key = e.s.tenant + '\x1f' + e.s.job_type;
     for (const std::string& type : types) {
       if (p && p->rate(type, 1, false) > 0.0) continue;
-      if (busy.count({e.s.job_type, type})) continue;
+      if (busy.count({key, type})) continue;
       // A node of this type: the one with the most usable devices.
       const NodeEntry* best = nullptr;
       std::vector<int> best_devices;
@@ -959,7 +961,7 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
       e.lease = l.id;
       leases_[l.id] = l;
       tickets.push_back(persist(l));
-      busy.insert({e.s.job_type, type});
+      busy.insert({key, type});
       break;  // one profiling run per job at a time
     }
   }

@@ -45,6 +45,8 @@
 //     ended), timed from its first progress report so start-up and
 //     checkpoint loading are not counted, over at least five heartbeats. A gang of g workers
 //     measured at r it/s is stored as r for g workers and r/g for one (linear scaling) when g > 1.
+//     Measurements are kept per tenant, bounded, cross-checked against runs'
+//     progress and reset by the admin (manager_profiles.cc, issue 30 M2).
 //   - A lost node's jobs are relaunched only grace + kill_after + one
 //     heartbeat after the node's heartbeat timeout, when its agent has fenced
 //     them (docs/live-protocol.md).
@@ -129,7 +131,16 @@ class Manager : private LeaseHost {
   // the one issued before). It authorises register and heartbeat for that
   // node only. Persisted. Answer {"node", "token"}.
   nlohmann::json issue_node_token(const Caller& c, const std::string& node);
+  // Every profile the caller may see ("profiles": the file's, measured ones,
+  // shared ones) and what the policy uses for the caller's jobs ("in_use";
+  // every tenant's for the admin). manager_profiles.cc.
   nlohmann::json profiles(const Caller& c) const;
+  // Admin: forgets the measured profiles of `job_type` (of one tenant when
+  // `tenant` is given, on one GPU type when gpu_type is not empty); they are
+  // measured again as for a new job type. Persisted. 404 when none matches.
+  nlohmann::json reset_profiles(const Caller& c, const std::string& job_type,
+                                const std::optional<std::string>& tenant,
+                                const std::string& gpu_type);
   // The agents' calls, answered by the agent executor. `peer` is the address
   // the request came from: the node's address when the body names none.
   nlohmann::json register_agent(const Caller& c, const nlohmann::json& body,
@@ -241,15 +252,34 @@ class Manager : private LeaseHost {
   std::uint64_t persist(const StoredLease& l);
   std::uint64_t persist(const NodeEntry& n);
 
-  // Profiles: the file's and the measured ones, merged.
+  // Profiles (manager_profiles.cc): the file's, the shared and unattributed
+  // measured ones, and each tenant's own entry, merged into catalogue_.
   void rebuild_catalogue();
+  bool file_has(const std::string& job_type, const std::string& gpu_type) const;
+  // The catalogue's name of `job_type` for the tenant's jobs: its own entry
+  // when the tenant measured the type, else the shared one.
+  std::string profile_type(const std::string& tenant, const std::string& job_type) const;
+  // Where the tenant's figure of the type on gpu_type comes from: file, own,
+  // shared, unattributed or none.
+  std::string profile_source(const std::string& tenant, const std::string& job_type,
+                             const std::string& gpu_type) const;
+  // A profiling run measured `rate` for e on gpu_type: stored as e's
+  // tenant's and the run stopped, or refused (implausible: logged, not
+  // stored, the run stopped as a failure of the job). Returns whether stored.
+  bool record_profile(JobEntry& e, StoredLease& l, const std::string& gpu_type, double rate,
+                      Tickets& tickets);
+  // A policy run's progress against the rate it was planned at: a run
+  // sustained more than 2x off is logged and counted (profile_mismatch).
+  void cross_check(const JobEntry& e, const StoredLease& l, double iterations, double t);
+  std::string profile_metrics() const;
   // The GPU types of ready nodes, kept in ready_types_: recomputed whenever a
   // node's state changes (registration, drain, loss).
   void refresh_ready_types();
-  bool fully_profiled(const std::string& job_type) const;
-  // "queued" for a job whose type has figures on every ready type, else
-  // "profiling".
-  std::string waiting_state(const std::string& job_type) const;
+  // Whether the tenant's jobs of the type have figures on every ready type.
+  bool fully_profiled(const std::string& tenant, const std::string& job_type) const;
+  // "queued" for a job whose type has figures on every ready type (for its
+  // tenant), else "profiling".
+  std::string waiting_state(const std::string& tenant, const std::string& job_type) const;
   bool schedulable(const JobEntry& e) const;
   // The most workers one job can have: the most devices of one GPU type
   // over the registered nodes, any state (0 when none is registered).
@@ -270,7 +300,7 @@ class Manager : private LeaseHost {
   // duplicates, unknown jobs left out), for the caller to move on.
   std::vector<JobEntry*> lose_node_parts(const std::string& node,
                                          std::vector<std::uint64_t>& tickets);
-  static JobSpec spec_of(const JobEntry& e);
+  JobSpec spec_of(const JobEntry& e) const;
 
   // The scheduling core.
   void rebuild();
@@ -386,6 +416,16 @@ class Manager : private LeaseHost {
   std::map<std::string, int> ready_pool_, ready_largest_;
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
   std::map<std::string, std::size_t> tenant_index_;
+  // One rule for tenants at start and at reload (issue 32, defect 2): the
+  // config is the truth for every tenant it names (weight, token,
+  // unix_user); a tenant made through the API and named in no config is
+  // kept (stored with source "api"); any other stored tenant, the config's
+  // of an earlier install or an earlier config included, authenticates
+  // nobody. These are the names the current config gives.
+  std::set<std::string> config_tenants_;
+  std::set<std::string> api_tenants_;  // made through the API, in no config
+  // The store's record of tenant `t` (meta "tenant:<name>").
+  StoredMeta tenant_record(const TenantConfig& t) const;
   // Per-node agent tokens (node -> token), issued by the admin.
   std::map<std::string, std::string> node_tokens_;
   // Each tenant's slot, assigned once and persisted (meta "tenant_slot:"):
@@ -393,8 +433,26 @@ class Manager : private LeaseHost {
   // on every node, so checkpoints on shared storage keep one owner.
   std::map<std::string, int> tenant_slot_;
   int slot_of(const std::string& tenant, std::vector<std::uint64_t>* tickets);
-  std::vector<StoredProfile> measured_;
+  std::vector<StoredProfile> measured_;  // one per (job type, GPU type, tenant)
   ProfileCatalogue catalogue_;
+  // (job type, GPU type) -> the figure every tenant without its own uses:
+  // corroborated by tenants ("shared") or stored before tenants were told
+  // apart ("unattributed"). Rebuilt with the catalogue.
+  struct SharedProfile {
+    int workers = 1;
+    double rate = 0.0;
+    std::string source;
+    int tenants = 0;  // that measured it ("shared")
+  };
+  std::map<std::pair<std::string, std::string>, SharedProfile> shared_;
+  std::set<std::pair<std::string, std::string>> own_profiles_;  // (tenant, job type) measured
+  // The cross-check of a policy run (by gang): its first progress report.
+  struct RateWatch {
+    double from = -1.0, from_t = 0.0;
+    bool told = false;
+  };
+  std::map<std::int64_t, RateWatch> rate_watch_;
+  std::uint64_t profiles_refused_ = 0, profile_mismatches_ = 0;
   std::int64_t next_lease_ = 1;
   double last_submitted_ = 0.0;
   double last_point_ = -1.0;  // the time of the last scheduling point

@@ -142,7 +142,7 @@ json Manager::submit(const Caller& c, const json& body) {
     if (s.name.empty()) s.name = s.id;
     // Arrival order is submission order (the state keeps jobs by arrival).
     s.submitted_at = last_submitted_ = std::max(last_submitted_, now());
-    s.state = waiting_state(s.job_type);
+    s.state = waiting_state(s.tenant, s.job_type);
     job_index_[s.id] = jobs_.size();
     jobs_.push_back(std::move(e));
     JobEntry& added = jobs_.back();
@@ -319,11 +319,12 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     } else {
       config_.tenants[it->second] = t;
     }
+    // A tenant the config names stays the config's: this change lasts until
+    // the next start or reload reads the file again (manager.h).
+    if (!config_tenants_.count(name)) api_tenants_.insert(name);
     rebuild_needed_ = true;  // the policy's tenants and weights
     slot_of(name, &tickets);
-    tickets.push_back(store_->put(
-        StoredMeta{"tenant:" + name,
-                   json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()}));
+    tickets.push_back(store_->put(tenant_record(t)));
     answer = {{"name", t.name}, {"weight", t.weight}};
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
@@ -384,7 +385,7 @@ void Manager::evict_node(const std::string& node, Tickets& tickets) {
     JobEntry* e = job_index_.count(lease.job) ? &jobs_[job_index_.at(lease.job)] : nullptr;
     revoke(lease, tickets);  // the whole gang
     if (e && e->s.state == "running") {
-      e->s.state = waiting_state(e->s.job_type);
+      e->s.state = waiting_state(e->s.tenant, e->s.job_type);
       tickets.push_back(persist(*e));
     }
   }
@@ -438,27 +439,6 @@ json Manager::issue_node_token(const Caller& c, const std::string& node) {
   }
   store_->wait(ticket);
   return {{"node", node}, {"token", token}};
-}
-
-json Manager::profiles(const Caller& c) const {
-  if (c.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
-  std::lock_guard lock(mu_);
-  json list = json::array();
-  for (const JobTypeProfile& p : file_profiles_.job_types)
-    for (const auto& [type, rows] : p.consolidated)
-      for (const auto& [workers, rate] : rows)
-        list.push_back({{"job_type", p.name},
-                        {"gpu_type", type},
-                        {"workers", workers},
-                        {"iterations_per_s", rate},
-                        {"source", "file"}});
-  for (const StoredProfile& p : measured_)
-    list.push_back({{"job_type", p.job_type},
-                    {"gpu_type", p.gpu_type},
-                    {"workers", p.workers},
-                    {"iterations_per_s", p.rate},
-                    {"source", "measured"}});
-  return {{"profiles", list}};
 }
 
 // ---------------------------------------------------------------- metrics
@@ -647,6 +627,7 @@ std::string Manager::metrics() const {
     family(counters_help[i].first, "counter", counters_help[i].second);
     line(counters_help[i].first, "", counter_values[i]);
   }
+  out += profile_metrics();  // manager_profiles.cc
   if (slurm_) {
     family("fairgpu_slurm_exchanges_total", "counter",
            "Exchanges with Slurm (polls and applied rounds).");

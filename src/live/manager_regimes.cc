@@ -27,7 +27,7 @@ void Manager::note_batch_size(JobEntry& e, std::int64_t batch, double iterations
   if (!named) return;
   std::string type = batch_job_type(named->model, static_cast<int>(batch));
   if (type == e.s.job_type) type.clear();
-  if (type == e.regime_type || (!type.empty() && !fully_profiled(type))) return;
+  if (type == e.regime_type || (!type.empty() && !fully_profiled(e.s.tenant, type))) return;
   e.regime_type = type;
   rebuild_needed_ = true;  // the policy sees the job's new rates
 }

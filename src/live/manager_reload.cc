@@ -61,13 +61,14 @@ json Manager::reload(const ServeConfig& next) {
   config_.metrics_open = next.metrics_open;
   config_.max_retries = next.max_retries;
 
-  // Tenants: the file's win over what the API set before (the operator
-  // edited the file and asked for it); the store keeps the result, so a
-  // restart with the same file agrees.
+  // Tenants: the rule of a start (manager.h, config_tenants_). The file's
+  // win over what the API set before for every tenant it names; the API's
+  // own tenants stay; the store keeps the result, so a restart agrees.
   std::vector<std::uint64_t> tickets;
   std::set<std::string> in_file;
   for (const TenantConfig& t : next.tenants) {
     in_file.insert(t.name);
+    api_tenants_.erase(t.name);  // named in the config now: the config's
     auto it = tenant_index_.find(t.name);
     if (it == tenant_index_.end()) {
       tenant_index_[t.name] = config_.tenants.size();
@@ -83,9 +84,7 @@ json Manager::reload(const ServeConfig& next) {
       old = t;
     }
     slot_of(t.name, &tickets);
-    tickets.push_back(store_->put(
-        StoredMeta{"tenant:" + t.name,
-                   json{{"name", t.name}, {"weight", t.weight}, {"token", t.token}}.dump()}));
+    tickets.push_back(store_->put(tenant_record(t)));
   }
   // Quotas: new submissions and starts are held to them; what runs goes on.
   config_.quotas = next.quotas;
@@ -94,9 +93,11 @@ json Manager::reload(const ServeConfig& next) {
       t.quotas = next.quotas;  // added by the API: the file's default
       changed.push_back("tenant " + t.name + " quotas");
     }
+  config_tenants_ = in_file;
   for (TenantConfig& t : config_.tenants)
-    if (!in_file.count(t.name) && !t.token.empty()) {
+    if (!in_file.count(t.name) && !api_tenants_.count(t.name) && !t.token.empty()) {
       t.token.clear();  // authenticates nobody; its jobs stay
+      tickets.push_back(store_->put(tenant_record(t)));
       changed.push_back("tenant " + t.name + " left out: its token no longer works");
     }
   rebuild_needed_ = true;  // the policy's tenants, weights and options

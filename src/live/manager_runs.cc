@@ -34,7 +34,7 @@ std::int64_t Manager::node_up(const NodeUp& up, Tickets& tickets) {
   // A new epoch: whatever ran under the old one is gone.
   for (JobEntry* e : lose_node_parts(up.name, tickets)) {
     if (e->s.state != "running") continue;
-    e->s.state = waiting_state(e->s.job_type);
+    e->s.state = waiting_state(e->s.tenant, e->s.job_type);
     tickets.push_back(persist(*e));
   }
   n.s.name = up.name;
@@ -55,7 +55,7 @@ std::int64_t Manager::node_up(const NodeUp& up, Tickets& tickets) {
                          {"state", n.s.state}});
   // New job types to profile on a new GPU type: back to profiling.
   for (JobEntry& e : jobs_)
-    if (e.s.state == "queued" && !fully_profiled(e.s.job_type)) {
+    if (e.s.state == "queued" && !fully_profiled(e.s.tenant, e.s.job_type)) {
       e.s.state = "profiling";
       tickets.push_back(persist(e));
     }
@@ -83,7 +83,7 @@ void Manager::node_lost(const std::string& node, double relaunch_at, Tickets& ti
   for (JobEntry* e : lose_node_parts(node, tickets)) {
     if (terminal(e->s.state)) continue;
     e->not_before = std::max(e->not_before, relaunch_at);
-    if (e->s.state == "running") e->s.state = waiting_state(e->s.job_type);
+    if (e->s.state == "running") e->s.state = waiting_state(e->s.tenant, e->s.job_type);
     tickets.push_back(persist(*e));
   }
   rebuild_needed_ = true;
@@ -186,12 +186,14 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
     e.s.log_tail = r.detail;
     if (e.lease) revoke(leases_.at(e.lease), tickets);  // a new lease not launched yet
     leave_state();
-  } else if (revoked && exited) {
+  } else if (revoked) {
     // Stopped at our request, or by the agent's fencing (then it was still
-    // the job's current lease): it waits for its next lease.
+    // the job's current lease), or never started because its node refused
+    // it for the node's own reason (an agent stopping: launch_failed with
+    // revoked, issue 32 defect 3): it waits for its next lease.
     if (current) {
       if (e.sched != kNone) state_release(e.sched);
-      e.s.state = waiting_state(e.s.job_type);
+      e.s.state = waiting_state(e.s.tenant, e.s.job_type);
     }
   } else {
     // Failed on its own (non-zero exit, a signal we did not send, exec error).
@@ -208,10 +210,11 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
       leave_state();
     } else {
       if (current && e.sched != kNone) state_release(e.sched);
-      if (current) e.s.state = waiting_state(e.s.job_type);
+      if (current) e.s.state = waiting_state(e.s.tenant, e.s.job_type);
     }
   }
-  if (profiling && e.s.state == "profiling" && fully_profiled(e.s.job_type)) e.s.state = "queued";
+  if (profiling && e.s.state == "profiling" && fully_profiled(e.s.tenant, e.s.job_type))
+    e.s.state = "queued";
   if (e.s.state == "queued" && e.sched == kNone) admit(e);
   tickets.push_back(persist(e));
 }
@@ -254,15 +257,14 @@ LeaseHost::Verdict Manager::run_running(const RunEvent& r, Tickets& tickets) {
                t - l.profile_from_t >= 5 * config_.heartbeat_s) {
       // Progress arrives once a heartbeat: timed over >= 5 of them, the
       // rate is off by at most ~1/5 of a heartbeat's worth either way.
-      StoredProfile p{e->s.job_type, nodes_.at(node).s.gpu_type, static_cast<int>(l.devices.size()),
-                      (iterations - l.profile_from) / (t - l.profile_from_t), "measured"};
-      measured_.push_back(p);
-      tickets.push_back(store_->put(p));
-      rebuild_catalogue();
-      revoke(l, tickets);  // measured: the run stops
-      rebuild_needed_ = true;
+      // Kept as the tenant's own, or refused when implausible
+      // (manager_profiles.cc); either way the run stops.
+      record_profile(*e, l, nodes_.at(node).s.gpu_type,
+                     (iterations - l.profile_from) / (t - l.profile_from_t), tickets);
       return {false, e->s.id, 0.0, true};
     }
+  } else {
+    cross_check(*e, l, iterations, t);
   }
   return {true, l.job, l.end, false};
 }

@@ -426,7 +426,7 @@ void Manager::sync_slurm_nodes(const std::vector<ExecutorNode>& seen,
   if (!changed) return;
   refresh_ready_types();
   for (JobEntry& e : jobs_)  // a new GPU type: job types to profile there
-    if (e.s.state == "queued" && !fully_profiled(e.s.job_type)) {
+    if (e.s.state == "queued" && !fully_profiled(e.s.tenant, e.s.job_type)) {
       e.s.state = "profiling";
       tickets.push_back(persist(e));
     }

@@ -113,8 +113,8 @@ std::unique_ptr<httplib::Server> make_http_server(const ServeConfig& config) {
 
 }  // namespace
 
-HttpServer::HttpServer(Manager& manager)
-    : manager_(manager), http_(make_http_server(manager.config())) {
+HttpServer::HttpServer(const ServeConfig& config)
+    : tls_(!config.tls_cert.empty()), http_(make_http_server(config)) {
   httplib::Server& s = *http_;
   // A keep-alive connection holds a worker: enough for many clients, whose
   // submissions the store then commits in groups.
@@ -128,45 +128,72 @@ HttpServer::HttpServer(Manager& manager)
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+  // What httplib answers itself (no route, a malformed request) is the
+  // documented JSON error too; the routes' own errors already are.
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    // A body, or one to come from a content provider (answer_and_close: a
+    // body set here would replace it and keep the connection open).
+    if (!res.body.empty() || res.content_length_ > 0) return;
+    const char* why = res.status == 404   ? "no such endpoint (docs/live-protocol.md)"
+                      : res.status == 413 ? "body larger than 8 MiB"
+                      : res.status == 400 ? "malformed request"
+                                          : "refused";
+    answer(res, res.status, {{"error", fmt::format("{} {}: {}", req.method, req.path, why)}});
+  });
   auto who = [this](const httplib::Request& req) {
-    return manager_.authenticate(req.get_header_value("Authorization"));
+    return manager_->authenticate(req.get_header_value("Authorization"));
   };
   s.Post("/v1/jobs", capped([this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] {
       auto caller = who(req);
       if (caller.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
-      json j = manager_.submit(caller, parse_body(req));
+      json j = manager_->submit(caller, parse_body(req));
       res.status = 201;
       return j;
     });
     if (res.status == 200) res.status = 201;
   }));
   s.Get("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.jobs(who(req), req.get_param_value("state")); });
+    handle(res, [&] { return manager_->jobs(who(req), req.get_param_value("state")); });
   });
   s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.job(who(req), req.matches[1]); });
+    handle(res, [&] { return manager_->job(who(req), req.matches[1]); });
   });
   s.Post(R"(/v1/jobs/([^/]+)/cancel)",
          capped([this, who](const httplib::Request& req, httplib::Response& res) {
-           handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
+           handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
          }));
   s.Delete(R"(/v1/jobs/([^/]+))",
            capped([this, who](const httplib::Request& req, httplib::Response& res) {
-             handle(res, [&] { return manager_.cancel(who(req), req.matches[1]); });
+             handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
            }));
   s.Get("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.tenants(who(req)); });
+    handle(res, [&] { return manager_->tenants(who(req)); });
   });
   s.Post("/v1/tenants", capped([this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.set_tenant(who(req), parse_body(req)); });
+    handle(res, [&] { return manager_->set_tenant(who(req), parse_body(req)); });
   }));
   s.Get("/v1/cluster", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.cluster(who(req)); });
+    handle(res, [&] { return manager_->cluster(who(req)); });
   });
   s.Get("/v1/profiles", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_.profiles(who(req)); });
+    handle(res, [&] { return manager_->profiles(who(req)); });
   });
+  // Admin: forget measured profiles (?tenant=, ?gpu_type= narrow it).
+  s.Delete(R"(/v1/profiles/([^/]+))",
+           capped([this, who](const httplib::Request& req, httplib::Response& res) {
+             handle(res, [&] {
+               for (const auto& [key, value] : req.params)
+                 if (key != "tenant" && key != "gpu_type")
+                   throw ApiError(400, key + ": unknown parameter");
+               std::optional<std::string> tenant;
+               if (req.has_param("tenant")) tenant = req.get_param_value("tenant");
+               if (req.has_param("gpu_type") && req.get_param_value("gpu_type").empty())
+                 throw ApiError(400, "gpu_type: expected a GPU type");
+               return manager_->reset_profiles(who(req), req.matches[1], tenant,
+                                              req.get_param_value("gpu_type"));
+             });
+           }));
   s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", capped([this, who](const httplib::Request& req,
                                                                     httplib::Response& res) {
     handle(res, [&] {
@@ -186,41 +213,42 @@ HttpServer::HttpServer(Manager& manager)
               throw ApiError(400, "reason: must not contain control characters");
         }
       }
-      return manager_.set_drained(who(req), req.matches[1], req.matches[2] == "drain", reason);
+      return manager_->set_drained(who(req), req.matches[1], req.matches[2] == "drain", reason);
     });
   }));
   s.Post(R"(/v1/nodes/([^/]+)/token)",
          capped([this, who](const httplib::Request& req, httplib::Response& res) {
-           handle(res, [&] { return manager_.issue_node_token(who(req), req.matches[1]); });
+           handle(res, [&] { return manager_->issue_node_token(who(req), req.matches[1]); });
          }));
   s.Post("/v1/agents/register",
          capped([this, who](const httplib::Request& req, httplib::Response& res) {
            handle(res, [&] {
-             return manager_.register_agent(who(req), parse_body(req), req.remote_addr);
+             return manager_->register_agent(who(req), parse_body(req), req.remote_addr);
            });
          }));
   s.Post("/v1/agents/heartbeat",
          capped([this, who](const httplib::Request& req, httplib::Response& res) {
-           handle(res, [&] { return manager_.heartbeat(who(req), parse_body(req)); });
+           handle(res, [&] { return manager_->heartbeat(who(req), parse_body(req)); });
          }));
   // Any other path or method with a body: read under the same cap too, else
   // httplib would read it whole before answering 404.
   const auto no_route = capped([](const httplib::Request& req, httplib::Response& res) {
-    answer(res, 404, {{"error", fmt::format("{} {}: no such route", req.method, req.path)}});
+    answer(res, 404, {{"error", fmt::format("{} {}: no such endpoint (docs/live-protocol.md)",
+                                            req.method, req.path)}});
   });
   s.Post(".*", no_route);
   s.Put(".*", no_route);
   s.Patch(".*", no_route);
   s.Delete(".*", no_route);
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!manager_.metrics_allowed(req.get_header_value("Authorization"))) {
+    if (!manager_->metrics_allowed(req.get_header_value("Authorization"))) {
       answer(res, 401,
              {{"error",
                "/metrics needs the admin token or metrics_token (or \"metrics_open\": "
                "true in the config)"}});
       return;
     }
-    res.set_content(manager_.metrics(), "text/plain; version=0.0.4");
+    res.set_content(manager_->metrics(), "text/plain; version=0.0.4");
   });
 }
 
@@ -239,17 +267,20 @@ int HttpServer::bind(const std::string& host, int port) {
   return bound;
 }
 
-bool HttpServer::tls() const { return !manager_.config().tls_cert.empty(); }
+bool HttpServer::tls() const { return tls_; }
+
+void HttpServer::attach(Manager& manager) { manager_ = &manager; }
 
 void HttpServer::serve() {
-  rounds_ = std::thread([this] { manager_.run(); });
+  if (!manager_) throw std::logic_error("HttpServer::serve before attach");
+  rounds_ = std::thread([this] { manager_->run(); });
   http_->listen_after_bind();
-  manager_.stop();
+  manager_->stop();
   rounds_.join();
 }
 
 void HttpServer::stop() {
-  manager_.stop();
+  if (manager_) manager_->stop();
   http_->stop();
 }
 

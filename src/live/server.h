@@ -19,12 +19,15 @@ class HttpServer {
  public:
   // Throws InputError when the config's TLS certificate or key cannot be
   // loaded.
-  explicit HttpServer(Manager& manager);
+  explicit HttpServer(const ServeConfig& config);
   ~HttpServer();
 
   // Binds host:port (port 0: any free port); returns the port, or throws
-  // std::runtime_error naming the address.
+  // std::runtime_error naming the address. Before the Manager exists, so a
+  // busy port is refused before a store is made.
   int bind(const std::string& host, int port);
+  // The manager the routes call; before serve().
+  void attach(Manager& manager);
   // Whether it speaks https (the config's "tls").
   bool tls() const;
   // Serves and schedules until stop(); blocking.
@@ -32,7 +35,8 @@ class HttpServer {
   void stop();
 
  private:
-  Manager& manager_;
+  Manager* manager_ = nullptr;
+  bool tls_;
   std::unique_ptr<httplib::Server> http_;
   std::thread rounds_;
 };

@@ -35,6 +35,9 @@ CREATE TABLE IF NOT EXISTS leases (
 CREATE TABLE IF NOT EXISTS profiles (
   job_type TEXT NOT NULL, gpu_type TEXT NOT NULL, workers INTEGER NOT NULL, rate REAL NOT NULL,
   source TEXT NOT NULL, PRIMARY KEY (job_type, gpu_type, workers));
+CREATE TABLE IF NOT EXISTS tenant_profiles (
+  job_type TEXT NOT NULL, gpu_type TEXT NOT NULL, tenant TEXT NOT NULL, workers INTEGER NOT NULL,
+  rate REAL NOT NULL, PRIMARY KEY (job_type, gpu_type, tenant));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 )sql";
 
@@ -142,6 +145,16 @@ Store::Store(const std::string& dir) {
         fmt::format("ALTER TABLE {} ADD COLUMN {} {}", added.table, added.column, added.definition);
     if (sqlite3_exec(db_, alter.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) fail(alter);
   }
+  // Measured profiles from before they were kept per tenant (issue 30, M2)
+  // move to tenant_profiles as unattributed (tenant ""), once: the manager
+  // uses them as the shared profile until a corroborated one or an admin's
+  // reset replaces them.
+  if (sqlite3_exec(db_,
+                   "BEGIN IMMEDIATE; INSERT OR IGNORE INTO tenant_profiles SELECT job_type, "
+                   "gpu_type, '', workers, rate FROM profiles WHERE source = 'measured' ORDER BY "
+                   "workers; DELETE FROM profiles WHERE source = 'measured'; COMMIT",
+                   nullptr, nullptr, nullptr) != SQLITE_OK)
+    fail("moving measured profiles to tenant_profiles");
   const std::map<std::string, const char*> sql = {
       {"job",
        "INSERT OR REPLACE INTO jobs VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
@@ -153,7 +166,10 @@ Store::Store(const std::string& dir) {
        "INSERT OR REPLACE INTO leases (id, job, node, devices, start, end, status, profiling, "
        "profile_from, profile_from_t, gang, rank, parts, cpus, memory_gb) VALUES "
        "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"},
-      {"profile", "INSERT OR REPLACE INTO profiles VALUES (?1,?2,?3,?4,?5)"},
+      {"profile", "INSERT OR REPLACE INTO tenant_profiles VALUES (?1,?2,?3,?4,?5)"},
+      {"profile_reset",
+       "DELETE FROM tenant_profiles WHERE job_type = ?1 AND (?2 = '' OR gpu_type = ?2) AND "
+       "(?3 = 1 OR tenant = ?4)"},
       {"meta", "INSERT OR REPLACE INTO meta VALUES (?1,?2)"},
       {"begin", "BEGIN IMMEDIATE"},
       {"commit", "COMMIT"},
@@ -254,10 +270,11 @@ StoreSnapshot Store::load() const {
         }
         out.leases.push_back(std::move(l));
       });
-  each("SELECT * FROM profiles", [&](sqlite3_stmt* st) {
-    out.profiles.push_back({col_string(st, 0), col_string(st, 1), sqlite3_column_int(st, 2),
-                            sqlite3_column_double(st, 3), col_string(st, 4)});
-  });
+  each("SELECT job_type, gpu_type, tenant, workers, rate FROM tenant_profiles ORDER BY rowid",
+       [&](sqlite3_stmt* st) {
+         out.profiles.push_back({col_string(st, 0), col_string(st, 1), sqlite3_column_int(st, 3),
+                                 sqlite3_column_double(st, 4), "measured", col_string(st, 2)});
+       });
   each("SELECT key, value FROM meta",
        [&](sqlite3_stmt* st) { out.meta[col_string(st, 0)] = col_string(st, 1); });
   return out;
@@ -352,9 +369,15 @@ void Store::write(const StoredRow& row) {
           st = stmts_.at("profile");
           text(1, r.job_type);
           text(2, r.gpu_type);
-          sqlite3_bind_int(st, 3, r.workers);
-          sqlite3_bind_double(st, 4, r.rate);
-          text(5, r.source);
+          text(3, r.tenant);
+          sqlite3_bind_int(st, 4, r.workers);
+          sqlite3_bind_double(st, 5, r.rate);
+        } else if constexpr (std::is_same_v<T, StoredProfileReset>) {
+          st = stmts_.at("profile_reset");
+          text(1, r.job_type);
+          text(2, r.gpu_type);
+          sqlite3_bind_int(st, 3, r.all_tenants ? 1 : 0);
+          text(4, r.tenant);
         } else {
           st = stmts_.at("meta");
           text(1, r.key);

@@ -77,11 +77,24 @@ struct StoredLease {
   double memory_gb = 0.0;
 };
 
+// A measured profile (issue 30, M2): one per (job type, GPU type, tenant),
+// the tenant whose job was measured ("": unattributed, measured before
+// profiles were kept per tenant). Stored in table tenant_profiles; a newer
+// measurement of the same key replaces the older one.
 struct StoredProfile {
   std::string job_type, gpu_type;
   int workers = 1;
   double rate = 0.0;  // iterations/s of the whole job
-  std::string source;  // file | measured
+  std::string source;  // measured
+  std::string tenant;
+};
+
+// Deletes measured profiles of a job type (the admin's reset): on every GPU
+// type when gpu_type is "", of every tenant (unattributed ones included)
+// when all_tenants.
+struct StoredProfileReset {
+  std::string job_type, gpu_type, tenant;
+  bool all_tenants = true;
 };
 
 struct StoredMeta {
@@ -89,7 +102,8 @@ struct StoredMeta {
   std::string value;
 };
 
-using StoredRow = std::variant<StoredJob, StoredNode, StoredLease, StoredProfile, StoredMeta>;
+using StoredRow =
+    std::variant<StoredJob, StoredNode, StoredLease, StoredProfile, StoredProfileReset, StoredMeta>;
 
 struct StoreSnapshot {
   std::vector<StoredJob> jobs;  // by seq

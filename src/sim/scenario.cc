@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -165,7 +166,23 @@ Scenario load_scenario(const ScenarioOptions& o) {
       1)
     throw InputError("options", "cluster",
                      "give one of --cluster, --cluster-spec and --alibaba-nodes");
-  if (!o.alibaba_nodes.empty()) {
+  // An Alibaba pod list runs on its own cluster: the node list beside it
+  // when no cluster is given (the built-in 72 GPUs would hold a fraction of
+  // its 6,000 pods' GPUs), else one line saying what to give.
+  std::string alibaba_nodes = o.alibaba_nodes;
+  const bool no_cluster = o.alibaba_nodes.empty() && o.cluster_path.empty() && o.cluster_spec.empty();
+  if (format == "alibaba" && no_cluster) {
+    const std::filesystem::path beside =
+        std::filesystem::path(o.trace_path).parent_path() / "openb_node_list_gpu_node.csv";
+    if (!std::filesystem::exists(beside))
+      throw InputError("options", "cluster",
+                       fmt::format("an Alibaba pod list ({}) runs on its own cluster: give "
+                                   "--alibaba-nodes openb_node_list_gpu_node.csv (or --cluster / "
+                                   "--cluster-spec to run it on another)",
+                                   o.trace_path));
+    alibaba_nodes = beside.string();
+  }
+  if (!alibaba_nodes.empty()) {
     auto map = default_alibaba_gpu_map();
     for (const std::string& entry : o.gpu_map) {
       auto eq = entry.find('=');
@@ -173,8 +190,12 @@ Scenario load_scenario(const ScenarioOptions& o) {
         throw InputError("options", "gpu-map", fmt::format("'{}' is not MODEL=type", entry));
       map[entry.substr(0, eq)] = entry.substr(eq + 1);
     }
-    cluster = read_alibaba_cluster(o.alibaba_nodes, map);
-    cluster_desc = o.alibaba_nodes;
+    cluster = read_alibaba_cluster(alibaba_nodes, map);
+    cluster_desc = alibaba_nodes;
+    if (o.alibaba_nodes.empty())
+      cluster.notes.push_back(fmt::format("{}: the cluster of the pod list beside it (no --cluster "
+                                          "or --alibaba-nodes given)",
+                                          alibaba_nodes));
   } else if (!o.cluster_path.empty()) {
     cluster = ends_with(o.cluster_path, ".ini") ? read_synergy_cluster_ini(o.cluster_path)
                                                  : read_cluster_file(o.cluster_path);
@@ -187,7 +208,7 @@ Scenario load_scenario(const ScenarioOptions& o) {
     cluster_desc = "built-in cluster";
   }
   cluster.gangs_on_one_node = o.gangs_on_one_node;
-  if (!o.gpu_map.empty() && o.alibaba_nodes.empty())
+  if (!o.gpu_map.empty() && alibaba_nodes.empty())
     throw InputError("options", "gpu-map", "only applies with --alibaba-nodes");
 
   TraceOptions topt;
