@@ -3,6 +3,7 @@
 // leases and their launch/renew/revoke actions, the pending rule (no job or
 // device runs twice), recovery from the store, lost nodes and their fence
 // time, profiling of unknown job types, retries, tokens and bad requests.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -18,6 +19,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "fairgpu/input_error.h"
 #include "live/manager.h"
@@ -55,7 +58,7 @@ class LiveManager : public ::testing::Test {
     config_.max_retries = 1;
     config_.profile_iterations = 50;
     config_.admin_token = "admin-token";
-    config_.tenants = {{"alice", 1.0, "alice-token", ""}, {"bob", 1.0, "bob-token", ""}};
+    config_.tenants = {{"alice", 1.0, "alice-token", "", {}}, {"bob", 1.0, "bob-token", "", {}}};
   }
   void TearDown() override {
     manager_.reset();
@@ -485,7 +488,7 @@ TEST_F(LiveManager, TenantsFollowOneRuleAtStartAndAtReload) {
   // A new config with fresh tokens and other tenants (a reinstall): the old
   // config's tokens work no more, after a restart as after a reload.
   const ServeConfig old = config_;
-  config_.tenants = {{"default", 1.0, "default-token", ""}};
+  config_.tenants = {{"default", 1.0, "default-token", "", {}}};
   for (const char* how : {"restart", "reload"}) {
     SCOPED_TRACE(how);
     if (std::string(how) == "restart") {
@@ -493,7 +496,7 @@ TEST_F(LiveManager, TenantsFollowOneRuleAtStartAndAtReload) {
     } else {
       config_ = old;
       start();
-      config_.tenants = {{"default", 1.0, "default-token", ""}};
+      config_.tenants = {{"default", 1.0, "default-token", "", {}}};
       manager_->reload(config_);
     }
     EXPECT_EQ(as("alice-token").role, kNoOne);
@@ -660,6 +663,173 @@ TEST_F(LiveManager, RestartReloadsJobsAndLeasesFromTheStore) {
   a = beat("n1", e, {running(launches[0]["lease"], 35), running(launches[1]["lease"], 45)});
   EXPECT_TRUE(actions(a, "launch").empty());
   EXPECT_EQ(job(j2["id"])["iterations_done"], 45.0);
+}
+
+// ---- quotas (issue 30, M3) ---------------------------------------------------
+
+// A call's ApiError as "STATUS message" ("ok" when it succeeds).
+std::string api_error(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ApiError& e) {
+    return std::to_string(e.status()) + " " + e.what();
+  }
+  return "ok";
+}
+
+TEST_F(LiveManager, SubmissionsOverAQuotaAreRefusedAndLeaveNothing) {
+  config_.policy = "fifo";
+  config_.tenants[0].quotas.max_jobs_queued = 2;
+  config_.tenants[0].quotas.max_jobs_active = 3;
+  config_.tenants[0].quotas.max_gpus_per_job = 2;
+  start();
+  // No node yet: jobs wait. Two of alice's may; a third is over the quota.
+  const std::string a1 = submit("alice-token")["id"];
+  submit("alice-token");
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }),
+            "400 tenant alice: over its quota max_jobs_queued: 2 jobs waiting, the quota is 2");
+  EXPECT_EQ(api_error([&] { submit("alice-token", "mlp", 3); }),
+            "400 tenant alice: over its quota max_gpus_per_job: a job of 3 GPUs is over the "
+            "quota of 2");
+  // Bob has no quota: his submissions go on whatever alice's are.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(api_error([&] { submit("bob-token"); }), "ok");
+  // The admin submitting for alice is held to alice's quotas too.
+  EXPECT_EQ(api_error([&] {
+              manager_->submit(as("admin-token"), {{"job_type", "mlp"},
+                                                   {"workers", 1},
+                                                   {"iterations", 10},
+                                                   {"tenant", "alice"},
+                                                   {"command", {"true"}}});
+            }).substr(0, 50),
+            "400 tenant alice: over its quota max_jobs_queued: ");
+
+  // Alice's two run (fifo, 6 GPUs): none waits, so a third may wait, but a
+  // fourth would make four jobs queued or running.
+  reg("f1", "fast", 6);
+  manager_->schedule();
+  EXPECT_EQ(job(a1)["state"], "running");
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }), "ok");
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }),
+            "400 tenant alice: over its quota max_jobs_active: 3 jobs queued or running, the "
+            "quota is 3");
+
+  // Nothing of the refused ones was stored: ids are consecutive, and a new
+  // manager on the same store finds alice's three and bob's four.
+  start();
+  const json all = manager_->jobs(as("admin-token"), "")["jobs"];
+  ASSERT_EQ(all.size(), 7u) << all.dump();
+  std::map<std::string, int> by_tenant;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i]["id"], fmt::format("j-{:06d}", i + 1));
+    ++by_tenant[all[i]["tenant"].get<std::string>()];
+  }
+  EXPECT_EQ(by_tenant["alice"], 3);
+  EXPECT_EQ(by_tenant["bob"], 4);
+}
+
+TEST_F(LiveManager, QuotaRefusalsAreCountedInMetrics) {
+  config_.tenants[1].quotas.max_gpus_per_job = 1;
+  start();
+  EXPECT_NE(api_error([&] { submit("bob-token", "mlp", 2); }), "ok");
+  EXPECT_NE(api_error([&] { submit("bob-token", "mlp", 4); }), "ok");
+  const std::string m = manager_->metrics();
+  EXPECT_NE(m.find("# TYPE fairgpu_quota_refusals_total counter\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("fairgpu_quota_refusals_total{tenant=\"bob\",quota=\"max_gpus_per_job\"} 2\n"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("tenant=\"alice\",quota="), std::string::npos) << m;
+}
+
+TEST_F(LiveManager, GpuQuotaHoldsStartsAndAReloadThatLowersItStopsNothing) {
+  config_.policy = "fifo";
+  config_.tenants[0].quotas.max_gpus_running = 3;
+  start();
+  const auto e = reg("f1", "fast", 4);
+  // Alice: a 2-GPU job and two 1-GPU jobs (4 GPUs, her quota 3); bob: one,
+  // after hers. Fifo without the quota would start alice's three.
+  const std::string a1 = submit("alice-token", "mlp", 2)["id"];
+  const std::string a2 = submit("alice-token")["id"];
+  const std::string a3 = submit("alice-token")["id"];
+  const std::string b1 = submit("bob-token")["id"];
+  manager_->schedule();
+  EXPECT_EQ(job(a1)["state"], "running");
+  EXPECT_EQ(job(a2)["state"], "running");
+  EXPECT_EQ(job(a3)["state"], "queued");  // alice holds 3
+  // Another tenant is not held back: a3 is out of the policy's choice, and
+  // the GPU fifo would have given it goes to bob's job behind it.
+  EXPECT_EQ(job(b1)["state"], "running");
+  auto launches = actions(beat("f1", e), "launch");
+  ASSERT_EQ(launches.size(), 3u);
+  std::map<std::string, std::int64_t> lease_of;
+  std::vector<json> runs;
+  for (const json& l : launches) {
+    lease_of[l["job"].get<std::string>()] = l["lease"].get<std::int64_t>();
+    runs.push_back(running(l["lease"], 1));
+  }
+  now_ += 1;
+  beat("f1", e, runs);
+
+  // The quota lowered to 1 (and max_jobs_queued to 1) by a reload: what
+  // runs keeps running, renewed on the same leases round after round (fifo's
+  // leases run 900 s: three rounds 400 s apart renew them).
+  ServeConfig next = config_;
+  next.tenants[0].quotas.max_gpus_running = 1;
+  next.tenants[0].quotas.max_jobs_queued = 1;
+  const json answer = manager_->reload(next);
+  EXPECT_NE(answer["changed"].dump().find("tenant alice quotas"), std::string::npos) << answer;
+  for (int round = 0; round < 3; ++round) {
+    now_ += 400;
+    beat("f1", e, runs);
+    manager_->schedule();
+    json a = beat("f1", e, runs);
+    EXPECT_TRUE(actions(a, "revoke").empty()) << a.dump();
+    EXPECT_TRUE(actions(a, "launch").empty()) << a.dump();
+  }
+  EXPECT_EQ(job(a1)["state"], "running");
+  EXPECT_EQ(job(a1)["lease"], lease_of[a1]);
+  EXPECT_EQ(job(a2)["lease"], lease_of[a2]);
+  EXPECT_EQ(job(a3)["state"], "queued");
+  // a3 waits: a new submission is over the lowered max_jobs_queued.
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }),
+            "400 tenant alice: over its quota max_jobs_queued: 1 jobs waiting, the quota is 1");
+  EXPECT_EQ(api_error([&] { submit("bob-token"); }), "ok");
+
+  // a1 and a2 finish: alice holds nothing, and a3 (1 GPU) starts.
+  now_ += 1;
+  beat("f1", e, {exited(lease_of[a1], 1000, 0, false), exited(lease_of[a2], 1000, 0, false),
+                 running(lease_of[b1], 2)});
+  EXPECT_EQ(job(a1)["state"], "finished");
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_EQ(job(a3)["state"], "running");
+}
+
+TEST_F(LiveManager, CheckpointBytesOverTheQuotaRefuseSubmissions) {
+  config_.tenants[0].quotas.max_checkpoint_bytes = 1000;
+  start();
+  const std::string a1 = submit("alice-token")["id"];
+  const std::string b1 = submit("bob-token")["id"];
+  // What alice's job checkpointed (a file and a nested one), and bob's.
+  namespace fs = std::filesystem;
+  fs::create_directories(config_.checkpoint_dir + "/" + a1 + "/step-1");
+  std::ofstream(config_.checkpoint_dir + "/" + a1 + "/latest.pt") << std::string(600, 'x');
+  std::ofstream(config_.checkpoint_dir + "/" + a1 + "/step-1/model.pt") << std::string(500, 'x');
+  fs::create_directories(config_.checkpoint_dir + "/" + b1);
+  std::ofstream(config_.checkpoint_dir + "/" + b1 + "/latest.pt") << std::string(5000, 'x');
+  // Not measured yet: nothing is known, nothing refused.
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }), "ok");
+  manager_->measure_checkpoints();
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }),
+            "400 tenant alice: over its quota max_checkpoint_bytes: its checkpoint folders hold "
+            "1100 bytes (measured 0 s ago), the quota is 1000");
+  EXPECT_EQ(api_error([&] { submit("bob-token"); }), "ok");  // bob has no such quota
+  const std::string m = manager_->metrics();
+  EXPECT_NE(m.find("fairgpu_tenant_checkpoint_bytes{tenant=\"alice\"} 1100\n"), std::string::npos)
+      << m;
+  // Her folders cleaned up: measured again, she may submit.
+  fs::remove_all(config_.checkpoint_dir + "/" + a1 + "/step-1");
+  manager_->measure_checkpoints();
+  EXPECT_EQ(api_error([&] { submit("alice-token"); }), "ok");
 }
 
 TEST_F(LiveManager, SubmissionIsDurableWhenAcknowledged) {
@@ -1239,7 +1409,7 @@ TEST_F(LiveManager, LaunchNamesTheTenantsUnixUserAndAStableSlot) {
   // Restarted with the tenants in the other order and one more: the same
   // slots, and the new tenant gets the next one.
   std::swap(config_.tenants[0], config_.tenants[1]);
-  config_.tenants.push_back({"carol", 1.0, "carol-token", ""});
+  config_.tenants.push_back({"carol", 1.0, "carol-token", "", {}});
   start();
   e = reg("f1", "fast", 2);
   submit("carol-token");
@@ -1381,7 +1551,7 @@ TEST(LiveStore, ASecondStoreOnTheSameDirIsRefused) {
 TEST_F(LiveManager, MetricsInPrometheusFormat) {
   // A name from before names were restricted (the config parser refuses it
   // now): its label is escaped.
-  config_.tenants.push_back({"q\"}x\\\n", 1.0, "token-q-00", ""});
+  config_.tenants.push_back({"q\"}x\\\n", 1.0, "token-q-00", "", {}});
   start();
   reg("f1", "fast", 2);
   submit("alice-token");
@@ -1394,6 +1564,63 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   EXPECT_NE(m.find("# TYPE fairgpu_last_round_compute_seconds gauge"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"q\\\"}x\\\\\\n\"} 0\n"), std::string::npos)
       << m;
+}
+
+TEST(LiveConfig, QuotasAreReadWithDefaultsAndBadOnesNamed) {
+  auto parse = [](const std::string& extra, const std::string& alice_extra = "") {
+    return parse_serve_config(R"({"admin_token": "admin-0000", "tenants": [{"name": "a", )"
+                              R"("token": "token-a-00")" +
+                                  alice_extra + R"(}, {"name": "b", "token": "token-b-00"}])" +
+                                  extra + "}",
+                              "serve.json");
+  };
+  auto error = [&](const std::string& extra, const std::string& alice_extra = "") -> std::string {
+    try {
+      parse(extra, alice_extra);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  // None given: unlimited. The default applies to every tenant; a tenant's
+  // own keys override it one by one.
+  EXPECT_EQ(parse("").tenants[0].quotas, TenantQuotas{});
+  const ServeConfig c = parse(R"(, "quotas": {"max_jobs_queued": 10, "max_gpus_running": 8})",
+                              R"(, "quotas": {"max_gpus_running": 2, "max_gpus_per_job": 0})");
+  EXPECT_EQ(c.quotas.max_jobs_queued, 10);
+  EXPECT_EQ(c.tenants[0].quotas.max_jobs_queued, 10);
+  EXPECT_EQ(c.tenants[0].quotas.max_gpus_running, 2);
+  EXPECT_EQ(c.tenants[0].quotas.max_gpus_per_job, 0);
+  EXPECT_EQ(c.tenants[1].quotas.max_gpus_running, 8);
+  EXPECT_EQ(c.tenants[1].quotas.max_jobs_active, 0);
+
+  EXPECT_EQ(error(R"(, "quotas": {"max_jobs_queued": -1})"),
+            "serve.json: quotas.max_jobs_queued: expected an integer in 0..1000000 (0: "
+            "unlimited), got -1");
+  EXPECT_EQ(error(R"(, "quotas": {"max_jobs_active": "10"})"),
+            "serve.json: quotas.max_jobs_active: expected an integer in 0..1000000 (0: "
+            "unlimited), got \"10\"");
+  EXPECT_EQ(error(R"(, "quotas": {"max_gpus_running": 2.5})"),
+            "serve.json: quotas.max_gpus_running: expected an integer in 0..1000000 (0: "
+            "unlimited), got 2.5");
+  EXPECT_EQ(error("", R"(, "quotas": {"max_gpus_per_job": 100000000000000000000})"),
+            "serve.json: tenants[0].quotas.max_gpus_per_job: expected an integer in 0..4096 (0: "
+            "unlimited), got 1e+20");
+  EXPECT_EQ(error("", R"(, "quotas": {"max_gpus_per_job": 5000})"),
+            "serve.json: tenants[0].quotas.max_gpus_per_job: expected an integer in 0..4096 (0: "
+            "unlimited), got 5000");
+  EXPECT_EQ(error("", R"(, "quotas": {"max_gpus": 1})"),
+            "serve.json: tenants[0].quotas.max_gpus: unknown field (expected one of: "
+            "max_jobs_queued, max_jobs_active, max_gpus_per_job, max_gpus_running, "
+            "max_checkpoint_bytes)");
+  EXPECT_EQ(error(R"(, "quotas": {"max_checkpoint_bytes": 1e30})"),
+            "serve.json: quotas.max_checkpoint_bytes: expected an integer in "
+            "0..1152921504606846976 (0: unlimited), got 1e+30");
+  EXPECT_EQ(parse(R"(, "quotas": {"max_checkpoint_bytes": 1099511627776})")
+                .tenants[1]
+                .quotas.max_checkpoint_bytes,
+            std::int64_t{1} << 40);
+  EXPECT_EQ(error(R"(, "quotas": [1])"), "serve.json: quotas: expected an object, got array");
 }
 
 }  // namespace
@@ -1456,7 +1683,7 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, admin_token_file, admin_token_env, agent_token, "
-            "tenants, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, backend, slurm)");
+            "tenants, quotas, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, backend, slurm)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
   EXPECT_EQ(error("{" + tokens +
                   R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
@@ -1482,8 +1709,8 @@ class LiveProfiles : public LiveManager {
  protected:
   void SetUp() override {
     LiveManager::SetUp();
-    config_.tenants.push_back({"mallory", 1.0, "mallory-token", ""});
-    config_.tenants.push_back({"carol", 1.0, "carol-token", ""});
+    config_.tenants.push_back({"mallory", 1.0, "mallory-token", "", {}});
+    config_.tenants.push_back({"carol", 1.0, "carol-token", "", {}});
   }
   // Drives the job's profiling run on the node's one GPU at `rate` it/s,
   // timed after a first report. Returns the answer to the report

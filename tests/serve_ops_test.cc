@@ -4,14 +4,18 @@
 // for a server that cannot be reached), and a second server on the same port
 // or store refused with one line.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -751,6 +755,196 @@ TEST_F(ServeOps, UnreachableServerExitsThreeRefusalTwo) {
   EXPECT_EQ(r.status, 3) << r.err;  // nothing listens: may pass
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_TRUE(contains(r.err, "cannot reach server")) << r.err;
+}
+
+// ---- request size, quotas (issue 30, M3) ------------------------------------
+
+// What a raw HTTP exchange over a plain TCP socket got back.
+struct RawExchange {
+  std::string answer;   // everything read
+  bool closed = false;  // the server closed the connection (EOF or reset)
+};
+
+// Sends `head` and then `body` (as 1 MiB chunks when `chunked`, else as is)
+// to 127.0.0.1:port from a thread of its own, reading the answer meanwhile
+// until the server closes the connection or `bound_s` passes.
+RawExchange raw_exchange(int port, const std::string& head, const std::string& body, bool chunked,
+                         double bound_s) {
+  RawExchange out;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return out;
+  timeval step{1, 0};  // a blocked send or recv gives way every second
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &step, sizeof step);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &step, sizeof step);
+  std::atomic<bool> done = false;
+  std::thread sender([&] {
+    auto send_all = [&](const std::string& bytes) {
+      std::size_t sent = 0;
+      while (sent < bytes.size() && !done) {
+        const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n > 0) sent += static_cast<std::size_t>(n);
+        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      }
+      return sent == bytes.size();
+    };
+    if (!send_all(head)) return;
+    if (!chunked) {
+      send_all(body);
+      return;
+    }
+    constexpr std::size_t kChunk = 1 << 20;
+    for (std::size_t at = 0; at < body.size(); at += kChunk) {
+      const std::string piece = body.substr(at, kChunk);
+      if (!send_all(fmt::format("{:x}\r\n", piece.size()) + piece + "\r\n")) return;
+    }
+    send_all("0\r\n\r\n");
+  });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(bound_s);
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      out.answer.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      out.closed = true;  // EOF, or reset (the server left the body unread)
+      break;
+    }
+  }
+  done = true;
+  ::shutdown(fd, SHUT_RDWR);
+  sender.join();
+  ::close(fd);
+  return out;
+}
+
+TEST_F(ServeOps, BodiesOverEightMiBAreRefusedWhateverTheirFraming) {
+  start_server();
+  const std::string big(24 << 20, ' ');  // 24 MiB, three times the cap
+  auto head = [](const std::string& request_line, const std::string& framing) {
+    return request_line + "\r\nHost: 127.0.0.1\r\nAuthorization: Bearer alice-token\r\n" +
+           "Content-Type: application/json\r\n" + framing + "\r\n\r\n";
+  };
+  struct Case {
+    std::string what, head;
+    bool chunked;
+  };
+  const std::vector<Case> cases = {
+      {"chunked submission", head("POST /v1/jobs HTTP/1.1", "Transfer-Encoding: chunked"), true},
+      {"chunked PUT, no route", head("PUT /v1/jobs HTTP/1.1", "Transfer-Encoding: chunked"), true},
+      {"Content-Length", head("POST /v1/jobs HTTP/1.1", "Content-Length: " + std::to_string(big.size())),
+       false},
+  };
+  for (const Case& k : cases) {
+    // A generous bound: the answer is expected at once, but the machine may
+    // be loaded; nothing here measures speed.
+    const RawExchange r = raw_exchange(port_, k.head, big, k.chunked, 30);
+    EXPECT_EQ(r.answer.rfind("HTTP/1.1 413 ", 0), 0u) << k.what << ": " << r.answer;
+    EXPECT_TRUE(contains(r.answer, "larger than 8388608 bytes (8 MiB)")) << k.what << ": " << r.answer;
+    EXPECT_TRUE(r.closed) << k.what << ": the connection was left open";
+    // One answer: what was left of the body was not read as further
+    // requests (each of which would get a 400 of its own).
+    std::size_t answers = 0;
+    for (std::size_t p = r.answer.find("HTTP/1.1 "); p != std::string::npos;
+         p = r.answer.find("HTTP/1.1 ", p + 1))
+      ++answers;
+    EXPECT_EQ(answers, 1u) << k.what << ": " << r.answer.substr(0, 2000);
+  }
+  // A chunked body under the cap is read as any other.
+  const std::string job =
+      json{{"job_type", "mlp"}, {"workers", 1}, {"iterations", 1}, {"command", {"true"}}}.dump();
+  const RawExchange ok = raw_exchange(
+      port_, head("POST /v1/jobs HTTP/1.1", "Transfer-Encoding: chunked\r\nConnection: close"), job,
+      true, 30);
+  EXPECT_EQ(ok.answer.rfind("HTTP/1.1 201 ", 0), 0u) << ok.answer;
+  // The server goes on answering, and stored only that one.
+  httplib::Client c("127.0.0.1", port_);
+  auto res = c.Get("/v1/jobs", {{"Authorization", "Bearer admin-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(json::parse(res->body)["jobs"].size(), 1u) << res->body;
+}
+
+TEST_F(ServeOps, BadQuotasAreOneLineErrors) {
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& c) { c["quotas"] = {{"max_jobs_queued", -2}}; },
+       "quotas.max_jobs_queued: expected an integer in 0..1000000 (0: unlimited), got -2"},
+      {[](json& c) { c["tenants"][1]["quotas"] = {{"max_gpus_running", "four"}}; },
+       "tenants[1].quotas.max_gpus_running: expected an integer in 0..1000000 (0: unlimited), "
+       "got \"four\""},
+      {[](json& c) { c["tenants"][0]["quotas"] = {{"max_gpus_per_job", 1e9}}; },
+       "tenants[0].quotas.max_gpus_per_job: expected an integer in 0..4096"},
+  };
+  for (const auto& [edit, expect] : cases) {
+    json saved = config_;
+    edit(config_);
+    const fs::path config = write_config("bad.json");
+    config_ = saved;
+    RunResult r = fairgpu({"serve", "--config", config.string()});
+    EXPECT_EQ(r.status, 2) << expect;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(contains(r.err, config.string() + ": " + expect)) << r.err;
+  }
+}
+
+// A live run: alice may hold one GPU at a time; bob's job runs beside hers.
+TEST_F(ServeOps, GpuQuotaHoldsATenantInALiveRun) {
+  config_["tenants"][0]["quotas"] = {{"max_gpus_running", 1}};
+  start_server();
+  httplib::Client c("127.0.0.1", port_);
+  auto submit = [&](const std::string& token, const std::string& name) {
+    const json body = {{"name", name},
+                       {"job_type", "mlp"},
+                       {"workers", 1},
+                       {"iterations", 400},
+                       {"command",
+                        {FAIRGPU_TRAIN_BINARY, "--iterations", "400", "--base-rate", "200",
+                         "--checkpoint-every", "100"}}};
+    auto res = c.Post("/v1/jobs", {{"Authorization", "Bearer " + token}}, body.dump(),
+                      "application/json");
+    EXPECT_TRUE(res && res->status == 201) << (res ? res->body : "no answer");
+    return res ? json::parse(res->body)["id"].get<std::string>() : "";
+  };
+  const std::string a1 = submit("alice-token", "a1");
+  const std::string a2 = submit("alice-token", "a2");
+  const std::string b1 = submit("bob-token", "b1");
+  start_agent("n1", "slow:2");  // after the submissions: the first round sees all three
+  // Until all three finish, alice never holds more than one GPU.
+  std::int64_t most_alice = 0;
+  std::string last_tenants;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto t = c.Get("/v1/tenants", {{"Authorization", "Bearer admin-token"}});
+        if (t && t->status == 200) {
+          last_tenants = t->body;
+          const json tenants = json::parse(t->body);
+          for (const json& row : tenants["tenants"])
+            if (row["name"] == "alice")
+              most_alice = std::max(most_alice, row["gpus_held"].get<std::int64_t>());
+        }
+        auto j = c.Get("/v1/jobs?state=finished", {{"Authorization", "Bearer admin-token"}});
+        return j && j->status == 200 && json::parse(j->body)["jobs"].size() == 3;
+      },
+      120))
+      << server_->text();
+  EXPECT_EQ(most_alice, 1) << last_tenants;
+  // The server's log, in order: alice's second job started only after her
+  // first finished; bob's started before that, on the GPU alice could not use.
+  const std::string log = server_->text();
+  auto at = [&](const std::string& what) {
+    const std::size_t p = log.find(what);
+    EXPECT_NE(p, std::string::npos) << what << "\n" << log;
+    return p;
+  };
+  const std::size_t a1_start = at("lease_start job=" + a1), a1_end = at("job_finished job=" + a1);
+  const std::size_t a2_start = at("lease_start job=" + a2), b1_start = at("lease_start job=" + b1);
+  EXPECT_LT(a1_start, a1_end);
+  EXPECT_GT(a2_start, a1_end) << log;
+  EXPECT_LT(b1_start, a1_end) << log;
 }
 
 }  // namespace

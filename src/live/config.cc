@@ -70,6 +70,49 @@ bool same_secret(std::string_view presented, std::string_view secret) {
   return hashed && CRYPTO_memcmp(a, b, 32) == 0 && !secret.empty();
 }
 
+namespace {
+
+// The most each quota may say: a typo of a few digits is refused rather
+// than taken as "unlimited in practice".
+struct QuotaKey {
+  const char* key;
+  std::int64_t TenantQuotas::*field;
+  std::int64_t most;
+};
+constexpr QuotaKey kQuotaKeys[] = {
+    {"max_jobs_queued", &TenantQuotas::max_jobs_queued, 1'000'000},
+    {"max_jobs_active", &TenantQuotas::max_jobs_active, 1'000'000},
+    {"max_gpus_per_job", &TenantQuotas::max_gpus_per_job, 4096},  // submit's workers limit
+    {"max_gpus_running", &TenantQuotas::max_gpus_running, 1'000'000},
+    {"max_checkpoint_bytes", &TenantQuotas::max_checkpoint_bytes, std::int64_t{1} << 60},  // 1 EiB
+};
+
+// `quotas` at `path` over `base`: the keys given replace base's.
+TenantQuotas read_quotas(const text_input::JsonReader& r, const nlohmann::ordered_json& quotas,
+                         const std::string& path, TenantQuotas base) {
+  r.expect_object(quotas, path);
+  r.only_keys(quotas, path,
+              {"max_jobs_queued", "max_jobs_active", "max_gpus_per_job", "max_gpus_running",
+               "max_checkpoint_bytes"});
+  for (const QuotaKey& q : kQuotaKeys) {
+    const auto* v = r.optional(quotas, q.key);
+    if (!v) continue;
+    // Integers only: 2.5 jobs or "10" is a mistake, not a rounding.
+    // (JSON's non-negative integers read as unsigned, negative ones as signed.)
+    const bool in_range =
+        v->is_number_unsigned()
+            ? v->get<std::uint64_t>() <= static_cast<std::uint64_t>(q.most)
+            : v->is_number_integer() && v->get<std::int64_t>() >= 0 && v->get<std::int64_t>() <= q.most;
+    if (!in_range)
+      r.fail(child(path, q.key),
+             fmt::format("expected an integer in 0..{} (0: unlimited), got {}", q.most, v->dump()));
+    base.*q.field = v->get<std::int64_t>();
+  }
+  return base;
+}
+
+}  // namespace
+
 ServeConfig parse_serve_config(std::string_view json_text, const std::string& source,
                                const std::string& base_dir) {
   const auto doc = text_input::parse_json(json_text, source);
@@ -96,6 +139,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
                "admin_token_env",
                "agent_token",
                "tenants",
+               "quotas",
                "tls",
                "metrics_open",
                "metrics_token",
@@ -272,13 +316,15 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
   // issues (POST /v1/nodes/NAME/token). Still a valid key, so that old
   // configs load, but read for its form only: it authenticates nobody.
   if (r.optional(doc, "agent_token")) token("agent_token");
+  if (auto* v = r.optional(doc, "quotas")) c.quotas = read_quotas(r, *v, "quotas", {});
   const auto& tenants = r.required(doc, "", "tenants");
   r.expect_array(tenants, "tenants", "tenants");
   if (tenants.empty()) r.fail("tenants", "must name at least one tenant");
   for (std::size_t i = 0; i < tenants.size(); ++i) {
     const std::string p = element("tenants", i);
     r.expect_object(tenants[i], p);
-    r.only_keys(tenants[i], p, {"name", "weight", "token", "token_file", "token_env", "unix_user"});
+    r.only_keys(tenants[i], p,
+                {"name", "weight", "token", "token_file", "token_env", "unix_user", "quotas"});
     TenantConfig t;
     t.name = r.name(r.required(tenants[i], p, "name"), child(p, "name"));
     if (auto problem = name_problem(t.name); !problem.empty())
@@ -289,6 +335,9 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
         r.fail(child(p, "unix_user"), "'" + t.unix_user + "': " + problem);
     }
     if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.weight(*w, child(p, "weight"));
+    t.quotas = c.quotas;
+    if (auto* q = r.optional(tenants[i], "quotas"))
+      t.quotas = read_quotas(r, *q, child(p, "quotas"), c.quotas);
     t.token = secret(tenants[i], p, "token", true);
     if (!names.insert(t.name).second) r.fail(child(p, "name"), "repeats tenant '" + t.name + "'");
     if (!tokens.insert(t.token).second) r.fail(child(p, "token"), "repeats another token");

@@ -5,6 +5,7 @@
 // InputError naming the file and field.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,21 @@
 
 namespace fairgpu::live {
 
+// Per-tenant limits (issue 30, M3): 0 = unlimited. The config's top-level
+// "quotas" is every tenant's default; a tenant's own "quotas" overrides it
+// key by key. A reload that lowers one stops nothing that runs: it applies to
+// the next submissions and starts.
+struct TenantQuotas {
+  std::int64_t max_jobs_queued = 0;       // jobs waiting (queued or profiling)
+  std::int64_t max_jobs_active = 0;       // jobs not yet ended (waiting or running)
+  std::int64_t max_gpus_per_job = 0;      // one job's gang size
+  std::int64_t max_gpus_running = 0;      // GPUs the tenant's runs hold at once
+  // Bytes of the tenant's jobs' checkpoint folders (<checkpoint_dir>/<job>),
+  // as last measured by the server (Manager::measure_checkpoints).
+  std::int64_t max_checkpoint_bytes = 0;
+  bool operator==(const TenantQuotas&) const = default;
+};
+
 struct TenantConfig {
   std::string name;
   double weight = 1.0;
@@ -20,6 +36,7 @@ struct TenantConfig {
   // The Unix user a root agent runs this tenant's jobs as; "" = a uid the
   // agent derives from the tenant's slot (agent.h, --uid-base).
   std::string unix_user;
+  TenantQuotas quotas;  // the config's defaults with the tenant's overrides
 };
 
 // Names that end up in paths, Prometheus labels and log lines (tenants,
@@ -60,6 +77,7 @@ struct ServeConfig {
   // ignored: agents use per-node tokens, `fairgpu node-token`.)
   std::string admin_token;
   std::vector<TenantConfig> tenants;
+  TenantQuotas quotas;  // the default of every tenant (those added by the API too)
   // TLS for the API and the agent protocol: PEM certificate (chain) and
   // private key; both empty = plain http.
   std::string tls_cert, tls_key;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/profile.h"
@@ -59,7 +60,8 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     if (key.rfind("slurm_job:", 0) == 0) slurm_ids_[key.substr(10)] = std::stoll(value);
     if (key.rfind("tenant:", 0) != 0) continue;
     const json stored = json::parse(value);
-    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), ""};
+    TenantConfig tc{stored.at("name"), stored.at("weight"), stored.at("token"), "",
+                    config_.quotas};  // in no config: the default quotas
     if (config_tenants_.count(tc.name)) continue;  // the config's, as it says
     if (stored.value("source", "") == "api") {
       api_tenants_.insert(tc.name);
@@ -881,6 +883,10 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
     bool stopping = false;
     for (const auto& [id, l] : leases_) stopping |= l.job == e.s.id;
     if (stopping) continue;
+    // A profiling run holds GPUs like any other (max_gpus_running); its
+    // size is at most the job's gang, which is what is checked.
+    const std::int64_t gpu_quota = quotas_of(e.s.tenant).max_gpus_running;
+    if (gpu_quota > 0 && gpus_held()[e.s.tenant] + e.s.workers > gpu_quota) continue;
     const JobTypeProfile* p = catalogue_.find(profile_type(e.s.tenant, e.s.job_type));
     const std::string key = e.s.tenant + '\x1f' + e.s.job_type;
     for (const std::string& type : types) {
@@ -961,6 +967,102 @@ void Manager::start_profiling(std::vector<std::uint64_t>& tickets) {
   }
 }
 
+const TenantQuotas& Manager::quotas_of(const std::string& tenant) const {
+  static const TenantQuotas kNoQuotas;
+  auto it = tenant_index_.find(tenant);
+  return it == tenant_index_.end() ? kNoQuotas : config_.tenants[it->second].quotas;
+}
+
+std::map<std::string, std::int64_t> Manager::gpus_held() const {
+  // A job's leases not yet ended: its current gang, and an older one being
+  // revoked (a move or a preemption). The gangs run one after the other (a
+  // new lease waits for the job's previous run), so a job holds the larger.
+  std::map<std::string, std::map<std::int64_t, std::int64_t>> by_job_gang;
+  for (const auto& [id, l] : leases_)
+    by_job_gang[l.job][l.gang] += static_cast<std::int64_t>(l.devices.size());
+  std::map<std::string, std::int64_t> held;
+  for (const auto& [job, gangs] : by_job_gang) {
+    const JobEntry* e = find_job(job);
+    if (!e) continue;
+    std::int64_t most = 0;
+    for (const auto& [gang, devices] : gangs) most = std::max(most, devices);
+    held[e->s.tenant] += most;
+  }
+  return held;
+}
+
+std::vector<std::size_t> Manager::set_aside_over_gpu_quota() {
+  std::vector<std::size_t> aside;
+  bool any_quota = false;
+  for (const TenantConfig& t : config_.tenants) any_quota |= t.quotas.max_gpus_running > 0;
+  if (!any_quota) return aside;
+  // In arrival order, each waiting job that fits counts as started: the
+  // policy then chooses among jobs that together fit each tenant's quota (a
+  // later job set aside when an earlier one is not started waits a round).
+  std::map<std::string, std::int64_t> held = gpus_held();
+  for (std::size_t k : state_.active) {
+    const Job& j = state_.jobs[k];
+    if (j.state == JobState::kRunning) continue;
+    const JobEntry& e = jobs_[sched_to_job_[k]];
+    const std::int64_t quota = quotas_of(e.s.tenant).max_gpus_running;
+    if (quota <= 0) continue;
+    if (held[e.s.tenant] + j.workers > quota)
+      aside.push_back(k);
+    else
+      held[e.s.tenant] += j.workers;
+  }
+  if (aside.empty()) return aside;
+  // As a job held until its fence time (held_), it is out of the active set;
+  // the accounting of the interval before was done with it in.
+  for (std::size_t k : aside) {
+    std::erase(state_.active, k);
+    state_.active_weight -= state_.jobs[k].weight;
+    state_.active_workers -= state_.jobs[k].workers;
+  }
+  state_.changed = true;
+  return aside;
+}
+
+void Manager::restore_set_aside(const std::vector<std::size_t>& aside) {
+  if (aside.empty()) return;
+  for (std::size_t k : aside) {
+    state_.active.push_back(k);
+    state_.active_weight += state_.jobs[k].weight;
+    state_.active_workers += state_.jobs[k].workers;
+  }
+  std::sort(state_.active.begin(), state_.active.end());  // indices follow arrival
+  state_.changed = true;
+}
+
+void Manager::hold_to_gpu_quotas(RoundPlan& plan) {
+  std::map<std::string, std::int64_t> held = gpus_held();
+  std::vector<Assignment> kept;
+  for (Assignment& a : plan.run) {
+    const JobEntry& e = jobs_[sched_to_job_[a.job]];
+    const std::int64_t quota = quotas_of(e.s.tenant).max_gpus_running;
+    // A running job renewed or moved keeps the GPUs it holds; a reload that
+    // lowered the quota stops nothing that runs.
+    if (quota > 0 && state_.jobs[a.job].state != JobState::kRunning) {
+      std::int64_t job_held = 0;  // a revoked run of the same job still stopping
+      for (const auto& [id, l] : leases_)
+        if (l.job == e.s.id) job_held += static_cast<std::int64_t>(l.devices.size());
+      const std::int64_t after =
+          held[e.s.tenant] - job_held + static_cast<std::int64_t>(a.devices.size());
+      if (after > quota) {
+        log::debug("quota_hold", {{"job", e.s.id},
+                                  {"tenant", e.s.tenant},
+                                  {"quota", "max_gpus_running"},
+                                  {"held", held[e.s.tenant]},
+                                  {"limit", quota}});
+        continue;
+      }
+      held[e.s.tenant] = after;
+    }
+    kept.push_back(std::move(a));
+  }
+  plan.run = std::move(kept);
+}
+
 void Manager::start_midround(std::vector<std::uint64_t>& tickets) {
   const double round_end = next_point_.load();
   if (!model_ || !policy_ || !policy_->starts_midround() || last_point_ < 0 ||
@@ -969,9 +1071,12 @@ void Manager::start_midround(std::vector<std::uint64_t>& tickets) {
   const std::vector<DeviceRef> free = placement::unowned_devices(state_);
   if (free.empty()) return;
   RoundPlan plan;
+  const std::vector<std::size_t> aside = set_aside_over_gpu_quota();
   plan.run = policy_->midround(state_, free, round_end);
-  if (plan.run.empty()) return;
+  restore_set_aside(aside);
   validate_plan(plan, state_);
+  hold_to_gpu_quotas(plan);
+  if (plan.run.empty()) return;
   midround_starts_ += plan.run.size();
   apply_plan(plan, tickets, true);
 }
@@ -1028,9 +1133,12 @@ double Manager::schedule(double at) {
     }
     start_profiling(tickets);
     if (model_) {
+      const std::vector<std::size_t> aside = set_aside_over_gpu_quota();
       RoundPlan plan = policy_->plan(state_);
+      restore_set_aside(aside);
       validate_plan(plan, state_);
       state_.changed = false;
+      hold_to_gpu_quotas(plan);
       apply_plan(plan, tickets);
     } else {
       activate_pending(tickets);
@@ -1085,6 +1193,31 @@ void Manager::tick() {
 }
 
 void Manager::run() {
+  // Checkpoint bytes are measured on a thread of their own (manager.h).
+  std::thread meter([this] {
+    std::unique_lock lock(run_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      try {
+        measure_checkpoints();
+      } catch (const std::exception& e) {
+        log::warn("checkpoint_measure_failed", {{"error", e.what()}});
+      }
+      lock.lock();
+      run_cv_.wait_for(lock, std::chrono::duration<double>(kCheckpointMeasureS),
+                       [&] { return stopping_; });
+    }
+  });
+  // However run() ends, the meter is stopped and joined (run_mu_ is not held
+  // here: `lock` below is released first).
+  struct JoinMeter {
+    Manager& m;
+    std::thread& t;
+    ~JoinMeter() {
+      m.stop();
+      t.join();
+    }
+  } join_meter{*this, meter};
   double next_point = first_point();
   double next_tick = now();
   std::unique_lock lock(run_mu_);

@@ -175,6 +175,14 @@ class Manager : private LeaseHost {
   void run();
   void stop();
 
+  // max_checkpoint_bytes: sums the bytes of every job's checkpoint folder
+  // (<checkpoint_dir>/<job id>, regular files, links not followed) per
+  // tenant, for the tenants with that quota; submit() compares the last
+  // measure. run() calls it every kCheckpointMeasureS on a thread of its own
+  // (a large shared folder may take long to walk; nothing waits for it).
+  void measure_checkpoints();
+  static constexpr double kCheckpointMeasureS = 30.0;
+
   double interval() const;
   const ServeConfig& config() const { return config_; }
 
@@ -333,6 +341,28 @@ class Manager : private LeaseHost {
   void add_regimes_json(const JobEntry& e, nlohmann::json& j) const;
 
   void start_profiling(std::vector<std::uint64_t>& tickets);
+  // Quotas (issue 30, M3; config.h TenantQuotas). A tenant's, or none for a
+  // tenant the manager does not know.
+  const TenantQuotas& quotas_of(const std::string& tenant) const;
+  // GPUs each tenant's leases hold now (pending, active, being revoked,
+  // profiling ones too): what max_gpus_running bounds.
+  std::map<std::string, std::int64_t> gpus_held() const;
+  // max_gpus_running, in two steps around the policy's plan (and midround):
+  // the waiting jobs that could not start within their tenant's quota are
+  // set aside (out of state_.active, so that the policy gives their GPUs to
+  // others, as for jobs held until their fence time) and put back after;
+  // then any start that would still take a tenant past it (a policy that
+  // plans from an older view of its jobs: shockwave's asynchronous solves)
+  // is dropped from the plan (the job stays queued: the next
+  // scheduling point may start it). Renewals and moves of running jobs are
+  // kept.
+  std::vector<std::size_t> set_aside_over_gpu_quota();
+  void restore_set_aside(const std::vector<std::size_t>& aside);
+  void hold_to_gpu_quotas(RoundPlan& plan);
+  // A submission over one of the tenant's quotas: counted (/metrics) and
+  // refused with ApiError 400 naming the tenant, the quota and the numbers.
+  [[noreturn]] void refuse_over_quota(const std::string& tenant, const std::string& quota,
+                                      const std::string& detail);
   // Ends one part lease (the job loses its lease when it was the job's gang).
   std::uint64_t end_lease(StoredLease& l);
   // Revokes every part of l's gang (pending and exited parts end at once).
@@ -445,6 +475,12 @@ class Manager : private LeaseHost {
   std::uint64_t midround_starts_ = 0;
   std::uint64_t regime_changes_ = 0;
   std::uint64_t rebuilds_ = 0;  // model, state and policy made anew
+  // Tenants' checkpoint bytes as last measured, and when (-1: never).
+  std::map<std::string, std::int64_t> checkpoint_bytes_;
+  double checkpoints_measured_at_ = -1.0;
+  std::mutex measure_mu_;  // one measure at a time
+  // Submissions refused by quota: (tenant, quota) -> count.
+  std::map<std::pair<std::string, std::string>, std::uint64_t> quota_refusals_;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
 
   // What runs the jobs: the agents (the only executor so far).

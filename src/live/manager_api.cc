@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -103,6 +104,39 @@ json Manager::submit(const Caller& c, const json& body) {
                                    "backend runs a job on one node)",
                                    s.workers, largest_node));
     }
+    // The tenant's quotas, checked before anything is stored: a refused
+    // submission leaves no trace but its count in /metrics.
+    const TenantQuotas& quotas = quotas_of(s.tenant);
+    if (quotas.max_gpus_per_job > 0 && s.workers > quotas.max_gpus_per_job)
+      refuse_over_quota(s.tenant, "max_gpus_per_job",
+                        fmt::format("a job of {} GPUs is over the quota of {}", s.workers,
+                                    quotas.max_gpus_per_job));
+    if (quotas.max_checkpoint_bytes > 0) {
+      auto measured = checkpoint_bytes_.find(s.tenant);
+      if (measured != checkpoint_bytes_.end() && measured->second >= quotas.max_checkpoint_bytes)
+        refuse_over_quota(
+            s.tenant, "max_checkpoint_bytes",
+            fmt::format("its checkpoint folders hold {} bytes (measured {:.0f} s ago), the quota "
+                        "is {}",
+                        measured->second, now() - checkpoints_measured_at_,
+                        quotas.max_checkpoint_bytes));
+    }
+    if (quotas.max_jobs_queued > 0 || quotas.max_jobs_active > 0) {
+      std::int64_t waiting = 0, active = 0;
+      for (const JobEntry& other : jobs_) {
+        if (other.s.tenant != s.tenant || terminal(other.s.state)) continue;
+        ++active;
+        waiting += other.s.state != "running";
+      }
+      if (quotas.max_jobs_queued > 0 && waiting >= quotas.max_jobs_queued)
+        refuse_over_quota(s.tenant, "max_jobs_queued",
+                          fmt::format("{} jobs waiting, the quota is {}", waiting,
+                                      quotas.max_jobs_queued));
+      if (quotas.max_jobs_active > 0 && active >= quotas.max_jobs_active)
+        refuse_over_quota(s.tenant, "max_jobs_active",
+                          fmt::format("{} jobs queued or running, the quota is {}", active,
+                                      quotas.max_jobs_active));
+    }
     s.seq = static_cast<std::int64_t>(jobs_.size()) + 1;
     s.id = fmt::format("j-{:06d}", s.seq);
     if (s.name.empty()) s.name = s.id;
@@ -126,6 +160,50 @@ json Manager::submit(const Caller& c, const json& body) {
   }
   store_->wait(ticket);  // durable before acknowledged
   return answer;
+}
+
+void Manager::refuse_over_quota(const std::string& tenant, const std::string& quota,
+                                const std::string& detail) {
+  ++quota_refusals_[{tenant, quota}];
+  log::info("quota_refused", {{"tenant", tenant}, {"quota", quota}, {"detail", detail}});
+  throw ApiError(400, fmt::format("tenant {}: over its quota {}: {}", tenant, quota, detail));
+}
+
+void Manager::measure_checkpoints() {
+  std::lock_guard one_at_a_time(measure_mu_);
+  std::vector<std::pair<std::string, std::string>> jobs;  // (job, tenant), read under mu_
+  std::set<std::string> measured_tenants;
+  std::string root;
+  {
+    std::lock_guard lock(mu_);
+    root = config_.checkpoint_dir;
+    for (const TenantConfig& t : config_.tenants)
+      if (t.quotas.max_checkpoint_bytes > 0) measured_tenants.insert(t.name);
+    for (const JobEntry& e : jobs_)
+      if (measured_tenants.count(e.s.tenant)) jobs.emplace_back(e.s.id, e.s.tenant);
+  }
+  // The walk without mu_: the API and the rounds go on meanwhile.
+  namespace fs = std::filesystem;
+  std::map<std::string, std::int64_t> bytes;
+  for (const std::string& t : measured_tenants) bytes[t] = 0;
+  for (const auto& [job, tenant] : jobs) {
+    std::error_code ec;
+    const fs::path folder = fs::path(root) / job;
+    if (!fs::is_directory(fs::symlink_status(folder, ec))) continue;
+    for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied,
+                                             ec),
+         end;
+         !ec && it != end; it.increment(ec)) {
+      std::error_code size_ec;
+      if (it->is_regular_file(size_ec) && !it->is_symlink(size_ec)) {
+        const auto size = it->file_size(size_ec);
+        if (!size_ec) bytes[tenant] += static_cast<std::int64_t>(size);
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  checkpoint_bytes_ = std::move(bytes);
+  checkpoints_measured_at_ = now();
 }
 
 json Manager::jobs(const Caller& c, const std::string& state_filter) const {
@@ -219,7 +297,8 @@ json Manager::set_tenant(const Caller& c, const json& body) {
     std::lock_guard lock(mu_);
     auto it = tenant_index_.find(name);
     TenantConfig t =
-        it == tenant_index_.end() ? TenantConfig{name, 1.0, "", ""} : config_.tenants[it->second];
+        it == tenant_index_.end() ? TenantConfig{name, 1.0, "", "", config_.quotas}
+                                  : config_.tenants[it->second];
     if (body.contains("weight")) {
       t.weight = need_number(body, "weight");
       if (!weight_in_range(t.weight)) bad("weight", weight_range_text());
@@ -427,6 +506,20 @@ std::string Manager::metrics() const {
     by_state[st] = 0;
   for (const JobEntry& e : jobs_) ++by_state[e.s.state];
   for (const auto& [st, n] : by_state) line("fairgpu_jobs", fmt::format("state=\"{}\"", st), n);
+
+  family("fairgpu_quota_refusals_total", "counter",
+         "Submissions refused because they were over one of the tenant's quotas.");
+  for (const auto& [key, n] : quota_refusals_)
+    line("fairgpu_quota_refusals_total",
+         fmt::format("tenant=\"{}\",quota=\"{}\"", label(key.first), key.second),
+         static_cast<double>(n));
+
+  family("fairgpu_tenant_checkpoint_bytes", "gauge",
+         "Bytes of the tenant's checkpoint folders as last measured (tenants with "
+         "max_checkpoint_bytes).");
+  for (const auto& [tenant, n] : checkpoint_bytes_)
+    line("fairgpu_tenant_checkpoint_bytes", fmt::format("tenant=\"{}\"", label(tenant)),
+         static_cast<double>(n));
 
   // Queue wait: submission to first start; duration: submission to the end
   // (finished, failed or cancelled).

@@ -80,11 +80,19 @@ json Manager::reload(const ServeConfig& next) {
         changed.push_back(fmt::format("tenant {} weight {} -> {}", t.name, old.weight, t.weight));
       if (old.token != t.token) changed.push_back("tenant " + t.name + " token");
       if (old.unix_user != t.unix_user) changed.push_back("tenant " + t.name + " unix_user");
+      if (old.quotas != t.quotas) changed.push_back("tenant " + t.name + " quotas");
       old = t;
     }
     slot_of(t.name, &tickets);
     tickets.push_back(store_->put(tenant_record(t)));
   }
+  // Quotas: new submissions and starts are held to them; what runs goes on.
+  config_.quotas = next.quotas;
+  for (TenantConfig& t : config_.tenants)
+    if (!in_file.count(t.name) && t.quotas != next.quotas) {
+      t.quotas = next.quotas;  // added by the API: the file's default
+      changed.push_back("tenant " + t.name + " quotas");
+    }
   config_tenants_ = in_file;
   for (TenantConfig& t : config_.tenants)
     if (!in_file.count(t.name) && !api_tenants_.count(t.name) && !t.token.empty()) {

@@ -45,6 +45,60 @@ json parse_body(const httplib::Request& req) {
   }
 }
 
+// The most a request body may hold. httplib's payload_max_length bounds a
+// body sent with Content-Length only: a chunked one (or one that runs to the
+// end of the connection) it reads whole (issue 30, M3: 24 MiB accepted).
+// Every route with a body therefore reads it through a content reader that
+// stops at this cap.
+constexpr std::size_t kMaxBodyBytes = 8 << 20;
+
+// An answer after which the connection is closed: a body was left unread
+// (over the cap, or malformed), and httplib would read what is still on the
+// wire as the next requests (a client still sending would hang). httplib
+// 0.11.4 closes a keep-alive connection when writing a response fails, and
+// lets a handler make that happen only through a content provider that
+// reports failure: this one writes the whole answer first, then fails.
+void answer_and_close(httplib::Response& res, int status, const std::string& error) {
+  const std::string body = json{{"error", error}}.dump() + "\n";
+  res.status = status;
+  res.set_header("Connection", "close");
+  res.set_content_provider(body.size(), "application/json",
+                           [body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+                             sink.write(body.data() + offset, length);
+                             return false;  // closes the connection (above)
+                           });
+}
+
+// A route's handler with its body read under kMaxBodyBytes, whatever the
+// framing (Content-Length, chunked or none).
+httplib::Server::HandlerWithContentReader capped(httplib::Server::Handler handler) {
+  return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                        const httplib::ContentReader& read) {
+    std::string body;
+    bool oversized = false;
+    const bool complete = read([&](const char* data, std::size_t length) {
+      if (body.size() + length > kMaxBodyBytes) {
+        oversized = true;
+        return false;  // stop reading: nothing more is taken in
+      }
+      body.append(data, length);
+      return true;
+    });
+    // Content-Length over payload_max_length: httplib says 413 itself.
+    if (oversized || (!complete && res.status == 413))
+      return answer_and_close(res, 413,
+                              fmt::format("(body): larger than {} bytes (8 MiB), the most a "
+                                          "request may carry; the connection is closed",
+                                          kMaxBodyBytes));
+    if (!complete)  // malformed chunks, or cut short: the rest cannot be read in step
+      return answer_and_close(res, 400, "(body): malformed or incomplete request body");
+    // httplib hands the handler its own non-const Request (Server::routing):
+    // the body goes where the route's handler reads it.
+    const_cast<httplib::Request&>(req).body = std::move(body);
+    handler(req, res);
+  };
+}
+
 // httplib's TLS server when the config names a certificate, else plain http.
 std::unique_ptr<httplib::Server> make_http_server(const ServeConfig& config) {
   if (config.tls_cert.empty()) return std::make_unique<httplib::Server>();
@@ -67,7 +121,7 @@ HttpServer::HttpServer(const ServeConfig& config)
   s.new_task_queue = [] { return new httplib::ThreadPool(128); };
   s.set_keep_alive_max_count(1000000);
   s.set_tcp_nodelay(true);  // small JSON answers: no Nagle delay
-  s.set_payload_max_length(8 << 20);
+  s.set_payload_max_length(kMaxBodyBytes);
   // SO_REUSEADDR only: httplib's default SO_REUSEPORT would let a second
   // server bind the same port and take half the connections.
   s.set_socket_options([](socket_t sock) {
@@ -77,7 +131,9 @@ HttpServer::HttpServer(const ServeConfig& config)
   // What httplib answers itself (no route, a malformed request) is the
   // documented JSON error too; the routes' own errors already are.
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+    // A body, or one to come from a content provider (answer_and_close: a
+    // body set here would replace it and keep the connection open).
+    if (!res.body.empty() || res.content_length_ > 0) return;
     const char* why = res.status == 404   ? "no such endpoint (docs/live-protocol.md)"
                       : res.status == 413 ? "body larger than 8 MiB"
                       : res.status == 400 ? "malformed request"
@@ -87,7 +143,7 @@ HttpServer::HttpServer(const ServeConfig& config)
   auto who = [this](const httplib::Request& req) {
     return manager_->authenticate(req.get_header_value("Authorization"));
   };
-  s.Post("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/jobs", capped([this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] {
       auto caller = who(req);
       if (caller.role == Caller::Role::kNone) throw ApiError(401, "missing or unknown bearer token");
@@ -96,25 +152,27 @@ HttpServer::HttpServer(const ServeConfig& config)
       return j;
     });
     if (res.status == 200) res.status = 201;
-  });
+  }));
   s.Get("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->jobs(who(req), req.get_param_value("state")); });
   });
   s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->job(who(req), req.matches[1]); });
   });
-  s.Post(R"(/v1/jobs/([^/]+)/cancel)", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
-  });
-  s.Delete(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
-  });
+  s.Post(R"(/v1/jobs/([^/]+)/cancel)",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
+         }));
+  s.Delete(R"(/v1/jobs/([^/]+))",
+           capped([this, who](const httplib::Request& req, httplib::Response& res) {
+             handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
+           }));
   s.Get("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->tenants(who(req)); });
   });
-  s.Post("/v1/tenants", [this, who](const httplib::Request& req, httplib::Response& res) {
+  s.Post("/v1/tenants", capped([this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->set_tenant(who(req), parse_body(req)); });
-  });
+  }));
   s.Get("/v1/cluster", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->cluster(who(req)); });
   });
@@ -123,7 +181,7 @@ HttpServer::HttpServer(const ServeConfig& config)
   });
   // Admin: forget measured profiles (?tenant=, ?gpu_type= narrow it).
   s.Delete(R"(/v1/profiles/([^/]+))",
-           [this, who](const httplib::Request& req, httplib::Response& res) {
+           capped([this, who](const httplib::Request& req, httplib::Response& res) {
              handle(res, [&] {
                for (const auto& [key, value] : req.params)
                  if (key != "tenant" && key != "gpu_type")
@@ -135,9 +193,9 @@ HttpServer::HttpServer(const ServeConfig& config)
                return manager_->reset_profiles(who(req), req.matches[1], tenant,
                                               req.get_param_value("gpu_type"));
              });
-           });
-  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", [this, who](const httplib::Request& req,
-                                                             httplib::Response& res) {
+           }));
+  s.Post(R"(/v1/nodes/([^/]+)/(drain|undrain))", capped([this, who](const httplib::Request& req,
+                                                                    httplib::Response& res) {
     handle(res, [&] {
       // An optional {"reason": "..."} (a drain's, kept and shown).
       std::string reason;
@@ -157,18 +215,31 @@ HttpServer::HttpServer(const ServeConfig& config)
       }
       return manager_->set_drained(who(req), req.matches[1], req.matches[2] == "drain", reason);
     });
-  });
+  }));
   s.Post(R"(/v1/nodes/([^/]+)/token)",
-         [this, who](const httplib::Request& req, httplib::Response& res) {
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
            handle(res, [&] { return manager_->issue_node_token(who(req), req.matches[1]); });
-         });
-  s.Post("/v1/agents/register", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res,
-           [&] { return manager_->register_agent(who(req), parse_body(req), req.remote_addr); });
+         }));
+  s.Post("/v1/agents/register",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] {
+             return manager_->register_agent(who(req), parse_body(req), req.remote_addr);
+           });
+         }));
+  s.Post("/v1/agents/heartbeat",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] { return manager_->heartbeat(who(req), parse_body(req)); });
+         }));
+  // Any other path or method with a body: read under the same cap too, else
+  // httplib would read it whole before answering 404.
+  const auto no_route = capped([](const httplib::Request& req, httplib::Response& res) {
+    answer(res, 404, {{"error", fmt::format("{} {}: no such endpoint (docs/live-protocol.md)",
+                                            req.method, req.path)}});
   });
-  s.Post("/v1/agents/heartbeat", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_->heartbeat(who(req), parse_body(req)); });
-  });
+  s.Post(".*", no_route);
+  s.Put(".*", no_route);
+  s.Patch(".*", no_route);
+  s.Delete(".*", no_route);
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!manager_->metrics_allowed(req.get_header_value("Authorization"))) {
       answer(res, 401,
