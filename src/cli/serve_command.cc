@@ -47,16 +47,17 @@ std::string run_serve(const ServeArgs& a) {
   const int port = server.bind(config.host, config.port);
   live::Manager manager(config);
   server.attach(manager);
-  if (!a.port_file.empty()) {
-    std::ofstream(a.port_file + ".tmp") << port << "\n";
-    std::rename((a.port_file + ".tmp").c_str(), a.port_file.c_str());
-  }
   live::log::info(
       "listening",
       {{"url", fmt::format("{}://{}:{}", server.tls() ? "https" : "http", config.host, port)},
        {"policy", config.policy},
        {"round_s", manager.interval()},
        {"data_dir", config.data_dir}});
+  // After the log line: whoever waits for the file finds the line too.
+  if (!a.port_file.empty()) {
+    std::ofstream(a.port_file + ".tmp") << port << "\n";
+    std::rename((a.port_file + ".tmp").c_str(), a.port_file.c_str());
+  }
   std::thread waiter([&] {
     for (;;) {
       int sig = 0;
