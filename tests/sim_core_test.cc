@@ -243,6 +243,26 @@ TEST(SimCore, ATimeSharingGangWaitsForOneNodeRatherThanRunSpreadAtHalfItsRate) {
   EXPECT_GE(rec(bounded, "G").cross_node_placements, 1);
 }
 
+TEST(SimCore, ATimeSharingGangTakesASlowerTypesWholeNodeRatherThanWait) {
+  // Two fast nodes of 3 GPUs with one free each (fillers as above) and a
+  // slow node of 2. Spread over the fast nodes the gang G would run at 5.4 x
+  // 0.5 = 2.7 it/s, faster than the slow node's 1.8 but below spread_min of
+  // its fast one-node 5.4: it does not wait for a fast node, it takes the
+  // slow node whole from the first point (10 + 180 / 1.8 = 110 s).
+  const Workload w = workload({job("F1", "t1", "a", 2, 0, 1e6), job("F2", "t1", "a", 2, 0, 1e6),
+                               job("G", "t2", "a", 2, 5, 180)});
+  const ClusterModel model = bind_model(
+      toy_cluster({{"fast", 3}, {"fast", 3}, {"slow", 2}}), toy_profiles(), w, 10.0);
+  auto policy = make_round_policy("fifo", {});
+  SimOptions o;
+  o.horizon_s = 600;
+  const SimResult r = simulate(model, w, *policy, o);
+  const auto& g = rec(r, "G");
+  EXPECT_DOUBLE_EQ(g.first_start, 10.0);
+  EXPECT_EQ(g.cross_node_placements, 0);
+  EXPECT_NEAR(g.finish, 120.0, 1e-6);
+}
+
 TEST(SimCore, FinishedJobsLeaveTheListsAtCompactOnly) {
   // Two fast GPUs: A (420 iterations) finishes at 10 + 140 = 150 s, B (3000)
   // at 10 + 1000 = 1010 s. run_events() finishes jobs but leaves them in

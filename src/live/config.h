@@ -36,7 +36,7 @@ struct TenantConfig {
   // The Unix user a root agent runs this tenant's jobs as; "" = a uid the
   // agent derives from the tenant's slot (agent.h, --uid-base).
   std::string unix_user;
-  TenantQuotas quotas;  // the config's defaults with the tenant's overrides
+  TenantQuotas quotas{};  // the config's defaults with the tenant's overrides
 };
 
 // Names that end up in paths, Prometheus labels and log lines (tenants,

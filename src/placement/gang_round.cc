@@ -70,10 +70,17 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
     if (j.workers <= 1) return j.rate_one_node[t];
     return free_devices().fits_one_node(t, j.workers) ? j.rate_one_node[t] : j.rate_spread[t];
   };
+  // A type where it would run spread below spread_min is passed over (a
+  // slower type's whole node may do); with room only there, it waits.
   std::size_t best = kBestType;
   double best_rate = 0.0;
+  bool room_held_out = false;
   for (std::size_t t = 0; t < k; ++t) {
     if (!j.runs_on(t) || free_[t] < j.workers) continue;
+    if (holds_out(j, t)) {
+      room_held_out = true;
+      continue;
+    }
     const double r = rate(t);
     if (best == kBestType || r > best_rate) {
       best = t;
@@ -81,10 +88,10 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
     }
   }
   if (best != kBestType) {
-    if (holds_out(j, best)) return false;
     out->per_type[best] = j.workers;
     return true;
   }
+  if (room_held_out) return false;
   // Spanning types only for a gang no single type could ever hold.
   if (s_.model->cluster.gangs_on_one_node) return false;
   int room = 0;
