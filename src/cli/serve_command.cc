@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "cli/commands.h"
@@ -42,16 +43,19 @@ std::string run_serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  // The port first: a second server on a busy port makes no store.
+  // The port first: a second server on a busy port makes no store. The
+  // manager is declared first all the same: it must outlive the server,
+  // whose destructor stops it and joins the thread running it.
+  std::unique_ptr<live::Manager> manager;
   live::HttpServer server(config);
   const int port = server.bind(config.host, config.port);
-  live::Manager manager(config);
-  server.attach(manager);
+  manager = std::make_unique<live::Manager>(config);
+  server.attach(*manager);
   live::log::info(
       "listening",
       {{"url", fmt::format("{}://{}:{}", server.tls() ? "https" : "http", config.host, port)},
        {"policy", config.policy},
-       {"round_s", manager.interval()},
+       {"round_s", manager->interval()},
        {"data_dir", config.data_dir}});
   // After the log line: whoever waits for the file finds the line too.
   if (!a.port_file.empty()) {
@@ -66,7 +70,7 @@ std::string run_serve(const ServeArgs& a) {
         try {
           live::ServeConfig next = live::read_serve_config(a.config);
           next.port = config.port;  // --port stays
-          manager.reload(next);
+          manager->reload(next);
         } catch (const std::exception& e) {
           live::log::warn("reload_failed", {{"config", a.config}, {"error", e.what()}});
         }
