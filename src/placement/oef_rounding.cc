@@ -215,6 +215,22 @@ void OefRoundingPlacer::prepare_jobs(const SchedulerState& s,
       if (type_bits)
         for (std::size_t t = 0; t < k; ++t)
           if (j.runs_on(t)) v.types = static_cast<std::uint8_t>(v.types | 1u << t);
+      v.fastest_held = 0;
+      v.rate_ok = true;
+      if (v.running && !j.devices.empty()) {
+        std::size_t slowest = k, fastest = 0;  // types are ordered slowest first
+        bool spans_nodes = false;
+        for (DeviceRef d : j.devices) {
+          slowest = std::min(slowest, s.type_of(d));
+          fastest = std::max(fastest, s.type_of(d));
+          spans_nodes |= d.node != j.devices.front().node;
+        }
+        v.fastest_held = static_cast<std::uint32_t>(fastest);
+        // Job::rate also carries the CPU and memory multiplier, which moving
+        // does not change: the placement's own rate from its devices.
+        const double rate = spans_nodes ? j.rate_spread[slowest] : j.rate_one_node[slowest];
+        v.rate_ok = rate >= options_.spread_min * j.rate_best[slowest];
+      }
       largest_gang_[e_of_r] = std::max(largest_gang_[e_of_r], v.workers);
     }
   }
@@ -229,6 +245,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   const double lease = lease_end - s.now;
   std::vector<Assignment> out;
   std::vector<std::size_t> entity_of_out;  // the entity charged for each of `out`
+  entity_of_placed_.clear();
   if (!free_) prepare_devices(s);
   FreeDevices& free = *free_;
   // What was prepared serves this call only, however it ends.
@@ -289,6 +306,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     if (in_share) next_in_share.push_back(i);
     out.push_back({i, std::move(devices), lease_end});
     entity_of_out.push_back(in_share ? e : n);
+    entity_of_placed_.push_back(e);
     position_of_out.push_back(p);
     taken[p] = 1;
   };
@@ -363,28 +381,20 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   };
   // A running job is renewed where it is only if it runs there within
   // spread_min of its best rate on the (slowest) type it holds, and on no type
-  // faster than those `limit` allows (set by the caller: a slow job kept on a
-  // fast GPU its share does not include); else it is a move candidate.
-  auto placed_well = [&](std::size_t p) {
-    const Job& j = s.jobs[job_at[p]];
+  // faster than its entity's share includes (a slow job kept on a fast GPU
+  // its share does not include); else it is a move candidate. From the view
+  // alone: this is asked of every running job in every leftover pass.
+  auto runs_on = [&](std::size_t p, std::size_t t) {
+    return type_bits ? (view[p].types >> t & 1) != 0 : s.jobs[job_at[p]].runs_on(t);
+  };
+  auto placed_well = [&](std::size_t e, std::size_t p) {
     if (options_.type_affine) {
       std::size_t fastest_allowed = 0;  // types are ordered slowest first
       for (std::size_t t = 0; t < k; ++t)
-        if (limit[t] > 0 && j.runs_on(t)) fastest_allowed = t;
-      for (DeviceRef d : devices_of(p))
-        if (s.type_of(d) > fastest_allowed) return false;
+        if (entities[e].ideal[t] > 1e-9 && runs_on(p, t)) fastest_allowed = t;
+      if (view[p].device_count > 0 && view[p].fastest_held > fastest_allowed) return false;
     }
-    // Its placement's rate from its devices (Job::rate also carries the CPU
-    // and memory multiplier, which moving does not change).
-    std::size_t slowest = k;
-    bool spans_nodes = false;
-    for (DeviceRef d : devices_of(p)) {
-      slowest = std::min(slowest, s.type_of(d));
-      spans_nodes |= d.node != devices_of(p).front().node;
-    }
-    if (slowest == k) return true;
-    const double rate = spans_nodes ? j.rate_spread[slowest] : j.rate_one_node[slowest];
-    return rate >= options_.spread_min * j.rate_best[slowest];
+    return view[p].rate_ok;
   };
 
   // 1. The quantum: jobs placed within their share last round keep their
@@ -508,8 +518,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   std::vector<Chosen> to_start, to_move;
   for (const Chosen& c : rest) {
     if (check_renewals && view[c.pos].running) {
-      affine_limits(c.e, s.jobs[job_at[c.pos]]);
-      if (!placed_well(c.pos)) {
+      if (!placed_well(c.e, c.pos)) {
         to_move.push_back(c);
         continue;
       }
@@ -590,8 +599,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     auto renew_leftover = [&](std::size_t e, std::size_t p, Mode mode) {
       if (!view[p].running) return false;
       if (mode == Mode::kAffine) {
-        affine_limits(e, s.jobs[job_at[p]]);
-        if (!placed_well(p)) return false;
+        if (!placed_well(e, p)) return false;
       } else if (holding[p]) {
         return false;
       }

@@ -80,6 +80,10 @@ class OefRoundingPlacer {
   // rounds of `type`: taken from its credit, so the rounding keeps its
   // long-run share. An entity without credit (new) is not charged.
   void charge(std::uint64_t key, std::size_t type, double gpu_rounds);
+  // For each assignment the last place() returned, the entity whose jobs
+  // hold it (whatever it was charged to), so a caller can read its row
+  // without reading the job.
+  const std::vector<std::size_t>& entities_of_last_place() const { return entity_of_placed_; }
 
  private:
   RoundingOptions options_;
@@ -104,8 +108,15 @@ class OefRoundingPlacer {
     std::uint32_t first_device = 0, device_count = 0;
     bool running = false;
     std::uint8_t types = 0;  // bit t: runs on type t (types < 8)
+    // A running job's placement, read once here rather than from the job at
+    // its scattered index in every pass that asks whether it is placed well:
+    // the fastest type it holds, and whether its rate there (spread or on one
+    // node, on the slowest type it holds) is within spread_min of its best.
+    std::uint32_t fastest_held = 0;
+    bool rate_ok = true;
   };
   std::vector<JobView> view_;
+  std::vector<std::size_t> entity_of_placed_;  // entities_of_last_place()
   std::optional<FreeDevices> free_;  // prepare_devices()'s, until place() ends
   bool jobs_prepared_ = false;       // prepare_jobs() ran for the next place()
   // Per-round scratch kept for its capacity: entitlement and holdings per

@@ -189,9 +189,9 @@ class ShareRoundPolicy final : public RoundPolicy {
     if (spread)  // a single worker that fit no node in the first pass fits none now
       for (const auto& kind : kinds_)
         if (kind.first <= 1) misfits.insert(kind);
-    auto it = waiting_order_.begin();
-    while (it != waiting_order_.end() && placer.free_left() > 0) {
-      WaitingRow& row = waiting_rows_[it->second];
+    std::size_t at = 0;  // position in waiting_order_
+    while (at < waiting_order_.size() && placer.free_left() > 0) {
+      WaitingRow& row = waiting_rows_[waiting_order_[at].second];
       // A row of one kind that fits nowhere is passed over unread; once no
       // kind of waiting job fits, the scan stops (a big run has thousands
       // of rows and a completion every few seconds).
@@ -199,7 +199,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (mixed_rows_ == 0 &&
             std::includes(misfits.begin(), misfits.end(), kinds_.begin(), kinds_.end()))
           break;
-        ++it;
+        ++at;
         continue;
       }
       if (row.members) {  // its waiting jobs, gathered when first needed
@@ -229,11 +229,11 @@ class ShareRoundPolicy final : public RoundPolicy {
         if (row.uniform) break;
       }
       if (!start) {
-        ++it;
+        ++at;
         continue;
       }
-      const std::size_t r = it->second;
-      waiting_order_.erase(it);
+      const std::size_t r = waiting_order_[at].second;
+      waiting_order_.erase_at(at);
       row.shortfall -= s.jobs[start->job].workers;
       std::erase(row.jobs, start->job);
       waiting_order_.insert({-row.shortfall, r});
@@ -244,7 +244,7 @@ class ShareRoundPolicy final : public RoundPolicy {
                        j.workers * (round_end - s.now) / interval_);
       }
       out.push_back(std::move(*start));
-      it = waiting_order_.begin();
+      at = 0;
     }
   }
   // The lowest spread rate a mid-round spread start of `j` may take: tenant
@@ -779,20 +779,28 @@ class ShareRoundPolicy final : public RoundPolicy {
           if (ent.ideal[t] > 1e-9 && t < 64) row.types |= std::uint64_t{1} << t;
         }
         row.members = &ent.jobs;
-        row_of_key_[ent.key] = e;
       }
-      for (const Assignment& a : plan.run) {
-        const Job& j = s.jobs[a.job];
-        auto it = row_of_key_.find(rounding_key(j.tenant, j.job_type, tenant_demands_ ? j.workers : 0));
-        if (it == row_of_key_.end()) continue;
-        waiting_rows_[it->second].shortfall -= j.workers;
-        ++placed[it->second];
+      // Rows are found by key with a binary search (the rows come sorted by
+      // tenant, job type and gang, so by key); a hash map of every row,
+      // rebuilt each round, only where they are not.
+      rows_by_key_ = std::is_sorted(entities_.begin(), entities_.end(),
+                                    [](const placement::RoundingEntity& a,
+                                       const placement::RoundingEntity& b) { return a.key < b.key; });
+      if (!rows_by_key_)
+        for (std::size_t e = 0; e < entities_.size(); ++e) row_of_key_[entities_[e].key] = e;
+      // Each run's row from the placer (reading 20,000 scattered jobs a
+      // round for their keys cost the 1M-job run more than the placement).
+      const std::vector<std::size_t>& row_of_run = placer_.entities_of_last_place();
+      for (std::size_t q = 0; q < plan.run.size(); ++q) {
+        waiting_rows_[row_of_run[q]].shortfall -= static_cast<double>(plan.run[q].devices.size());
+        ++placed[row_of_run[q]];
       }
       for (std::size_t e = 0; e < entities_.size(); ++e) {
         if (entities_[e].jobs.size() <= placed[e]) continue;
         note_kind(waiting_rows_[e], s.jobs[entities_[e].jobs.front()]);
-        waiting_order_.insert({-waiting_rows_[e].shortfall, e});
+        waiting_order_.add_unsorted({-waiting_rows_[e].shortfall, e});
       }
+      waiting_order_.sort();
       return;
     }
     // Job level: one row per job the plan left out (a flag per job, sized
@@ -809,9 +817,10 @@ class ShareRoundPolicy final : public RoundPolicy {
       }
       row.jobs = {i};
       note_kind(row, s.jobs[i]);
-      waiting_order_.insert({-row.shortfall, waiting_rows_.size()});
+      waiting_order_.add_unsorted({-row.shortfall, waiting_rows_.size()});
       waiting_rows_.push_back(std::move(row));
     }
+    waiting_order_.sort();
     for (const Assignment& a : plan.run) in_plan_[a.job] = 0;
   }
   // With mid-round starts charged to the rows that got them, a run of the
@@ -826,14 +835,22 @@ class ShareRoundPolicy final : public RoundPolicy {
   void remember_holders(const SchedulerState& s, const RoundPlan& plan, double round_end) {
     holders_.clear();
     holders_until_ = round_end;
-    for (const Assignment& a : plan.run) {
-      const Job& j = s.jobs[a.job];
-      holders_.push_back({a.job, rounding_key(j.tenant, j.job_type, tenant_demands_ ? j.workers : 0),
-                          s.type_of(a.devices.front()), j.workers});
+    const std::vector<std::size_t>& row_of_run = placer_.entities_of_last_place();
+    for (std::size_t q = 0; q < plan.run.size(); ++q) {
+      const Assignment& a = plan.run[q];
+      holders_.push_back({a.job, entities_[row_of_run[q]].key, s.type_of(a.devices.front()),
+                          static_cast<int>(a.devices.size())});
     }
   }
   void refund_stopped_early(const SchedulerState& s) {
-    for (const Holder& h : holders_) {
+    for (std::size_t r = 0; r < holders_.size(); ++r) {
+      constexpr std::size_t kAhead = 8;  // the jobs lie scattered (core/prefetch.h)
+      if (r + kAhead < holders_.size()) {
+        const Job& ahead = s.jobs[holders_[r + kAhead].job];
+        __builtin_prefetch(&ahead.state);
+        __builtin_prefetch(&ahead.last_stop);
+      }
+      const Holder& h = holders_[r];
       const Job& j = s.jobs[h.job];
       const double stopped = j.state == JobState::kFinished ? j.record.finish
                              : j.state == JobState::kRunning ? holders_until_
@@ -855,9 +872,16 @@ class ShareRoundPolicy final : public RoundPolicy {
       std::size_t row = waiting_rows_.size();
       if (tenant_level_) {
         const std::uint64_t key = rounding_key(j.tenant, j.job_type, tenant_demands_ ? j.workers : 0);
-        auto [at, fresh] = row_of_key_.try_emplace(key, waiting_rows_.size());
-        row = at->second;
-        if (fresh) waiting_rows_.emplace_back();
+        const auto planned = std::lower_bound(
+            entities_.begin(), entities_.end(), key,
+            [](const placement::RoundingEntity& e, std::uint64_t k) { return e.key < k; });
+        if (rows_by_key_ && planned != entities_.end() && planned->key == key) {
+          row = static_cast<std::size_t>(planned - entities_.begin());
+        } else {  // a row of arrivals only (or rows not sorted by key)
+          auto [at, fresh] = row_of_key_.try_emplace(key, waiting_rows_.size());
+          row = at->second;
+          if (fresh) waiting_rows_.emplace_back();
+        }
       } else {
         waiting_rows_.emplace_back();
       }
@@ -882,8 +906,34 @@ class ShareRoundPolicy final : public RoundPolicy {
 
   MidroundOptions midround_;
   std::vector<WaitingRow> waiting_rows_;  // order_waiting()'s, for midround()
-  std::set<std::pair<double, std::size_t>> waiting_order_;  // (-shortfall, row) of rows with jobs
-  std::unordered_map<std::uint64_t, std::size_t> row_of_key_;  // tenant level
+  // (-shortfall, row) of the rows with waiting jobs, best first: a sorted
+  // vector, not a std::set (freeing thousands of tree nodes every round cost
+  // the 1M-job run more than ordering them; an update is a short memmove).
+  class RowOrder {
+   public:
+    using Entry = std::pair<double, std::size_t>;
+    std::size_t size() const { return order_.size(); }
+    const Entry& operator[](std::size_t i) const { return order_[i]; }
+    void clear() { order_.clear(); }
+    void add_unsorted(Entry e) { order_.push_back(e); }  // then sort()
+    void sort() { std::sort(order_.begin(), order_.end()); }
+    void insert(Entry e) { order_.insert(std::lower_bound(order_.begin(), order_.end(), e), e); }
+    void erase_at(std::size_t i) { order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(i)); }
+    bool erase(Entry e) {  // whether it was there
+      const auto it = std::lower_bound(order_.begin(), order_.end(), e);
+      if (it == order_.end() || *it != e) return false;
+      order_.erase(it);
+      return true;
+    }
+
+   private:
+    std::vector<Entry> order_;
+  };
+  RowOrder waiting_order_;
+  // Tenant level: a row of entities_ by key (binary search) where rows_by_key_,
+  // else and for rows of arrivals the plan did not see, row_of_key_.
+  bool rows_by_key_ = false;
+  std::unordered_map<std::uint64_t, std::size_t> row_of_key_;
   std::size_t seen_jobs_ = 0;  // jobs from this index on arrived after the plan
   std::vector<Holder> holders_;  // the last plan's runs (tenant level, midround on)
   double holders_until_ = 0.0;
