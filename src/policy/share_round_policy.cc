@@ -1043,7 +1043,8 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                   "job takes (still first in line)"),
       bool_option("affine", placement::RoundingOptions{}.type_affine,
                   "tenant level: leftover GPUs of a type go first to rows whose share includes "
-                  "it; a job renewed on a type faster than its row's share may move"),
+                  "it; a job on a type faster than its row's share yields it to starts within "
+                  "shares"),
       bool_option("midround", MidroundOptions{}.on,
                   "work-conserving rounds: GPUs freed mid-round go at once to the waiting jobs "
                   "the plan would pick next, until the round ends (off: idle until the next "
