@@ -352,7 +352,7 @@ TEST_F(CliTest, PoliciesListsEveryPolicyAndItsKeys) {
       {"astraea", {"fair-share=quota", "one of quota | demand"}},
       {"ftf", {"round=360", "level=job"}},
       {"oef-coop", {"level=tenant", "one of tenant | job", "round=300", "demands=on", "on or off"}},
-      {"gavel", {"level=job", "round=360"}},
+      {"gavel", {"level=job", "round=300"}},
   };
   for (const auto& [name, parts] : expected)
     for (const auto& part : parts)

@@ -310,7 +310,7 @@ TEST_F(SimCliTest, GoldenOefCoopJobsWithoutMidRoundStarts) {
 }
 
 TEST_F(SimCliTest, GoldenGavelJobLevelJobs) {
-  golden_run("gavel", "job", 360.0, {"--level", "job"}, "small-trace-gavel-jobs.csv");
+  golden_run("gavel", "job", 300.0, {"--level", "job"}, "small-trace-gavel-jobs.csv");
 }
 
 TEST_F(SimCliTest, SimulateWithoutArgumentsRunsTheBuiltInScenario) {
@@ -390,13 +390,13 @@ TEST_F(SimCliTest, CompareTwoPoliciesPrintsValuesAndRatios) {
   EXPECT_NEAR(num(csv.rows[1], "avg_jct_s_ratio"),
               num(csv.rows[1], "avg_jct_s") / num(csv.rows[0], "avg_jct_s"), 1e-8);
   // compare runs exactly what simulate runs (gavel defaults to job level),
-  // every share policy on one round length: 300 s, not Gavel's own 360 s.
+  // every share policy on its one default round length, 300 s.
   EXPECT_EQ(slurp(out / "oef-coop" / "jobs.csv"),
             slurp(source_path("tests/data/golden/small-trace-oef-coop-jobs.csv")));
   for (const char* policy : {"oef-coop", "gavel"})
     EXPECT_EQ(json::parse(slurp(out / policy / "summary.json"))["round_s"], 300.0) << policy;
   auto alone = dir_ / "gavel-300";
-  RunResult g = run({"simulate", "--policy", "gavel:round=300", "--trace", kTrace, "--cluster",
+  RunResult g = run({"simulate", "--policy", "gavel", "--trace", kTrace, "--cluster",
                      kCluster, "--out", alone.string()});
   ASSERT_EQ(g.status, 0) << g.err;
   EXPECT_EQ(slurp(out / "gavel" / "jobs.csv"), slurp(alone / "jobs.csv"));
@@ -416,10 +416,10 @@ TEST_F(SimCliTest, CompareGivesShareEveryPolicyOneRoundLength) {
             json::parse(slurp(e.path() / "summary.json"))["round_s"].get<double>();
     return by_policy;
   };
-  // Gavel alone among share policies keeps its own 360 s; a time-sharing
-  // policy keeps its own interval.
+  // Gavel alone among share policies has the same 300 s (one default for
+  // every command); a time-sharing policy keeps its own interval.
   EXPECT_EQ(rounds({"--policies", "gavel,fifo"}),
-            (std::map<std::string, double>{{"fifo", 10.0}, {"gavel", 360.0}}));
+            (std::map<std::string, double>{{"fifo", 10.0}, {"gavel", 300.0}}));
   // --round applies to all of them.
   EXPECT_EQ(rounds({"--policies", "gavel,max-min", "--round", "600"}),
             (std::map<std::string, double>{{"gavel", 600.0}, {"max-min", 600.0}}));

@@ -103,7 +103,8 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
       "OEF");
   c->add_option("--round", p.round_s,
                 "alias of key round, every policy: round / scheduling interval in seconds "
-                "(default: the policy's: OEF 300, Gavel 360, time-sharing policies 10)");
+                "(default: the policy's: share policies 300, ftf and ossp 360, Shockwave 120, "
+                "time-sharing policies 10)");
   auto alias = [&](const char* flag, const char* key, const char* policy, const char* help) {
     c->add_option_function<std::string>(
         flag, [&p, key, policy](const std::string& v) { p.set(key, v, policy); }, help);
@@ -439,24 +440,10 @@ void remove_stale_policy_folders(const std::string& dir, const std::vector<std::
   }
 }
 
-// Share policies compared side by side run on one round length, 300 s (OEF
-// §6.1.1) unless --round or a specifier says otherwise: Gavel's own 360 s
-// applies when it runs alone.
-SimArgs with_common_share_round(SimArgs a, const std::vector<std::string>& names) {
-  if (a.policy_options.round_s > 0) return a;
-  std::vector<std::string> share;
-  for (const RoundPolicyInfo& info : round_policy_catalogue())
-    for (const std::string& n : names)
-      if (info.share && parse_policy_specifier(n).name == info.name) share.push_back(info.name);
-  if (share.size() < 2) return a;
-  for (const std::string& name : share) a.policy_options.set("round", "300", name);
-  return a;
-}
-
 std::string run_compare(const SimArgs& args) {
   check_args(args);
   auto names = split_policies(args.policies);
-  const SimArgs a = with_common_share_round(args, names);
+  const SimArgs& a = args;
   for (const auto& n : names) make_round_policy(n, a.policy_options);  // validate all first
   Scenario sc = load(a);
   const Json inputs = inputs_json(a);

@@ -1013,13 +1013,17 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
   // 7,874 / 5,983 / 2,658 / 2,253 restarts (300 s: 4,472): throughput is
   // level across them, so the paper's 300 s stays; longer rounds trade
   // restarts for GPUs idle while jobs wait (0.42 GPU-hours at 300 s, 1.75 at
-  // 900 s).
+  // 900 s). Every share policy has this one default, Gavel too (its paper's
+  // 6-minute rounds: `gavel:round=360`), so that simulate, compare and sweep
+  // run the same experiment on the same rounds: compare put the share
+  // policies on one length while sweep ran Gavel alone on 360 s, and a
+  // sweep's cell did not equal the compare's row.
   const bool gavel = name == "gavel";
   std::vector<OptionSpec> keys = {
       choice_option("level", gavel ? "job" : "tenant",
                     "tenant (shares per tenant, OEF's placer) or job (Gavel's priority rounds)",
                     {"tenant", "job"}),
-      number_option("round", gavel ? 360.0 : 300.0, "round length in seconds", 0.0,
+      number_option("round", 300.0, "round length in seconds (Gavel's paper: 360)", 0.0,
                     std::numeric_limits<double>::infinity(), true),
       bool_option("demands", true,
                   "tenant level: demand- and gang-aware shares (off: 1-worker speedups and "
