@@ -137,7 +137,8 @@ TEST(PolicyOptions, ABadDeclarationIsABug) {
 TEST(RoundPolicySpecifier, KeysReachThePolicyWithSpecifierOverAliasOverDefault) {
   RoundPolicyOptions none;
   EXPECT_EQ(make_round_policy("oef-coop", none)->interval(), 300.0);
-  EXPECT_EQ(make_round_policy("gavel", none)->interval(), 360.0);
+  EXPECT_EQ(make_round_policy("gavel", none)->interval(), 300.0);
+  EXPECT_EQ(make_round_policy("ftf", none)->interval(), 360.0);
   EXPECT_EQ(make_round_policy("themis", none)->interval(), 10.0);
   auto p = make_round_policy("oef-coop:round=600:level=job", none);
   EXPECT_EQ(p->interval(), 600.0);
