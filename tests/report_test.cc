@@ -108,9 +108,18 @@ const char* kChecker = R"(<script>
     document.querySelectorAll('svg.plot').forEach(function (svg) {
       var box = svg.getBoundingClientRect();
       var plot = {id: svg.id, width: box.width, height: box.height, series: []};
+      plot.legends = [];
+      svg.querySelectorAll('text.legend').forEach(function (text) {
+        var b = text.getBBox();
+        plot.legends.push({name: text.getAttribute('data-series'), text: text.textContent,
+                           inside: b.x >= 0 && b.x + b.width <= box.width + 0.5 &&
+                                   b.y >= 0 && b.y + b.height <= box.height + 0.5});
+      });
       svg.querySelectorAll('polyline.series').forEach(function (line) {
         var b = line.getBBox();
+        var style = getComputedStyle(line);
         plot.series.push({name: line.getAttribute('data-series'),
+                          look: style.stroke + ' / ' + style.strokeDasharray,
                           declared: Number(line.getAttribute('data-points')),
                           drawn: line.points.numberOfItems,
                           bbox_w: b.width, bbox_h: b.height,
@@ -186,9 +195,9 @@ TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
   EXPECT_TRUE(contains(page, ">astraea</td>"));
   // Plots: JCT and FTF CDFs, utilisation, idle-while-waiting, per policy GPU
   // share and throughput per tenant, ρ per window for astraea only.
-  const std::set<std::string> expected = {"jct-cdf",      "ftf-cdf",         "utilisation",
-                                          "idle-waiting", "run0-share",      "run0-throughput",
-                                          "run1-share",   "run1-throughput", "run1-rho"};
+  const std::set<std::string> expected = {
+      "jct-cdf",        "ftf-cdf",           "utilisation",   "idle-waiting",       "oef-coop-share",
+      "oef-coop-throughput", "astraea-share", "astraea-throughput", "astraea-rho"};
   EXPECT_EQ(count(page, "<svg class=\"plot\""), expected.size());
 
   std::string log;
@@ -204,6 +213,15 @@ TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
     EXPECT_GT(plot["width"].get<double>(), 100) << id;
     EXPECT_GT(plot["height"].get<double>(), 100) << id;
     ASSERT_FALSE(plot["series"].empty()) << id;
+    // Every series its own look; every legend label whole and inside the figure.
+    std::set<std::string> looks;
+    for (const auto& s : plot["series"])
+      EXPECT_TRUE(looks.insert(s["look"].get<std::string>()).second) << id << " " << s.dump();
+    ASSERT_EQ(plot["legends"].size(), plot["series"].size()) << id;
+    for (const auto& l : plot["legends"]) {
+      EXPECT_EQ(l["text"], l["name"]) << id;
+      EXPECT_TRUE(l["inside"].get<bool>()) << id << " " << l.dump();
+    }
     for (const auto& s : plot["series"]) {
       const std::string what = id + " / " + s["name"].get<std::string>();
       EXPECT_GT(s["declared"].get<int>(), 0) << what;
@@ -238,7 +256,7 @@ TEST_F(ReportTest, ReportCommandRebuildsTheSamePage) {
            single.string(), "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string page = slurp(single / "report.html");
-  EXPECT_TRUE(contains(page, "id=\"run0-rho\"")) << "themis is time-sharing";
+  EXPECT_TRUE(contains(page, "id=\"themis-rho\"")) << "themis is time-sharing";
   EXPECT_EQ(count(page, "<svg class=\"plot\""), 7u);  // no second policy: same set, one line each
   // Not a results folder, or a broken file: one line, exit 2, nothing written.
   r = run({"report", dir_.string() + "/nowhere"});

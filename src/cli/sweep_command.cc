@@ -50,6 +50,7 @@ struct SweepArgs {
   int jobs = 0;  // processes at once; 0: one per core
   bool quiet = false;
   std::vector<std::string> passthrough;  // scenario options for every run
+  ReportOptions report;                   // the sweep's report.html and figures/
 };
 
 std::vector<std::string> split(const std::string& list, char sep) {
@@ -176,6 +177,7 @@ std::string run_sweep(const SweepArgs& a) {
     folders.push_back(policy_folder_name(p));
   }
   if (a.jobs < 0) throw InputError("options", "jobs", "must be >= 0");
+  check_report_options(a.report);
   for (const std::string& opt : a.passthrough)
     for (const char* owned : {"--seed", "--policy", "--out", "--load", "--cluster", "--round"})
       if (opt == owned || opt.rfind(std::string(owned) + "=", 0) == 0)
@@ -224,6 +226,9 @@ std::string run_sweep(const SweepArgs& a) {
           r.args.insert(r.args.end(), {"--cluster", variants[v].cluster});
         if (!variants[v].round.empty()) r.args.insert(r.args.end(), {"--round", variants[v].round});
         r.args.insert(r.args.end(), a.passthrough.begin(), a.passthrough.end());
+        // Each run's own figures as SVG only: a PDF per figure of every run
+        // would cost more than the run; `fairgpu report RUN` adds them.
+        r.args.insert(r.args.end(), {"--figure-axes", a.report.axes, "--no-pdf"});
         runs.push_back(std::move(r));
       }
 
@@ -315,7 +320,7 @@ std::string run_sweep(const SweepArgs& a) {
       rows.push_back(std::move(row));
     }
   write_files(out.string(), {{"sweep.csv", csv}});
-  write_files(out.string(), {{"report.html", html_report(out.string())}});
+  write_report_noting(out.string(), a.report);
 
   // The table: the compare table's columns, mean ± half-width.
   std::string table = fmt::format("sweep: {} policies x {} variants x {} seeds = {} runs\n\n",
@@ -364,6 +369,7 @@ void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
   sweep->add_option("--out", args->out, "folder (default fairgpu-out/sweep)");
   sweep->add_option("-j,--jobs-at-once", args->jobs, "runs at once (default: one per core)");
   sweep->add_flag("--quiet", args->quiet, "no progress line on stderr");
+  add_report_options(sweep, args->report);
   sweep->allow_extras();
   sweep->footer(
       "Every other option (--trace, --jobs, --gen-tenants, --arrivals-per-hour, --horizon-hours, "

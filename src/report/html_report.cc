@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <future>
@@ -34,7 +35,7 @@ using report::escape_xml;
 using report::Series;
 
 constexpr std::size_t kMaxPoints = 300;     // per series
-constexpr std::size_t kMaxTenantLines = 8;  // the tenants with most GPU time; the rest summed
+constexpr std::size_t kMaxTenantLines = 10;  // the tenants with most GPU time; the rest summed
 
 // A CSV file of ours read column by column: the header names the columns.
 class CsvColumns {
@@ -83,7 +84,37 @@ struct Run {
   fs::path dir;
   Json summary;
   bool time_sharing = false;
+  std::string key = {};  // its figures' names: <key>-share, ... (file-name safe)
 };
+
+// `text` with every character but [A-Za-z0-9._-] written as '_'.
+std::string file_safe(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  return out.empty() ? "run" : out;
+}
+
+// The figures of the page, each also a file of its own.
+struct Figures {
+  report::AxisScale eligible = report::AxisScale::automatic;  // for axes that may be log
+  std::vector<std::pair<std::string, std::string>> files;
+  // The chart inline (and kept as figures/<id>.svg), or a note when it has no data.
+  std::string add(const Chart& chart) {
+    if (!report::has_data(chart))
+      return fmt::format("<p class=\"note\">{}: no data to plot.</p>\n", escape_xml(chart.title));
+    files.emplace_back(chart.id + ".svg", report::svg_line_chart(chart, true));
+    return "<figure>" + report::svg_line_chart(chart) + "</figure>\n";
+  }
+};
+
+report::AxisScale parse_axes(const std::string& text) {
+  if (text == "auto") return report::AxisScale::automatic;
+  if (text == "linear") return report::AxisScale::linear;
+  if (text == "log") return report::AxisScale::log;
+  throw InputError("options", "figure-axes",
+                   fmt::format("'{}' is not auto, linear or log", text));
+}
 
 Json read_json(const fs::path& path) {
   const std::string text = text_input::read_text_file(path.string());
@@ -210,8 +241,13 @@ std::vector<std::string> top_tenants(const std::map<std::string, double>& weight
 // tenants.csv: per tenant GPU share (% of all GPUs) and normalised throughput
 // over time, the kMaxTenantLines tenants holding most GPU time by name, the
 // others summed as "other tenants".
-std::pair<Chart, Chart> tenant_charts(const Run& run, const fs::path& path, double origin,
-                                      int total_gpus, const std::string& id) {
+struct TenantCharts {
+  Chart share, throughput;
+  std::vector<std::string> top;  // the tenants drawn, by GPU time; the rho panel draws the same
+};
+
+TenantCharts tenant_charts(const Run& run, const fs::path& path, double origin, int total_gpus,
+                           const std::string& id, report::AxisScale y_scale) {
   struct Row {
     double start, end, gpus, tput;
     std::string tenant;
@@ -249,7 +285,8 @@ std::pair<Chart, Chart> tenant_charts(const Run& run, const fs::path& path, doub
              "hours since the first arrival",
              "normalised throughput (K80 = 1 per GPU)",
              {}};
-  if (rows.empty()) return {share, tput};
+  share.y_scale = tput.y_scale = y_scale;
+  if (rows.empty()) return {share, tput, {}};
   const std::vector<std::string> top = top_tenants(gpu_time);
   const bool others = gpu_time.size() > top.size();
   Buckets b(t0, t1, distinct_starts);
@@ -268,18 +305,20 @@ std::pair<Chart, Chart> tenant_charts(const Run& run, const fs::path& path, doub
     share.series.push_back({name, b.points(gpus[i], origin)});
     tput.series.push_back({name, b.points(th[i], origin)});
   }
-  return {share, tput};
+  return {share, tput, top};
 }
 
-// tenant_windows.csv: ρ_tenant per window (Astraea eq. 12) of the tenants
-// with the most fair GPU time.
-Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::string& id) {
+// tenant_windows.csv: ρ_tenant per window (Astraea eq. 12) of `tenants` (those
+// of the share panels), or without them of the tenants with most fair GPU time.
+Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::string& id,
+                const std::vector<std::string>& tenants, report::AxisScale y_scale) {
   Chart chart{id + "-rho",
               run.label + ": tenant rho per window (Astraea eq. 12)",
               "hours since the first arrival (window middle)",
               "rho_tenant = held / fair GPU time",
               {}};
-  chart.reference_y = {1.0};
+  chart.reference_y = {{1.0, "rho = 1"}};
+  chart.y_scale = y_scale;
   std::map<std::string, std::vector<std::pair<double, double>>> points;
   std::map<std::string, double> fair;
   CsvColumns csv(path.string());
@@ -293,7 +332,7 @@ Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::
       points[csv.cell(tn)].emplace_back(((csv.number(s) + csv.number(e)) / 2 - origin) / 3600.0,
                                         rho);
   }
-  for (const std::string& tenant : top_tenants(fair)) {
+  for (const std::string& tenant : tenants.empty() ? top_tenants(fair) : tenants) {
     auto& p = points[tenant];
     if (p.size() > kMaxPoints) {  // every k-th window
       std::vector<std::pair<double, double>> thin;
@@ -307,11 +346,6 @@ Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::
 }
 
 // ---- page -----------------------------------------------------------------------
-
-std::string plot_or_note(const Chart& chart) {
-  if (report::has_data(chart)) return "<figure>" + report::svg_line_chart(chart) + "</figure>\n";
-  return fmt::format("<p class=\"note\">{}: no data to plot.</p>\n", escape_xml(chart.title));
-}
 
 std::string note(const std::string& text) {
   return "<p class=\"note\">" + escape_xml(text) + "</p>\n";
@@ -438,7 +472,8 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
                          run_dir.filename().string(),
                      run_dir,
                      {},
-                     false});
+                     false,
+                     file_safe(fs::path(first).lexically_normal().string())});
   }
   if (runs->empty()) throw InputError(path.string(), "", "no rows");
   return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) +
@@ -454,8 +489,8 @@ std::vector<Run> read_runs(const fs::path& dir, std::string* sweep) {
     CsvColumns csv(compare.string());
     const std::size_t policy = csv.require("policy"), folder = csv.require("folder");
     while (csv.next()) {
-      runs.push_back(
-          {csv.cell(policy), sub_folder(dir, csv.cell(folder), compare.string()), {}, false});
+      runs.push_back({csv.cell(policy), sub_folder(dir, csv.cell(folder), compare.string()), {},
+                      false, file_safe(csv.cell(folder))});
     }
     if (runs.empty()) throw InputError(compare.string(), "", "no runs listed");
   } else if (fs::exists(dir / "summary.json")) {
@@ -469,12 +504,13 @@ std::vector<Run> read_runs(const fs::path& dir, std::string* sweep) {
     const std::string policy = r.summary.value("policy", std::string());
     if (r.label.empty()) r.label = policy;
     r.time_sharing = is_time_sharing(policy);
+    if (r.key.empty()) r.key = file_safe(policy_folder_name(policy));
   }
   return runs;
 }
 
 // The cluster's and each run's tenants' series over time.
-std::string series_over_time_html(const std::vector<Run>& runs) {
+std::string series_over_time_html(const std::vector<Run>& runs, Figures& figures) {
   std::string body;
   // Utilisation and idle-while-waiting over time, one line per run.
   Chart util{"utilisation",
@@ -501,27 +537,31 @@ std::string series_over_time_html(const std::vector<Run>& runs) {
     idle.series.push_back(ts.idle_waiting);
   }
   body += "<h2>Cluster over time</h2>\n";
-  body += plot_or_note(util);
-  body += plot_or_note(idle);
+  idle.y_scale = figures.eligible;
+  body += figures.add(util);
+  body += figures.add(idle);
   if (!missing.empty()) body += note("No utilisation.csv for " + missing + ".");
 
   // Per run: tenants over time, and ρ per window for time-sharing policies.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
-    const std::string id = fmt::format("run{}", i);
+    const std::string& id = r.key;
     const double origin = r.summary.value("first_arrival_s", 0.0);
     body += "<h2>" + escape_xml(r.label) + ": tenants</h2>\n";
     const fs::path tenants = r.dir / "tenants.csv";
+    std::vector<std::string> top;
     if (fs::exists(tenants)) {
-      auto [share, tput] = tenant_charts(r, tenants, origin, r.summary.value("total_gpus", 0), id);
-      body += plot_or_note(share) + plot_or_note(tput);
+      TenantCharts t = tenant_charts(r, tenants, origin, r.summary.value("total_gpus", 0), id,
+                                     figures.eligible);
+      body += figures.add(t.share) + figures.add(t.throughput);
+      top = std::move(t.top);
     } else {
       body += note("No tenants.csv for " + r.label + ".");
     }
     if (r.time_sharing) {
       const fs::path windows = r.dir / "tenant_windows.csv";
       if (fs::exists(windows))
-        body += plot_or_note(rho_chart(r, windows, origin, id));
+        body += figures.add(rho_chart(r, windows, origin, id, top, figures.eligible));
       else
         body += note("No tenant_windows.csv for " + r.label + ".");
     }
@@ -531,7 +571,7 @@ std::string series_over_time_html(const std::vector<Run>& runs) {
 }
 
 const char* kStyle = R"(
-body{font-family:sans-serif;margin:24px;max-width:1500px;color:#222}
+body{font-family:sans-serif;margin:24px;max-width:1620px;color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
 h3{font-size:15px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
@@ -539,16 +579,16 @@ table.compare td{text-align:right}table.compare td.name{text-align:left;font-wei
 table.prov th{text-align:left;background:#f4f4f4}table.prov td{font-family:monospace;word-break:break-all}
 pre.legend{font-size:12px;background:#f8f8f8;padding:8px}
 figure{display:inline-block;margin:8px}
-svg.plot{font-size:11px;background:#fff}
-svg.plot .title{font-size:13px;font-weight:bold}
-svg.plot .grid{stroke:#e6e6e6}svg.plot .frame{fill:none;stroke:#888}
-svg.plot .reference{stroke:#555;stroke-dasharray:4 3}
-svg.plot .tick{fill:#555}p.note{color:#666;font-style:italic}
+p.note{color:#666;font-style:italic}
 )";
 
 }  // namespace
 
-std::string html_report(const std::string& dir_text) {
+void check_report_options(const ReportOptions& options) { parse_axes(options.axes); }
+
+Report build_report(const std::string& dir_text, const ReportOptions& options) {
+  Figures figures;
+  figures.eligible = parse_axes(options.axes);
   const fs::path dir(dir_text);
   std::string sweep;
   const std::vector<Run> runs = read_runs(dir, &sweep);
@@ -571,7 +611,7 @@ std::string html_report(const std::string& dir_text) {
   });
   std::string over_time;
   try {
-    over_time = series_over_time_html(runs);
+    over_time = series_over_time_html(runs, figures);
   } catch (...) {
     read_cdfs.get();  // a bad jobs.csv is named first, as the page reads it first
     throw;
@@ -583,19 +623,25 @@ std::string html_report(const std::string& dir_text) {
             "fraction of rated jobs",
             {}};
   jct.y_max = ftf.y_max = 1.0;
-  ftf.reference_y = {};
+  jct.x_scale = ftf.x_scale = figures.eligible;
+  ftf.reference_x = {{1.0, "rho = 1"}};
   std::tie(jct.series, ftf.series) = read_cdfs.get();
+  // The CDFs come first on the page, so first among the figures too.
+  Figures cdfs;
+  std::string cdf_html = cdfs.add(jct) + cdfs.add(ftf);
+  figures.files.insert(figures.files.begin(), cdfs.files.begin(), cdfs.files.end());
   body += "<h2>Job completion time and finish-time fairness</h2>\n";
-  body += plot_or_note(jct) + plot_or_note(ftf);
+  body += cdf_html;
   body += over_time;
 
   std::string title = runs.size() == 1 ? "fairgpu report: " + runs.front().label
                                        : fmt::format("fairgpu report: {} runs", runs.size());
-  return fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>{0}</title>\n<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n{2}</body>\n"
-      "</html>\n",
-      escape_xml(title), kStyle, body);
+  return {fmt::format(
+              "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+              "<title>{0}</title>\n<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n{2}</body>\n"
+              "</html>\n",
+              escape_xml(title), kStyle, body),
+          std::move(figures.files)};
 }
 
 }  // namespace fairgpu
