@@ -162,7 +162,8 @@ report::Chart chart_of(std::size_t n, const std::string& stem) {
 }
 
 TEST(SvgChart, EverySeriesOfAPlotHasItsOwnColourAndDash) {
-  const std::vector<Drawn> d = parse_svgs(report::svg_line_chart(chart_of(report::kDistinctStyles, "s")));
+  const std::vector<Drawn> d =
+      parse_svgs(report::svg_line_chart(chart_of(report::kDistinctStyles, "s")));
   ASSERT_EQ(d.size(), 1u);
   ASSERT_EQ(d[0].series.size(), report::kDistinctStyles);
   expect_readable(d[0]);
@@ -179,8 +180,9 @@ TEST(SvgChart, EverySeriesOfAPlotHasItsOwnColourAndDash) {
 TEST(SvgChart, LegendLabelsWrapAndAreNeverCut) {
   report::Chart c = chart_of(0, "");
   const std::string a = "tiresias:thresholds=600/7200", b = "tiresias:thresholds=600/3600",
-                    very_long = "themis:filter=0.5 [load 0.8, cluster ../shared/data/a-very-long-"
-                                "cluster-file-name.json, round_s 300] seed-1";
+                    very_long =
+                        "themis:filter=0.5 [load 0.8, cluster ../shared/data/a-very-long-"
+                        "cluster-file-name.json, round_s 300] seed-1";
   for (const std::string& name : {a, b, very_long, std::string("<&\"'>")})
     c.series.push_back({name, {{0, 1}, {1, 2}}});
   const std::vector<Drawn> d = parse_svgs(report::svg_line_chart(c));
@@ -211,8 +213,8 @@ TEST(SvgChart, LogAxisWhereASeriesSpansDecades) {
   EXPECT_EQ(x_label(AxisScale::automatic, {0, 1, 1000}).first, "JCT") << "a zero: no log";
   EXPECT_EQ(x_label(AxisScale::linear, {0.01, 3, 250}).first, "JCT") << "overridden";
   // Forced log: the non-positive point is left out.
-  EXPECT_EQ(x_label(AxisScale::log, {0, 1, 2}), std::make_pair(std::string("JCT (log scale)"),
-                                                                std::string("2")));
+  EXPECT_EQ(x_label(AxisScale::log, {0, 1, 2}),
+            std::make_pair(std::string("JCT (log scale)"), std::string("2")));
   EXPECT_TRUE(report::use_log(AxisScale::automatic, {1, 100}));
   EXPECT_FALSE(report::use_log(AxisScale::automatic, {1, 99.9}));
   // Decade ticks on a log axis.
@@ -220,8 +222,8 @@ TEST(SvgChart, LogAxisWhereASeriesSpansDecades) {
   c.x_scale = AxisScale::automatic;
   c.series.push_back({"s", {{0.5, 0}, {2000, 1}}});
   const std::string svg = report::svg_line_chart(c);
-  for (const char* tick : {">0.1</text>", ">1</text>", ">10</text>", ">100</text>", ">1000</text>",
-                           ">10000</text>"})
+  for (const char* tick :
+       {">0.1</text>", ">1</text>", ">10</text>", ">100</text>", ">1000</text>", ">10000</text>"})
     EXPECT_TRUE(contains(svg, tick)) << tick;
 }
 
@@ -315,9 +317,17 @@ TEST_F(FiguresTest, EveryFigureIsAlsoAFileOfItsOwn) {
 TEST_F(FiguresTest, FigureAxesAutoLinearLog) {
   write_long_tailed_trace(dir_ / "tail.csv");
   auto jct_x = [&](const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"simulate", "--cluster", kCluster, "--trace",
-                                     (dir_ / "tail.csv").string(), "--policy", "fifo", "--out",
-                                     (dir_ / "sim").string(), "--quiet", "--no-pdf"};
+    std::vector<std::string> args = {"simulate",
+                                     "--cluster",
+                                     kCluster,
+                                     "--trace",
+                                     (dir_ / "tail.csv").string(),
+                                     "--policy",
+                                     "fifo",
+                                     "--out",
+                                     (dir_ / "sim").string(),
+                                     "--quiet",
+                                     "--no-pdf"};
     args.insert(args.end(), extra.begin(), extra.end());
     RunResult r = run(args);
     EXPECT_EQ(r.status, 0) << r.err;
@@ -356,6 +366,42 @@ TEST_F(FiguresTest, TenantPanelsOfARunShowTheSameTenants) {
   const std::vector<std::string> named(share.begin(), share.end() - 1);
   EXPECT_EQ(series["astraea-throughput"], share);
   EXPECT_EQ(series["astraea-rho"], named) << "rho panel: the share panels' tenants, same order";
+}
+
+TEST_F(FiguresTest, SweepPlotsEachMetricAgainstTheLoadWithItsIntervalAndItsOwnProvenance) {
+  const fs::path out = dir_ / "sweep";
+  RunResult r =
+      run({"sweep", "--policies", "fifo,themis", "--seeds", "1-3", "--loads", "0.5,1,2", "--jobs",
+           "30", "--gen-tenants", "3", "--out", out.string(), "-j", "2", "--no-pdf"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string page = slurp(out / "report.html");
+  std::map<std::string, Drawn> drawn;
+  for (const Drawn& d : parse_svgs(page)) {
+    expect_readable(d);
+    drawn[d.id] = d;
+  }
+  ASSERT_TRUE(drawn.count("sweep-avg_jct_s-vs-load")) << page.substr(0, 2000);
+  const Drawn& jct = drawn["sweep-avg_jct_s-vs-load"];
+  EXPECT_EQ(jct.series, (std::vector<std::string>{"fifo", "themis"}));
+  EXPECT_EQ(jct.points, (std::vector<std::string>{"3", "3"})) << "one point per load";
+  EXPECT_EQ(jct.x_label, "offered load");
+  const std::string svg = slurp(out / "figures" / "sweep-avg_jct_s-vs-load.svg");
+  std::size_t bands = 0;
+  for (std::size_t at = svg.find("<polygon class=\"band\""); at != std::string::npos;
+       at = svg.find("<polygon class=\"band\"", at + 1))
+    ++bands;
+  EXPECT_EQ(bands, 2u) << "a 95% CI band per policy (three seeds)";
+  // The runs' figures are written as SVG, named by their folder.
+  EXPECT_TRUE(fs::exists(out / "figures" / "load-0.5_fifo_seed-1-share.svg"));
+  // The sweep's own provenance: its command line and grid, not a run's.
+  EXPECT_TRUE(contains(page,
+                       "fairgpu sweep --policies fifo,themis --seeds 1-3 --loads 0.5,1,2 "
+                       "--jobs 30 --gen-tenants 3"))
+      << page.substr(0, 3000);
+  EXPECT_TRUE(contains(page, "<th>seeds</th><td>1 2 3</td>"));
+  EXPECT_TRUE(contains(page, "<th>runs</th><td>18</td>"));
+  EXPECT_FALSE(contains(page, "<th>command</th><td>simulate</td>"));
+  EXPECT_TRUE(fs::exists(out / "sweep.json"));
 }
 
 }  // namespace

@@ -560,9 +560,10 @@ void add_report_options(CLI::App* c, ReportOptions& options) {
                 "axes of report.html's figures that may be logarithmic (CDFs' x, series' y, a "
                 "sweep's variable and metrics): auto (default: log where the values are positive "
                 "and span two decades or more), linear, or log");
-  c->add_flag("--no-pdf", [&options](std::int64_t) { options.pdf = false; },
-              "figures/ as SVG only (by default each figure also as PDF, by rsvg-convert where "
-              "installed)");
+  c->add_flag(
+      "--no-pdf", [&options](std::int64_t) { options.pdf = false; },
+      "figures/ as SVG only (by default each figure also as PDF, by rsvg-convert where "
+      "installed)");
 }
 
 void write_report_noting(const std::string& dir, const ReportOptions& options) {
@@ -664,9 +665,11 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   auto report_dir = std::make_shared<std::string>();
   auto report_options = std::make_shared<ReportOptions>();
   auto* report = app.add_subcommand(
-      "report", "rebuild report.html and figures/ in a results folder of simulate, compare or sweep");
-  report->add_option("dir", *report_dir,
-                     "the results folder (holding summary.json, compare.csv or sweep.csv)")
+      "report",
+      "rebuild report.html and figures/ in a results folder of simulate, compare or sweep");
+  report
+      ->add_option("dir", *report_dir,
+                   "the results folder (holding summary.json, compare.csv or sweep.csv)")
       ->required();
   add_report_options(report, *report_options);
   commands.push_back({report, [report_dir, report_options] {

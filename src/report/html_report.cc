@@ -112,8 +112,7 @@ report::AxisScale parse_axes(const std::string& text) {
   if (text == "auto") return report::AxisScale::automatic;
   if (text == "linear") return report::AxisScale::linear;
   if (text == "log") return report::AxisScale::log;
-  throw InputError("options", "figure-axes",
-                   fmt::format("'{}' is not auto, linear or log", text));
+  throw InputError("options", "figure-axes", fmt::format("'{}' is not auto, linear or log", text));
 }
 
 Json read_json(const fs::path& path) {
@@ -353,28 +352,61 @@ std::string note(const std::string& text) {
 
 std::string json_text(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
 
-std::string provenance_html(const std::vector<Run>& runs) {
+// A sweep's own provenance (sweep.json): its command, grid and every input.
+std::string sweep_provenance_rows(const Json& p) {
+  std::string out;
+  auto row = [&out](const std::string& k, const std::string& v) {
+    out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape_xml(k), escape_xml(v));
+  };
+  auto joined = [](const Json& list, bool quote) {
+    std::string text;
+    for (const auto& item : list) {
+      std::string t = json_text(item);
+      if (quote && (t.empty() || t.find_first_of(" \t'\"") != std::string::npos)) t = "'" + t + "'";
+      text += (text.empty() ? "" : " ") + t;
+    }
+    return text;
+  };
+  row("fairgpu version", json_text(p.value("fairgpu_version", Json("?"))));
+  row("command", "fairgpu sweep " + joined(p.value("arguments", Json::array()), true));
+  row("seeds", joined(p.value("seeds", Json::array()), false));
+  row("variants", joined(p.value("variants", Json::array()), false));
+  row("runs", json_text(p.value("runs", Json("?"))));
+  for (const auto& in : p.value("inputs", Json::array()))
+    row("input: " + json_text(in.value("role", Json("?"))),
+        json_text(in.value("path", Json("?"))) + "  sha256 " +
+            json_text(in.value("sha256", Json("?"))));
+  return out;
+}
+
+// The folder's provenance: a sweep's own (sweep.json) when given, else the
+// first run's; then each run's policy parameters.
+std::string provenance_html(const std::vector<Run>& runs, const Json& sweep) {
   const Json& p = runs.front().summary.contains("provenance") ? runs.front().summary["provenance"]
                                                               : Json::object();
-  if (p.empty()) return note("No provenance recorded in summary.json.");
+  if (p.empty() && sweep.empty()) return note("No provenance recorded in summary.json.");
   std::string out = "<h2>Provenance</h2>\n<table class=\"prov\">\n";
   auto row = [&out](const std::string& k, const std::string& v) {
     out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape_xml(k), escape_xml(v));
   };
-  row("fairgpu version", json_text(p.value("fairgpu_version", Json("?"))));
-  row("command", json_text(p.value("command", Json("?"))));
-  row("seed", json_text(p.value("seed", Json("?"))));
-  row("workload", json_text(p.value("workload", Json("?"))));
-  if (p.contains("inputs"))
-    for (const auto& in : p["inputs"])
-      row("input: " + json_text(in.value("role", Json("?"))),
-          json_text(in.value("path", Json("?"))) + "  sha256 " +
-              json_text(in.value("sha256", Json("?"))));
-  if (p.contains("options")) {
-    std::string opts;
-    for (const auto& [k, v] : p["options"].items())
-      opts += fmt::format("{}{}={}", opts.empty() ? "" : ", ", k, json_text(v));
-    row("options", opts);
+  if (!sweep.empty()) {
+    out += sweep_provenance_rows(sweep);
+  } else {
+    row("fairgpu version", json_text(p.value("fairgpu_version", Json("?"))));
+    row("command", json_text(p.value("command", Json("?"))));
+    row("seed", json_text(p.value("seed", Json("?"))));
+    row("workload", json_text(p.value("workload", Json("?"))));
+    if (p.contains("inputs"))
+      for (const auto& in : p["inputs"])
+        row("input: " + json_text(in.value("role", Json("?"))),
+            json_text(in.value("path", Json("?"))) + "  sha256 " +
+                json_text(in.value("sha256", Json("?"))));
+    if (p.contains("options")) {
+      std::string opts;
+      for (const auto& [k, v] : p["options"].items())
+        opts += fmt::format("{}{}={}", opts.empty() ? "" : ", ", k, json_text(v));
+      row("options", opts);
+    }
   }
   for (const Run& r : runs) {
     if (!r.summary.contains("provenance")) continue;
@@ -430,9 +462,75 @@ fs::path sub_folder(const fs::path& dir, const std::string& sub, const std::stri
   return dir / sub;
 }
 
+// A sweep run's folder, runs/<variant>/<policy>/seed-<s>, less "runs/".
+std::string sweep_run_key(const std::string& folder) {
+  const std::string rel = fs::path(folder).lexically_relative("runs").string();
+  return rel.empty() || rel.rfind("..", 0) == 0 ? folder : rel;
+}
+
+// One row of sweep.csv: its policy, variant values and per metric (mean, CI).
+struct SweepRow {
+  std::string policy;
+  std::map<std::string, std::string> variant;  // load, cluster, round_s: "" when not swept
+  std::vector<std::pair<double, double>> stats;
+};
+
+// Per swept number (load, round_s) taking two values or more, each metric's
+// mean against it, one line per policy (and other variant), its 95% CI as a
+// band.
+std::string sweep_plots_html(const std::vector<SweepRow>& rows,
+                             const std::vector<CompareColumnInfo>& columns, Figures& figures) {
+  std::string out;
+  for (const char* var : {"load", "round_s"}) {
+    std::map<double, int> values;
+    for (const SweepRow& r : rows) {
+      const auto v = text_input::to_double(r.variant.at(var));
+      if (v) values[*v] = 1;
+    }
+    if (values.size() < 2) continue;
+    const std::string name = std::string(var) == "load" ? "offered load" : "round length (s)";
+    out += fmt::format("<h2>Sweep: each metric against the {}</h2>\n", escape_xml(name));
+    out += note("Mean over the seeds; the shaded band is its 95% confidence interval.");
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      Chart chart{"sweep-" + file_safe(columns[c].key) + "-vs-" + var,
+                  fmt::format("{} {} against the {}", columns[c].top, columns[c].bottom, name),
+                  name,
+                  columns[c].top + " " + columns[c].bottom,
+                  {}};
+      chart.x_scale = chart.y_scale = figures.eligible;
+      std::map<std::string, std::vector<std::tuple<double, double, double>>> lines;
+      std::vector<std::string> order;
+      for (const SweepRow& r : rows) {
+        const auto x = text_input::to_double(r.variant.at(var));
+        if (!x) continue;
+        std::string label = r.policy, rest;
+        for (const auto& [k, v] : r.variant)
+          if (k != var && !v.empty())
+            rest += (rest.empty() ? "" : ", ") + k + " " + fs::path(v).filename().string();
+        if (!rest.empty()) label += " [" + rest + "]";
+        if (!lines.count(label)) order.push_back(label);
+        const auto [mean, ci] = r.stats[c];
+        lines[label].emplace_back(*x, mean * columns[c].scale, ci * columns[c].scale);
+      }
+      for (const std::string& label : order) {
+        auto& pts = lines[label];
+        std::sort(pts.begin(), pts.end());
+        Series series{label, {}};
+        for (const auto& [x, m, ci] : pts) {
+          series.points.emplace_back(x, m);
+          series.band.emplace_back(m - ci, m + ci);  // NaN (one seed): no band there
+        }
+        chart.series.push_back(std::move(series));
+      }
+      out += figures.add(chart);
+    }
+  }
+  return out;
+}
+
 // sweep.csv: per row (policy and variant) the mean ± 95% CI of the compare
-// table's metrics.
-std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
+// table's metrics, and the plots of each metric against a swept number.
+std::string sweep_html(const fs::path& path, std::vector<Run>* runs, Figures& figures) {
   CsvColumns csv(path.string());
   const std::size_t policy = csv.require("policy"), seeds = csv.require("seeds"),
                     folders = csv.require("folders");
@@ -448,7 +546,10 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
   for (const auto& c : columns)
     out += fmt::format("<th>{}<br>{}</th>", escape_xml(c.top), escape_xml(c.bottom));
   out += "</tr>\n";
+  std::vector<SweepRow> rows;
   while (csv.next()) {
+    SweepRow row{csv.cell(policy), {{"load", ""}, {"cluster", ""}, {"round_s", ""}}, {}};
+    for (const auto& [name, i] : variant_columns) row.variant[name] = csv.cell(i);
     std::string variant;
     for (const auto& [name, i] : variant_columns)
       if (!csv.cell(i).empty())
@@ -460,11 +561,13 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
     for (const auto& c : columns) {
       const double mean = csv.number(csv.require(c.key + "_mean"));
       const double ci = csv.number(csv.require(c.key + "_ci95"));
+      row.stats.emplace_back(mean, ci);
       std::string cell = table_cell(mean * c.scale, c.precision);
       if (!std::isnan(ci)) cell += " &#177; " + table_cell(ci * c.scale, c.precision);
       out += "<td>" + cell + "</td>";
     }
     out += "</tr>\n";
+    rows.push_back(std::move(row));
     // The first seed's run stands for the row in the plots below.
     const std::string first = csv.cell(folders).substr(0, csv.cell(folders).find(';'));
     const fs::path run_dir = sub_folder(path.parent_path(), first, path.string());
@@ -473,24 +576,28 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
                      run_dir,
                      {},
                      false,
-                     file_safe(fs::path(first).lexically_normal().string())});
+                     file_safe(sweep_run_key(first))});
   }
   if (runs->empty()) throw InputError(path.string(), "", "no rows");
-  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) +
-         "</pre>\n<p class=\"note\">The plots show the first seed's run of each row.</p>\n";
+  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) + "</pre>\n" +
+         sweep_plots_html(rows, columns, figures) +
+         "<p class=\"note\">The plots below show the first seed's run of each row.</p>\n";
 }
 
-std::vector<Run> read_runs(const fs::path& dir, std::string* sweep) {
+std::vector<Run> read_runs(const fs::path& dir, std::string* sweep, Figures& figures) {
   std::vector<Run> runs;
   const fs::path compare = dir / "compare.csv";
   if (fs::exists(dir / "sweep.csv")) {
-    *sweep = sweep_html(dir / "sweep.csv", &runs);
+    *sweep = sweep_html(dir / "sweep.csv", &runs, figures);
   } else if (fs::exists(compare)) {
     CsvColumns csv(compare.string());
     const std::size_t policy = csv.require("policy"), folder = csv.require("folder");
     while (csv.next()) {
-      runs.push_back({csv.cell(policy), sub_folder(dir, csv.cell(folder), compare.string()), {},
-                      false, file_safe(csv.cell(folder))});
+      runs.push_back({csv.cell(policy),
+                      sub_folder(dir, csv.cell(folder), compare.string()),
+                      {},
+                      false,
+                      file_safe(csv.cell(folder))});
     }
     if (runs.empty()) throw InputError(compare.string(), "", "no runs listed");
   } else if (fs::exists(dir / "summary.json")) {
@@ -551,8 +658,8 @@ std::string series_over_time_html(const std::vector<Run>& runs, Figures& figures
     const fs::path tenants = r.dir / "tenants.csv";
     std::vector<std::string> top;
     if (fs::exists(tenants)) {
-      TenantCharts t = tenant_charts(r, tenants, origin, r.summary.value("total_gpus", 0), id,
-                                     figures.eligible);
+      TenantCharts t =
+          tenant_charts(r, tenants, origin, r.summary.value("total_gpus", 0), id, figures.eligible);
       body += figures.add(t.share) + figures.add(t.throughput);
       top = std::move(t.top);
     } else {
@@ -578,7 +685,7 @@ table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;paddin
 table.compare td{text-align:right}table.compare td.name{text-align:left;font-weight:bold}
 table.prov th{text-align:left;background:#f4f4f4}table.prov td{font-family:monospace;word-break:break-all}
 pre.legend{font-size:12px;background:#f8f8f8;padding:8px}
-figure{display:inline-block;margin:8px}
+figure{display:inline-block;margin:4px}
 p.note{color:#666;font-style:italic}
 )";
 
@@ -591,10 +698,15 @@ Report build_report(const std::string& dir_text, const ReportOptions& options) {
   figures.eligible = parse_axes(options.axes);
   const fs::path dir(dir_text);
   std::string sweep;
-  const std::vector<Run> runs = read_runs(dir, &sweep);
+  const std::vector<Run> runs = read_runs(dir, &sweep, figures);
 
   std::string body;
-  body += provenance_html(runs);
+  Json sweep_provenance = Json::object();
+  if (!sweep.empty() && fs::exists(dir / "sweep.json")) {
+    const Json j = read_json(dir / "sweep.json");
+    if (j.contains("provenance") && j["provenance"].is_object()) sweep_provenance = j["provenance"];
+  }
+  body += provenance_html(runs, sweep_provenance);
   body += sweep.empty() ? compare_html(runs) : sweep;
 
   // The jobs' CDFs are read on a second thread while this one reads the

@@ -98,7 +98,8 @@ std::string write_report(const std::string& dir, const ReportOptions& options) {
   const fs::path figures = fs::path(dir) / "figures";
   std::error_code ec;
   fs::create_directories(figures, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", figures.string(), ec.message()));
+  if (ec)
+    throw std::runtime_error(fmt::format("cannot create {}: {}", figures.string(), ec.message()));
   // An earlier report's figures (of runs no longer in the folder) would pass
   // for this one's.
   for (const auto& entry : fs::directory_iterator(figures, ec)) {

@@ -14,7 +14,7 @@
 namespace fairgpu::report {
 namespace {
 
-constexpr double kWidth = 760, kLeft = 64, kRight = 230, kBottom = 48, kPlotH = 238;
+constexpr double kWidth = 740, kLeft = 64, kRight = 226, kBottom = 48, kPlotH = 238;
 constexpr double kLegendLine = 13, kLegendGap = 5;
 constexpr double kLegendCharW = 7.0;  // px per character at 11px: DejaVu Sans' digits and more
 constexpr double kTitleCharW = 8.0;   // at 13px bold
@@ -161,18 +161,19 @@ bool has_data(const Chart& chart) {
 }
 
 std::string svg_line_chart(const Chart& chart, bool standalone) {
-  // Scales from every finite value (bands included), then ranges from the
-  // values the scales can draw.
+  // Scales from the series' finite points, then ranges from the values the
+  // scales can draw; bands widen a linear range (a log one clips them).
   std::vector<double> xs, ys;
-  for (const Series& s : chart.series) {
+  for (const Series& s : chart.series)
     for (const auto& [x, y] : s.points) {
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       xs.push_back(x);
       ys.push_back(y);
     }
-    for (const auto& [lo, hi] : s.band) ys.push_back(lo), ys.push_back(hi);
-  }
   const bool x_log = use_log(chart.x_scale, xs), y_log = use_log(chart.y_scale, ys);
+  if (!y_log)
+    for (const Series& s : chart.series)
+      for (const auto& [lo, hi] : s.band) ys.push_back(lo), ys.push_back(hi);
   double x_lo = INFINITY, x_hi = -INFINITY, y_lo = INFINITY, y_hi = -INFINITY;
   auto widen = [](double& lo, double& hi, double v, bool log) {
     if (std::isfinite(v) && (!log || v > 0)) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -217,8 +218,8 @@ std::string svg_line_chart(const Chart& chart, bool standalone) {
       "<rect width=\"{}\" height=\"{}\" fill=\"#fff\"/>\n",
       standalone ? "xmlns=\"http://www.w3.org/2000/svg\" " : "", escape_xml(chart.id), kWidth,
       height, kWidth, height, escape_xml(chart.title), kWidth, height);
-  out += fmt::format("<text class=\"title\" x=\"{}\" y=\"20\" font-size=\"13\" font-weight=\"bold\">",
-                     kLeft);
+  out += fmt::format(
+      "<text class=\"title\" x=\"{}\" y=\"20\" font-size=\"13\" font-weight=\"bold\">", kLeft);
   for (std::size_t i = 0; i < title_lines.size(); ++i)
     out += fmt::format("<tspan x=\"{}\"{}>{}</tspan>", kLeft, i ? " dy=\"16\"" : "",
                        escape_xml(title_lines[i]));
@@ -257,7 +258,8 @@ std::string svg_line_chart(const Chart& chart, bool standalone) {
       const auto [lo, hi] = s.band[k];
       if (!xa.drawable(x) || !std::isfinite(lo) || !std::isfinite(hi)) continue;
       upper += fmt::format("{:.1f},{:.1f} ", px(x), ya.drawable(hi) ? py(hi) : top + kPlotH);
-      lower.insert(0, fmt::format("{:.1f},{:.1f} ", px(x), ya.drawable(lo) ? py(lo) : top + kPlotH));
+      lower.insert(0,
+                   fmt::format("{:.1f},{:.1f} ", px(x), ya.drawable(lo) ? py(lo) : top + kPlotH));
     }
     if (!upper.empty())
       out += fmt::format(
