@@ -35,7 +35,8 @@ using report::escape_xml;
 using report::Series;
 
 constexpr std::size_t kMaxPoints = 300;     // per series
-constexpr std::size_t kMaxTenantLines = 10;  // the tenants with most GPU time; the rest summed
+// The tenants with most GPU time, the rest summed: ten areas, ten colours.
+constexpr std::size_t kMaxTenantLines = 9;
 
 // A CSV file of ours read column by column: the header names the columns.
 class CsvColumns {
@@ -275,16 +276,17 @@ TenantCharts tenant_charts(const Run& run, const fs::path& path, double origin, 
     }
   }
   Chart share{id + "-share",
-              run.label + ": GPU share per tenant",
+              run.label + ": GPU share per tenant (stacked)",
               "hours since the first arrival",
-              "% of all GPUs held",
+              "% of all GPUs held (stacked)",
               {}};
   Chart tput{id + "-throughput",
              run.label + ": normalised throughput per tenant",
              "hours since the first arrival",
              "normalised throughput (K80 = 1 per GPU)",
              {}};
-  share.y_scale = tput.y_scale = y_scale;
+  share.stacked = true;  // the top edge is the cluster's utilisation
+  tput.y_scale = y_scale;
   if (rows.empty()) return {share, tput, {}};
   const std::vector<std::string> top = top_tenants(gpu_time);
   const bool others = gpu_time.size() > top.size();

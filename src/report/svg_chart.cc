@@ -14,7 +14,7 @@
 namespace fairgpu::report {
 namespace {
 
-constexpr double kWidth = 740, kLeft = 64, kRight = 226, kBottom = 48, kPlotH = 238;
+constexpr double kWidth = 720, kLeft = 64, kRight = 220, kBottom = 48, kPlotH = 238;
 constexpr double kLegendLine = 13, kLegendGap = 5;
 constexpr double kLegendCharW = 7.0;  // px per character at 11px: DejaVu Sans' digits and more
 constexpr double kTitleCharW = 8.0;   // at 13px bold
@@ -160,7 +160,29 @@ bool has_data(const Chart& chart) {
   return false;
 }
 
-std::string svg_line_chart(const Chart& chart, bool standalone) {
+// A stacked chart as bands: series i's band spans the sum of the series
+// before it to that sum plus its own value, its line the upper edge.
+namespace {
+Chart stack(Chart chart) {
+  std::vector<double> sum;
+  for (Series& s : chart.series) {
+    s.band.clear();
+    if (sum.size() < s.points.size()) sum.resize(s.points.size(), 0.0);
+    for (std::size_t k = 0; k < s.points.size(); ++k) {
+      const double y = std::isfinite(s.points[k].second) ? s.points[k].second : 0.0;
+      s.band.emplace_back(sum[k], sum[k] + y);
+      sum[k] += y;
+      s.points[k].second = sum[k];
+    }
+  }
+  chart.y_scale = AxisScale::linear;
+  return chart;
+}
+}  // namespace
+
+std::string svg_line_chart(const Chart& input, bool standalone) {
+  const Chart chart = input.stacked ? stack(input) : input;
+  const double band_opacity = input.stacked ? 0.5 : 0.18;
   // Scales from the series' finite points, then ranges from the values the
   // scales can draw; bands widen a linear range (a log one clips them).
   std::vector<double> xs, ys;
@@ -263,9 +285,9 @@ std::string svg_line_chart(const Chart& chart, bool standalone) {
     }
     if (!upper.empty())
       out += fmt::format(
-          "<polygon class=\"band\" data-series=\"{}\" fill=\"{}\" fill-opacity=\"0.18\" "
+          "<polygon class=\"band\" data-series=\"{}\" fill=\"{}\" fill-opacity=\"{}\" "
           "stroke=\"none\" points=\"{}{}\"/>\n",
-          escape_xml(s.name), series_style(i).colour, upper, lower);
+          escape_xml(s.name), series_style(i).colour, band_opacity, upper, lower);
   }
   for (const auto& r : chart.reference_y) {
     if (!ya.drawable(r.at)) continue;

@@ -44,6 +44,9 @@ struct Chart {
   std::vector<ReferenceLine> reference_y = {};  // dashed horizontal lines
   std::vector<ReferenceLine> reference_x = {};  // dashed vertical lines
   AxisScale x_scale = AxisScale::linear, y_scale = AxisScale::linear;
+  // Each series drawn on top of the ones before it as a filled area (shares
+  // of a whole); the series share their x values, index by index. Linear y.
+  bool stacked = false;
 };
 
 // Series i's stroke: kDistinctStyles (colour, dash) pairs, all different;
