@@ -16,6 +16,7 @@ packages=(
   libgsl-dev                            # Student's t quantile: sweep's confidence intervals
   libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
   chromium                              # headless browser: the test of report.html
+  librsvg2-bin                          # rsvg-convert: report figures as PDF (skipped with a note when absent)
   python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)

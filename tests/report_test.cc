@@ -108,9 +108,18 @@ const char* kChecker = R"(<script>
     document.querySelectorAll('svg.plot').forEach(function (svg) {
       var box = svg.getBoundingClientRect();
       var plot = {id: svg.id, width: box.width, height: box.height, series: []};
+      plot.legends = [];
+      svg.querySelectorAll('text.legend').forEach(function (text) {
+        var b = text.getBBox();
+        plot.legends.push({name: text.getAttribute('data-series'), text: text.textContent,
+                           inside: b.x >= 0 && b.x + b.width <= box.width + 0.5 &&
+                                   b.y >= 0 && b.y + b.height <= box.height + 0.5});
+      });
       svg.querySelectorAll('polyline.series').forEach(function (line) {
         var b = line.getBBox();
+        var style = getComputedStyle(line);
         plot.series.push({name: line.getAttribute('data-series'),
+                          look: style.stroke + ' / ' + style.strokeDasharray,
                           declared: Number(line.getAttribute('data-points')),
                           drawn: line.points.numberOfItems,
                           bbox_w: b.width, bbox_h: b.height,
@@ -172,7 +181,8 @@ TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
   const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
   if (chromium.empty())
     GTEST_SKIP() << "no chromium on PATH (scripts/setup.sh installs Debian's chromium)";
-  const fs::path out = small_compare("cmp", "oef-coop,astraea");
+  // A third policy whose name is longer than a legend line: wrapped, whole.
+  const fs::path out = small_compare("cmp", "oef-coop,astraea,tiresias:thresholds=600/7200");
   const std::string page = slurp(out / "report.html");
   ASSERT_FALSE(page.empty());
   // Self-contained and readable without JavaScript: no script, no resource
@@ -185,10 +195,19 @@ TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
   EXPECT_TRUE(contains(page, ">oef-coop</td>"));
   EXPECT_TRUE(contains(page, ">astraea</td>"));
   // Plots: JCT and FTF CDFs, utilisation, idle-while-waiting, per policy GPU
-  // share and throughput per tenant, ρ per window for astraea only.
-  const std::set<std::string> expected = {"jct-cdf",      "ftf-cdf",         "utilisation",
-                                          "idle-waiting", "run0-share",      "run0-throughput",
-                                          "run1-share",   "run1-throughput", "run1-rho"};
+  // share and throughput per tenant, ρ per window for the time-sharing ones.
+  const std::set<std::string> expected = {"jct-cdf",
+                                          "ftf-cdf",
+                                          "utilisation",
+                                          "idle-waiting",
+                                          "oef-coop-share",
+                                          "oef-coop-throughput",
+                                          "astraea-share",
+                                          "astraea-throughput",
+                                          "astraea-rho",
+                                          "tiresias_thresholds-600_7200-share",
+                                          "tiresias_thresholds-600_7200-throughput",
+                                          "tiresias_thresholds-600_7200-rho"};
   EXPECT_EQ(count(page, "<svg class=\"plot\""), expected.size());
 
   std::string log;
@@ -204,6 +223,15 @@ TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
     EXPECT_GT(plot["width"].get<double>(), 100) << id;
     EXPECT_GT(plot["height"].get<double>(), 100) << id;
     ASSERT_FALSE(plot["series"].empty()) << id;
+    // Every series its own look; every legend label whole and inside the figure.
+    std::set<std::string> looks;
+    for (const auto& s : plot["series"])
+      EXPECT_TRUE(looks.insert(s["look"].get<std::string>()).second) << id << " " << s.dump();
+    ASSERT_EQ(plot["legends"].size(), plot["series"].size()) << id;
+    for (const auto& l : plot["legends"]) {
+      EXPECT_EQ(l["text"], l["name"]) << id;
+      EXPECT_TRUE(l["inside"].get<bool>()) << id << " " << l.dump();
+    }
     for (const auto& s : plot["series"]) {
       const std::string what = id + " / " + s["name"].get<std::string>();
       EXPECT_GT(s["declared"].get<int>(), 0) << what;
@@ -216,13 +244,8 @@ TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
     }
   }
   EXPECT_EQ(seen, expected);
-  // Two lines in each CDF (one per policy), one per tenant (3) in the others.
-  for (const auto& plot : check["plots"]) {
-    const std::string id = plot["id"];
-    const bool per_policy =
-        id == "jct-cdf" || id == "ftf-cdf" || id == "utilisation" || id == "idle-waiting";
-    EXPECT_EQ(plot["series"].size(), per_policy ? 2u : 3u) << id;
-  }
+  // Three lines in each plot: one per policy, or one per tenant (3).
+  for (const auto& plot : check["plots"]) EXPECT_EQ(plot["series"].size(), 3u) << plot["id"];
 }
 
 TEST_F(ReportTest, ReportCommandRebuildsTheSamePage) {
@@ -238,7 +261,7 @@ TEST_F(ReportTest, ReportCommandRebuildsTheSamePage) {
            single.string(), "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string page = slurp(single / "report.html");
-  EXPECT_TRUE(contains(page, "id=\"run0-rho\"")) << "themis is time-sharing";
+  EXPECT_TRUE(contains(page, "id=\"themis-rho\"")) << "themis is time-sharing";
   EXPECT_EQ(count(page, "<svg class=\"plot\""), 7u);  // no second policy: same set, one line each
   // Not a results folder, or a broken file: one line, exit 2, nothing written.
   r = run({"report", dir_.string() + "/nowhere"});
@@ -460,8 +483,11 @@ TEST_F(ReportTest, SweepIsDeterministicAndItsIntervalsMatchTheRuns) {
   const std::string page = slurp(a / "report.html");
   EXPECT_TRUE(contains(page, "Sweep: mean")) << page.substr(0, 500);
   // CDFs and cluster plots, then per row (fifo and themis both time-sharing)
-  // GPU share, throughput and rho per window.
-  EXPECT_EQ(count(page, "<svg class=\"plot\""), 4u + 4 * 3);
+  // GPU share, throughput and rho per window; besides, each metric against
+  // the round length (tests/figures_test.cc).
+  const std::size_t against = count(page, "<svg class=\"plot\" id=\"sweep-");
+  EXPECT_GT(against, 0u);
+  EXPECT_EQ(count(page, "<svg class=\"plot\"") - against, 4u + 4 * 3);
 }
 
 // Issue 29, friction: --jobs is each run's workload size, -j the runs at

@@ -322,14 +322,14 @@ TEST_F(SimCliTest, SimulateWithoutArgumentsRunsTheBuiltInScenario) {
         "simulation  oef-coop (tenant level), round 300 s", "\njobs and time ", "\nfairness ",
         "\n  average JCT ", "\n  Jain's index over tenants ",
         "\nwrote fairgpu-out/simulate-oef-coop/ (jobs.csv, tenants.csv, utilisation.csv, "
-        "tenant_windows.csv, summary.json, report.html)\n"})
+        "tenant_windows.csv, summary.json, report.html, figures/)\n"})
     EXPECT_TRUE(contains(r.out, text)) << text << " in\n" << r.out;
   fs::path out = cwd() / "fairgpu-out" / "simulate-oef-coop";
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"jobs.csv", "report.html", "summary.json",
-                                             "tenant_windows.csv", "tenants.csv",
+  EXPECT_EQ(files, (std::vector<std::string>{"figures", "jobs.csv", "report.html",
+                                             "summary.json", "tenant_windows.csv", "tenants.csv",
                                              "utilisation.csv"}));
   EXPECT_EQ(count_lines(slurp(out / "jobs.csv")), 301u);
   json summary = json::parse(slurp(out / "summary.json"));
@@ -411,7 +411,7 @@ TEST_F(SimCliTest, CompareGivesShareEveryPolicyOneRoundLength) {
     EXPECT_EQ(r.status, 0) << r.err;
     std::map<std::string, double> by_policy;
     for (const auto& e : fs::directory_iterator(out))
-      if (e.is_directory())
+      if (e.is_directory() && fs::exists(e.path() / "summary.json"))  // not figures/
         by_policy[e.path().filename().string()] =
             json::parse(slurp(e.path() / "summary.json"))["round_s"].get<double>();
     return by_policy;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "fairgpu/html_report.h"
+
 namespace fairgpu::cli {
 
 // Runs the chosen subcommand; returns what goes to stdout.
@@ -25,6 +27,10 @@ void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
 // the file that cannot be written.
 void write_files(const std::string& dir,
                  const std::vector<std::pair<std::string, std::string>>& files);
+// --figure-axes and --no-pdf (the figures of report.html and figures/).
+void add_report_options(CLI::App* c, ReportOptions& options);
+// write_report (report.html, figures/), its notes on stderr.
+void write_report_noting(const std::string& dir, const ReportOptions& options);
 // A comma-separated list of policy specifiers (NAME or NAME:key=value...),
 // empty items skipped. Each run writes <out>/<folder>/, so throws InputError
 // on field `policies` for an empty list, a repeated specifier, or two that

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -46,6 +47,7 @@ struct SimArgs {
   // this many seconds; 0: every round.
   double series_window_s = 600.0;
   bool json = false;  // stdout: JSON instead of the tables
+  ReportOptions report;  // report.html's figures
 };
 
 void add_scenario_options(CLI::App* c, SimArgs& a) {
@@ -229,6 +231,7 @@ SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimA
 }
 
 void check_args(const SimArgs& a) {
+  check_report_options(a.report);
   if (!(a.horizon_h >= 0.0)) throw InputError("options", "horizon-hours", "must be >= 0");
   // Below a second a window is far shorter than any scheduling interval and
   // only multiplies tenant_windows.csv's rows.
@@ -391,7 +394,7 @@ std::string run_simulate(const SimArgs& a) {
   }
   write_files(dir, files);
   streamed.commit();
-  write_files(dir, {{"report.html", html_report(dir)}});  // read back from what was written
+  write_report_noting(dir, a.report);  // read back from what was written
   if (a.json) {
     Json out;
     out["command"] = "simulate";
@@ -401,6 +404,7 @@ std::string run_simulate(const SimArgs& a) {
     for (const char* f : {"tenants.csv", "utilisation.csv"}) names.push_back(f);
     if (sensitive) names.push_back("resources.csv");
     names.push_back("report.html");
+    names.push_back("figures/");
     out["files"] = std::move(names);
     out["summary"] = Json::parse(files[summary_index].second);
     if (sensitive) {
@@ -415,7 +419,7 @@ std::string run_simulate(const SimArgs& a) {
   }
   return fmt::format(
       "{}\n{}{}\nwrote {}/ (jobs.csv, tenants.csv, utilisation.csv, "
-      "tenant_windows.csv, summary.json{}, report.html)\n",
+      "tenant_windows.csv, summary.json{}, report.html, figures/)\n",
       sc.description, summary_table(r, s), resources, dir,
       sensitive ? ", resources.csv, job_speedups.csv" : "");
 }
@@ -472,7 +476,7 @@ std::string run_compare(const SimArgs& args) {
   remove_stale_policy_folders(dir, names);
   write_files(dir, files);
   streamed.commit();
-  write_files(dir, {{"report.html", html_report(dir)}});
+  write_report_noting(dir, a.report);
   if (a.json) {
     // Each run's summary.json, and its ratios to the first run as
     // compare.csv's <metric>_ratio columns give them.
@@ -488,12 +492,12 @@ std::string run_compare(const SimArgs& args) {
     Json out;
     out["command"] = "compare";
     out["out"] = dir;
-    out["files"] = {"compare.csv", "report.html"};
+    out["files"] = {"compare.csv", "report.html", "figures/"};
     out["runs"] = std::move(json_runs);
     return out.dump(2) + "\n";
   }
   return fmt::format(
-      "{}\n{}\nwrote {}/ (compare.csv, report.html, <policy>/: jobs.csv, tenants.csv, "
+      "{}\n{}\nwrote {}/ (compare.csv, report.html, figures/, <policy>/: jobs.csv, tenants.csv, "
       "utilisation.csv, tenant_windows.csv, summary.json)\n",
       sc.description, compare_table(runs), dir);
 }
@@ -537,6 +541,24 @@ std::string run_generate(const GenerateArgs& a) {
 }
 
 }  // namespace
+
+void add_report_options(CLI::App* c, ReportOptions& options) {
+  c->add_option("--figure-axes", options.axes,
+                "axes of report.html's figures that may be logarithmic (CDFs' x, series' y, a "
+                "sweep's variable and metrics): auto (default: log where the values are positive "
+                "and span two decades or more), linear, or log");
+  c->add_flag(
+      "--no-pdf", [&options](std::int64_t) { options.pdf = false; },
+      "figures/ as SVG only (by default each figure also as PDF, by rsvg-convert where "
+      "installed)");
+}
+
+void write_report_noting(const std::string& dir, const ReportOptions& options) {
+  const std::string notes = write_report(dir, options);
+  std::stringstream lines(notes);
+  for (std::string line; std::getline(lines, line);)
+    std::fprintf(stderr, "fairgpu: %s\n", line.c_str());
+}
 
 // Everything is computed before the first write, so bad input never leaves
 // a half-written folder.
@@ -599,6 +621,7 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   simulate->add_flag("--json", sim->json,
                      "print JSON on stdout instead of the table: out, files, and the summary "
                      "(summary.json's content)");
+  add_report_options(simulate, sim->report);
   commands.push_back({simulate, [sim] { return run_simulate(*sim); }});
 
   auto cmp = std::make_shared<SimArgs>();
@@ -623,17 +646,23 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
                     "print JSON on stdout instead of the table: out, files, and per run its "
                     "policy, folder, summary (its summary.json) and ratios_to_first (compare.csv's "
                     "<metric>_ratio columns)");
+  add_report_options(compare, cmp->report);
   commands.push_back({compare, [cmp] { return run_compare(*cmp); }});
 
   auto report_dir = std::make_shared<std::string>();
+  auto report_options = std::make_shared<ReportOptions>();
   auto* report = app.add_subcommand(
-      "report", "rebuild report.html in a results folder of simulate or compare");
-  report->add_option("dir", *report_dir, "the results folder (holding summary.json or compare.csv)")
+      "report",
+      "rebuild report.html and figures/ in a results folder of simulate, compare or sweep");
+  report
+      ->add_option("dir", *report_dir,
+                   "the results folder (holding summary.json, compare.csv or sweep.csv)")
       ->required();
-  commands.push_back({report, [report_dir] {
-                        const std::string html = html_report(*report_dir);
-                        write_files(*report_dir, {{"report.html", html}});
-                        return fmt::format("wrote {}/report.html\n", *report_dir);
+  add_report_options(report, *report_options);
+  commands.push_back({report, [report_dir, report_options] {
+                        write_report_noting(*report_dir, *report_options);
+                        return fmt::format("wrote {}/report.html and {}/figures/\n", *report_dir,
+                                           *report_dir);
                       }});
 
   auto gen = std::make_shared<GenerateArgs>();

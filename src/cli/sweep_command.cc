@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@
 #include "fairgpu/html_report.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy_options.h"
+#include "fairgpu/provenance.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/sweep_stats.h"
 #include "report/csv_cells.h"
@@ -50,6 +52,7 @@ struct SweepArgs {
   int jobs = 0;  // processes at once; 0: one per core
   bool quiet = false;
   std::vector<std::string> passthrough;  // scenario options for every run
+  ReportOptions report;                  // the sweep's report.html and figures/
 };
 
 std::vector<std::string> split(const std::string& list, char sep) {
@@ -176,6 +179,7 @@ std::string run_sweep(const SweepArgs& a) {
     folders.push_back(policy_folder_name(p));
   }
   if (a.jobs < 0) throw InputError("options", "jobs", "must be >= 0");
+  check_report_options(a.report);
   for (const std::string& opt : a.passthrough)
     for (const char* owned : {"--seed", "--policy", "--out", "--load", "--cluster", "--round"})
       if (opt == owned || opt.rfind(std::string(owned) + "=", 0) == 0)
@@ -224,6 +228,9 @@ std::string run_sweep(const SweepArgs& a) {
           r.args.insert(r.args.end(), {"--cluster", variants[v].cluster});
         if (!variants[v].round.empty()) r.args.insert(r.args.end(), {"--round", variants[v].round});
         r.args.insert(r.args.end(), a.passthrough.begin(), a.passthrough.end());
+        // Each run's own figures as SVG only: a PDF per figure of every run
+        // would cost more than the run; `fairgpu report RUN` adds them.
+        r.args.insert(r.args.end(), {"--figure-axes", a.report.axes, "--no-pdf"});
         runs.push_back(std::move(r));
       }
 
@@ -289,13 +296,19 @@ std::string run_sweep(const SweepArgs& a) {
     std::vector<MeanCi> stats;
   };
   std::vector<Row> rows;
+  // Every input file any run read (a cluster per variant, the trace, ...).
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+  std::set<std::string> inputs_seen;
   for (std::size_t v = 0; v < variants.size(); ++v)
     for (std::size_t p = 0; p < policies.size(); ++p) {
       std::vector<std::vector<double>> values(metrics.size());
       std::string dirs;
       for (const Run& r : runs) {
         if (r.variant != v || r.policy != p) continue;
-        const auto summary = nlohmann::json::parse(slurp(r.dir / "summary.json"));
+        const auto summary = nlohmann::ordered_json::parse(slurp(r.dir / "summary.json"));
+        if (summary.contains("provenance") && summary["provenance"].contains("inputs"))
+          for (const auto& in : summary["provenance"]["inputs"])
+            if (inputs_seen.insert(in.dump()).second) inputs.push_back(in);
         for (std::size_t m = 0; m < metrics.size(); ++m) {
           const auto& x = summary.contains(metrics[m].key) ? summary[metrics[m].key] : nullptr;
           values[m].push_back(x.is_number() ? x.get<double>() : std::nan(""));
@@ -314,8 +327,28 @@ std::string run_sweep(const SweepArgs& a) {
       csv += "," + csv::field(dirs) + "\n";
       rows.push_back(std::move(row));
     }
-  write_files(out.string(), {{"sweep.csv", csv}});
-  write_files(out.string(), {{"report.html", html_report(out.string())}});
+  // The sweep's own provenance: report.html shows it rather than one run's.
+  nlohmann::ordered_json prov;
+  prov["fairgpu_version"] = fairgpu_version();
+  prov["command"] = "sweep";
+  std::vector<std::string> arguments = {"--policies", a.policies, "--seeds", a.seeds};
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--loads", a.loads},
+                                    {"--clusters", a.clusters},
+                                    {"--rounds", a.rounds}})
+    if (!value.empty()) arguments.insert(arguments.end(), {flag, value});
+  arguments.insert(arguments.end(), a.passthrough.begin(), a.passthrough.end());
+  prov["arguments"] = arguments;
+  prov["policies"] = policies;
+  prov["seeds"] = seeds;
+  nlohmann::ordered_json variant_names = nlohmann::ordered_json::array();
+  for (const Variant& v : variants) variant_names.push_back(v.folder());
+  prov["variants"] = variant_names;
+  prov["runs"] = runs.size();
+  prov["inputs"] = inputs;
+  write_files(out.string(),
+              {{"sweep.csv", csv},
+               {"sweep.json", nlohmann::ordered_json{{"provenance", prov}}.dump(2) + "\n"}});
+  write_report_noting(out.string(), a.report);
 
   // The table: the compare table's columns, mean ± half-width.
   std::string table = fmt::format("sweep: {} policies x {} variants x {} seeds = {} runs\n\n",
@@ -338,8 +371,10 @@ std::string run_sweep(const SweepArgs& a) {
   });
   table += "\nmean ± half-width of the 95% confidence interval over the seeds (Student's t)\n";
   table += compare_legend();
-  return fmt::format("{}wrote {}/ (sweep.csv, report.html, runs/<variant>/<policy>/seed-<s>/)\n",
-                     table, out.string());
+  return fmt::format(
+      "{}wrote {}/ (sweep.csv, sweep.json, report.html, figures/, "
+      "runs/<variant>/<policy>/seed-<s>/)\n",
+      table, out.string());
 }
 
 }  // namespace
@@ -364,6 +399,7 @@ void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
   sweep->add_option("--out", args->out, "folder (default fairgpu-out/sweep)");
   sweep->add_option("-j,--jobs-at-once", args->jobs, "runs at once (default: one per core)");
   sweep->add_flag("--quiet", args->quiet, "no progress line on stderr");
+  add_report_options(sweep, args->report);
   sweep->allow_extras();
   sweep->footer(
       "Every other option (--trace, --jobs, --gen-tenants, --arrivals-per-hour, --horizon-hours, "

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <future>
@@ -34,7 +35,8 @@ using report::escape_xml;
 using report::Series;
 
 constexpr std::size_t kMaxPoints = 300;     // per series
-constexpr std::size_t kMaxTenantLines = 8;  // the tenants with most GPU time; the rest summed
+// The tenants with most GPU time, the rest summed: ten areas, ten colours.
+constexpr std::size_t kMaxTenantLines = 9;
 
 // A CSV file of ours read column by column: the header names the columns.
 class CsvColumns {
@@ -83,7 +85,36 @@ struct Run {
   fs::path dir;
   Json summary;
   bool time_sharing = false;
+  std::string key = {};  // its figures' names: <key>-share, ... (file-name safe)
 };
+
+// `text` with every character but [A-Za-z0-9._-] written as '_'.
+std::string file_safe(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  return out.empty() ? "run" : out;
+}
+
+// The figures of the page, each also a file of its own.
+struct Figures {
+  report::AxisScale eligible = report::AxisScale::automatic;  // for axes that may be log
+  std::vector<std::pair<std::string, std::string>> files;
+  // The chart inline (and kept as figures/<id>.svg), or a note when it has no data.
+  std::string add(const Chart& chart) {
+    if (!report::has_data(chart))
+      return fmt::format("<p class=\"note\">{}: no data to plot.</p>\n", escape_xml(chart.title));
+    files.emplace_back(chart.id + ".svg", report::svg_line_chart(chart, true));
+    return "<figure>" + report::svg_line_chart(chart) + "</figure>\n";
+  }
+};
+
+report::AxisScale parse_axes(const std::string& text) {
+  if (text == "auto") return report::AxisScale::automatic;
+  if (text == "linear") return report::AxisScale::linear;
+  if (text == "log") return report::AxisScale::log;
+  throw InputError("options", "figure-axes", fmt::format("'{}' is not auto, linear or log", text));
+}
 
 Json read_json(const fs::path& path) {
   const std::string text = text_input::read_text_file(path.string());
@@ -210,8 +241,13 @@ std::vector<std::string> top_tenants(const std::map<std::string, double>& weight
 // tenants.csv: per tenant GPU share (% of all GPUs) and normalised throughput
 // over time, the kMaxTenantLines tenants holding most GPU time by name, the
 // others summed as "other tenants".
-std::pair<Chart, Chart> tenant_charts(const Run& run, const fs::path& path, double origin,
-                                      int total_gpus, const std::string& id) {
+struct TenantCharts {
+  Chart share, throughput;
+  std::vector<std::string> top;  // the tenants drawn, by GPU time; the rho panel draws the same
+};
+
+TenantCharts tenant_charts(const Run& run, const fs::path& path, double origin, int total_gpus,
+                           const std::string& id, report::AxisScale y_scale) {
   struct Row {
     double start, end, gpus, tput;
     std::string tenant;
@@ -240,16 +276,18 @@ std::pair<Chart, Chart> tenant_charts(const Run& run, const fs::path& path, doub
     }
   }
   Chart share{id + "-share",
-              run.label + ": GPU share per tenant",
+              run.label + ": GPU share per tenant (stacked)",
               "hours since the first arrival",
-              "% of all GPUs held",
+              "% of all GPUs held (stacked)",
               {}};
   Chart tput{id + "-throughput",
              run.label + ": normalised throughput per tenant",
              "hours since the first arrival",
              "normalised throughput (K80 = 1 per GPU)",
              {}};
-  if (rows.empty()) return {share, tput};
+  share.stacked = true;  // the top edge is the cluster's utilisation
+  tput.y_scale = y_scale;
+  if (rows.empty()) return {share, tput, {}};
   const std::vector<std::string> top = top_tenants(gpu_time);
   const bool others = gpu_time.size() > top.size();
   Buckets b(t0, t1, distinct_starts);
@@ -268,18 +306,20 @@ std::pair<Chart, Chart> tenant_charts(const Run& run, const fs::path& path, doub
     share.series.push_back({name, b.points(gpus[i], origin)});
     tput.series.push_back({name, b.points(th[i], origin)});
   }
-  return {share, tput};
+  return {share, tput, top};
 }
 
-// tenant_windows.csv: ρ_tenant per window (Astraea eq. 12) of the tenants
-// with the most fair GPU time.
-Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::string& id) {
+// tenant_windows.csv: ρ_tenant per window (Astraea eq. 12) of `tenants` (those
+// of the share panels), or without them of the tenants with most fair GPU time.
+Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::string& id,
+                const std::vector<std::string>& tenants, report::AxisScale y_scale) {
   Chart chart{id + "-rho",
               run.label + ": tenant rho per window (Astraea eq. 12)",
               "hours since the first arrival (window middle)",
               "rho_tenant = held / fair GPU time",
               {}};
-  chart.reference_y = {1.0};
+  chart.reference_y = {{1.0, "rho = 1"}};
+  chart.y_scale = y_scale;
   std::map<std::string, std::vector<std::pair<double, double>>> points;
   std::map<std::string, double> fair;
   CsvColumns csv(path.string());
@@ -293,7 +333,7 @@ Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::
       points[csv.cell(tn)].emplace_back(((csv.number(s) + csv.number(e)) / 2 - origin) / 3600.0,
                                         rho);
   }
-  for (const std::string& tenant : top_tenants(fair)) {
+  for (const std::string& tenant : tenants.empty() ? top_tenants(fair) : tenants) {
     auto& p = points[tenant];
     if (p.size() > kMaxPoints) {  // every k-th window
       std::vector<std::pair<double, double>> thin;
@@ -308,39 +348,67 @@ Chart rho_chart(const Run& run, const fs::path& path, double origin, const std::
 
 // ---- page -----------------------------------------------------------------------
 
-std::string plot_or_note(const Chart& chart) {
-  if (report::has_data(chart)) return "<figure>" + report::svg_line_chart(chart) + "</figure>\n";
-  return fmt::format("<p class=\"note\">{}: no data to plot.</p>\n", escape_xml(chart.title));
-}
-
 std::string note(const std::string& text) {
   return "<p class=\"note\">" + escape_xml(text) + "</p>\n";
 }
 
 std::string json_text(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
 
-std::string provenance_html(const std::vector<Run>& runs) {
+// A sweep's own provenance (sweep.json): its command, grid and every input.
+std::string sweep_provenance_rows(const Json& p) {
+  std::string out;
+  auto row = [&out](const std::string& k, const std::string& v) {
+    out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape_xml(k), escape_xml(v));
+  };
+  auto joined = [](const Json& list, bool quote) {
+    std::string text;
+    for (const auto& item : list) {
+      std::string t = json_text(item);
+      if (quote && (t.empty() || t.find_first_of(" \t'\"") != std::string::npos)) t = "'" + t + "'";
+      text += (text.empty() ? "" : " ") + t;
+    }
+    return text;
+  };
+  row("fairgpu version", json_text(p.value("fairgpu_version", Json("?"))));
+  row("command", "fairgpu sweep " + joined(p.value("arguments", Json::array()), true));
+  row("seeds", joined(p.value("seeds", Json::array()), false));
+  row("variants", joined(p.value("variants", Json::array()), false));
+  row("runs", json_text(p.value("runs", Json("?"))));
+  for (const auto& in : p.value("inputs", Json::array()))
+    row("input: " + json_text(in.value("role", Json("?"))),
+        json_text(in.value("path", Json("?"))) + "  sha256 " +
+            json_text(in.value("sha256", Json("?"))));
+  return out;
+}
+
+// The folder's provenance: a sweep's own (sweep.json) when given, else the
+// first run's; then each run's policy parameters.
+std::string provenance_html(const std::vector<Run>& runs, const Json& sweep) {
   const Json& p = runs.front().summary.contains("provenance") ? runs.front().summary["provenance"]
                                                               : Json::object();
-  if (p.empty()) return note("No provenance recorded in summary.json.");
+  if (p.empty() && sweep.empty()) return note("No provenance recorded in summary.json.");
   std::string out = "<h2>Provenance</h2>\n<table class=\"prov\">\n";
   auto row = [&out](const std::string& k, const std::string& v) {
     out += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", escape_xml(k), escape_xml(v));
   };
-  row("fairgpu version", json_text(p.value("fairgpu_version", Json("?"))));
-  row("command", json_text(p.value("command", Json("?"))));
-  row("seed", json_text(p.value("seed", Json("?"))));
-  row("workload", json_text(p.value("workload", Json("?"))));
-  if (p.contains("inputs"))
-    for (const auto& in : p["inputs"])
-      row("input: " + json_text(in.value("role", Json("?"))),
-          json_text(in.value("path", Json("?"))) + "  sha256 " +
-              json_text(in.value("sha256", Json("?"))));
-  if (p.contains("options")) {
-    std::string opts;
-    for (const auto& [k, v] : p["options"].items())
-      opts += fmt::format("{}{}={}", opts.empty() ? "" : ", ", k, json_text(v));
-    row("options", opts);
+  if (!sweep.empty()) {
+    out += sweep_provenance_rows(sweep);
+  } else {
+    row("fairgpu version", json_text(p.value("fairgpu_version", Json("?"))));
+    row("command", json_text(p.value("command", Json("?"))));
+    row("seed", json_text(p.value("seed", Json("?"))));
+    row("workload", json_text(p.value("workload", Json("?"))));
+    if (p.contains("inputs"))
+      for (const auto& in : p["inputs"])
+        row("input: " + json_text(in.value("role", Json("?"))),
+            json_text(in.value("path", Json("?"))) + "  sha256 " +
+                json_text(in.value("sha256", Json("?"))));
+    if (p.contains("options")) {
+      std::string opts;
+      for (const auto& [k, v] : p["options"].items())
+        opts += fmt::format("{}{}={}", opts.empty() ? "" : ", ", k, json_text(v));
+      row("options", opts);
+    }
   }
   for (const Run& r : runs) {
     if (!r.summary.contains("provenance")) continue;
@@ -396,9 +464,75 @@ fs::path sub_folder(const fs::path& dir, const std::string& sub, const std::stri
   return dir / sub;
 }
 
+// A sweep run's folder, runs/<variant>/<policy>/seed-<s>, less "runs/".
+std::string sweep_run_key(const std::string& folder) {
+  const std::string rel = fs::path(folder).lexically_relative("runs").string();
+  return rel.empty() || rel.rfind("..", 0) == 0 ? folder : rel;
+}
+
+// One row of sweep.csv: its policy, variant values and per metric (mean, CI).
+struct SweepRow {
+  std::string policy;
+  std::map<std::string, std::string> variant;  // load, cluster, round_s: "" when not swept
+  std::vector<std::pair<double, double>> stats;
+};
+
+// Per swept number (load, round_s) taking two values or more, each metric's
+// mean against it, one line per policy (and other variant), its 95% CI as a
+// band.
+std::string sweep_plots_html(const std::vector<SweepRow>& rows,
+                             const std::vector<CompareColumnInfo>& columns, Figures& figures) {
+  std::string out;
+  for (const char* var : {"load", "round_s"}) {
+    std::map<double, int> values;
+    for (const SweepRow& r : rows) {
+      const auto v = text_input::to_double(r.variant.at(var));
+      if (v) values[*v] = 1;
+    }
+    if (values.size() < 2) continue;
+    const std::string name = std::string(var) == "load" ? "offered load" : "round length (s)";
+    out += fmt::format("<h2>Sweep: each metric against the {}</h2>\n", escape_xml(name));
+    out += note("Mean over the seeds; the shaded band is its 95% confidence interval.");
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      Chart chart{"sweep-" + file_safe(columns[c].key) + "-vs-" + var,
+                  fmt::format("{} {} against the {}", columns[c].top, columns[c].bottom, name),
+                  name,
+                  columns[c].top + " " + columns[c].bottom,
+                  {}};
+      chart.x_scale = chart.y_scale = figures.eligible;
+      std::map<std::string, std::vector<std::tuple<double, double, double>>> lines;
+      std::vector<std::string> order;
+      for (const SweepRow& r : rows) {
+        const auto x = text_input::to_double(r.variant.at(var));
+        if (!x) continue;
+        std::string label = r.policy, rest;
+        for (const auto& [k, v] : r.variant)
+          if (k != var && !v.empty())
+            rest += (rest.empty() ? "" : ", ") + k + " " + fs::path(v).filename().string();
+        if (!rest.empty()) label += " [" + rest + "]";
+        if (!lines.count(label)) order.push_back(label);
+        const auto [mean, ci] = r.stats[c];
+        lines[label].emplace_back(*x, mean * columns[c].scale, ci * columns[c].scale);
+      }
+      for (const std::string& label : order) {
+        auto& pts = lines[label];
+        std::sort(pts.begin(), pts.end());
+        Series series{label, {}};
+        for (const auto& [x, m, ci] : pts) {
+          series.points.emplace_back(x, m);
+          series.band.emplace_back(m - ci, m + ci);  // NaN (one seed): no band there
+        }
+        chart.series.push_back(std::move(series));
+      }
+      out += figures.add(chart);
+    }
+  }
+  return out;
+}
+
 // sweep.csv: per row (policy and variant) the mean ± 95% CI of the compare
-// table's metrics.
-std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
+// table's metrics, and the plots of each metric against a swept number.
+std::string sweep_html(const fs::path& path, std::vector<Run>* runs, Figures& figures) {
   CsvColumns csv(path.string());
   const std::size_t policy = csv.require("policy"), seeds = csv.require("seeds"),
                     folders = csv.require("folders");
@@ -414,7 +548,10 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
   for (const auto& c : columns)
     out += fmt::format("<th>{}<br>{}</th>", escape_xml(c.top), escape_xml(c.bottom));
   out += "</tr>\n";
+  std::vector<SweepRow> rows;
   while (csv.next()) {
+    SweepRow row{csv.cell(policy), {{"load", ""}, {"cluster", ""}, {"round_s", ""}}, {}};
+    for (const auto& [name, i] : variant_columns) row.variant[name] = csv.cell(i);
     std::string variant;
     for (const auto& [name, i] : variant_columns)
       if (!csv.cell(i).empty())
@@ -426,11 +563,13 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
     for (const auto& c : columns) {
       const double mean = csv.number(csv.require(c.key + "_mean"));
       const double ci = csv.number(csv.require(c.key + "_ci95"));
+      row.stats.emplace_back(mean, ci);
       std::string cell = table_cell(mean * c.scale, c.precision);
       if (!std::isnan(ci)) cell += " &#177; " + table_cell(ci * c.scale, c.precision);
       out += "<td>" + cell + "</td>";
     }
     out += "</tr>\n";
+    rows.push_back(std::move(row));
     // The first seed's run stands for the row in the plots below.
     const std::string first = csv.cell(folders).substr(0, csv.cell(folders).find(';'));
     const fs::path run_dir = sub_folder(path.parent_path(), first, path.string());
@@ -438,24 +577,29 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs) {
                          run_dir.filename().string(),
                      run_dir,
                      {},
-                     false});
+                     false,
+                     file_safe(sweep_run_key(first))});
   }
   if (runs->empty()) throw InputError(path.string(), "", "no rows");
-  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) +
-         "</pre>\n<p class=\"note\">The plots show the first seed's run of each row.</p>\n";
+  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) + "</pre>\n" +
+         sweep_plots_html(rows, columns, figures) +
+         "<p class=\"note\">The plots below show the first seed's run of each row.</p>\n";
 }
 
-std::vector<Run> read_runs(const fs::path& dir, std::string* sweep) {
+std::vector<Run> read_runs(const fs::path& dir, std::string* sweep, Figures& figures) {
   std::vector<Run> runs;
   const fs::path compare = dir / "compare.csv";
   if (fs::exists(dir / "sweep.csv")) {
-    *sweep = sweep_html(dir / "sweep.csv", &runs);
+    *sweep = sweep_html(dir / "sweep.csv", &runs, figures);
   } else if (fs::exists(compare)) {
     CsvColumns csv(compare.string());
     const std::size_t policy = csv.require("policy"), folder = csv.require("folder");
     while (csv.next()) {
-      runs.push_back(
-          {csv.cell(policy), sub_folder(dir, csv.cell(folder), compare.string()), {}, false});
+      runs.push_back({csv.cell(policy),
+                      sub_folder(dir, csv.cell(folder), compare.string()),
+                      {},
+                      false,
+                      file_safe(csv.cell(folder))});
     }
     if (runs.empty()) throw InputError(compare.string(), "", "no runs listed");
   } else if (fs::exists(dir / "summary.json")) {
@@ -469,12 +613,13 @@ std::vector<Run> read_runs(const fs::path& dir, std::string* sweep) {
     const std::string policy = r.summary.value("policy", std::string());
     if (r.label.empty()) r.label = policy;
     r.time_sharing = is_time_sharing(policy);
+    if (r.key.empty()) r.key = file_safe(policy_folder_name(policy));
   }
   return runs;
 }
 
 // The cluster's and each run's tenants' series over time.
-std::string series_over_time_html(const std::vector<Run>& runs) {
+std::string series_over_time_html(const std::vector<Run>& runs, Figures& figures) {
   std::string body;
   // Utilisation and idle-while-waiting over time, one line per run.
   Chart util{"utilisation",
@@ -501,27 +646,31 @@ std::string series_over_time_html(const std::vector<Run>& runs) {
     idle.series.push_back(ts.idle_waiting);
   }
   body += "<h2>Cluster over time</h2>\n";
-  body += plot_or_note(util);
-  body += plot_or_note(idle);
+  idle.y_scale = figures.eligible;
+  body += figures.add(util);
+  body += figures.add(idle);
   if (!missing.empty()) body += note("No utilisation.csv for " + missing + ".");
 
   // Per run: tenants over time, and ρ per window for time-sharing policies.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
-    const std::string id = fmt::format("run{}", i);
+    const std::string& id = r.key;
     const double origin = r.summary.value("first_arrival_s", 0.0);
     body += "<h2>" + escape_xml(r.label) + ": tenants</h2>\n";
     const fs::path tenants = r.dir / "tenants.csv";
+    std::vector<std::string> top;
     if (fs::exists(tenants)) {
-      auto [share, tput] = tenant_charts(r, tenants, origin, r.summary.value("total_gpus", 0), id);
-      body += plot_or_note(share) + plot_or_note(tput);
+      TenantCharts t =
+          tenant_charts(r, tenants, origin, r.summary.value("total_gpus", 0), id, figures.eligible);
+      body += figures.add(t.share) + figures.add(t.throughput);
+      top = std::move(t.top);
     } else {
       body += note("No tenants.csv for " + r.label + ".");
     }
     if (r.time_sharing) {
       const fs::path windows = r.dir / "tenant_windows.csv";
       if (fs::exists(windows))
-        body += plot_or_note(rho_chart(r, windows, origin, id));
+        body += figures.add(rho_chart(r, windows, origin, id, top, figures.eligible));
       else
         body += note("No tenant_windows.csv for " + r.label + ".");
     }
@@ -531,30 +680,35 @@ std::string series_over_time_html(const std::vector<Run>& runs) {
 }
 
 const char* kStyle = R"(
-body{font-family:sans-serif;margin:24px;max-width:1500px;color:#222}
+body{font-family:sans-serif;margin:24px;max-width:1620px;color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
 h3{font-size:15px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
 table.compare td{text-align:right}table.compare td.name{text-align:left;font-weight:bold}
 table.prov th{text-align:left;background:#f4f4f4}table.prov td{font-family:monospace;word-break:break-all}
 pre.legend{font-size:12px;background:#f8f8f8;padding:8px}
-figure{display:inline-block;margin:8px}
-svg.plot{font-size:11px;background:#fff}
-svg.plot .title{font-size:13px;font-weight:bold}
-svg.plot .grid{stroke:#e6e6e6}svg.plot .frame{fill:none;stroke:#888}
-svg.plot .reference{stroke:#555;stroke-dasharray:4 3}
-svg.plot .tick{fill:#555}p.note{color:#666;font-style:italic}
+figure{display:inline-block;margin:4px}
+p.note{color:#666;font-style:italic}
 )";
 
 }  // namespace
 
-std::string html_report(const std::string& dir_text) {
+void check_report_options(const ReportOptions& options) { parse_axes(options.axes); }
+
+Report build_report(const std::string& dir_text, const ReportOptions& options) {
+  Figures figures;
+  figures.eligible = parse_axes(options.axes);
   const fs::path dir(dir_text);
   std::string sweep;
-  const std::vector<Run> runs = read_runs(dir, &sweep);
+  const std::vector<Run> runs = read_runs(dir, &sweep, figures);
 
   std::string body;
-  body += provenance_html(runs);
+  Json sweep_provenance = Json::object();
+  if (!sweep.empty() && fs::exists(dir / "sweep.json")) {
+    const Json j = read_json(dir / "sweep.json");
+    if (j.contains("provenance") && j["provenance"].is_object()) sweep_provenance = j["provenance"];
+  }
+  body += provenance_html(runs, sweep_provenance);
   body += sweep.empty() ? compare_html(runs) : sweep;
 
   // The jobs' CDFs are read on a second thread while this one reads the
@@ -571,7 +725,7 @@ std::string html_report(const std::string& dir_text) {
   });
   std::string over_time;
   try {
-    over_time = series_over_time_html(runs);
+    over_time = series_over_time_html(runs, figures);
   } catch (...) {
     read_cdfs.get();  // a bad jobs.csv is named first, as the page reads it first
     throw;
@@ -583,19 +737,25 @@ std::string html_report(const std::string& dir_text) {
             "fraction of rated jobs",
             {}};
   jct.y_max = ftf.y_max = 1.0;
-  ftf.reference_y = {};
+  jct.x_scale = ftf.x_scale = figures.eligible;
+  ftf.reference_x = {{1.0, "rho = 1"}};
   std::tie(jct.series, ftf.series) = read_cdfs.get();
+  // The CDFs come first on the page, so first among the figures too.
+  Figures cdfs;
+  std::string cdf_html = cdfs.add(jct) + cdfs.add(ftf);
+  figures.files.insert(figures.files.begin(), cdfs.files.begin(), cdfs.files.end());
   body += "<h2>Job completion time and finish-time fairness</h2>\n";
-  body += plot_or_note(jct) + plot_or_note(ftf);
+  body += cdf_html;
   body += over_time;
 
   std::string title = runs.size() == 1 ? "fairgpu report: " + runs.front().label
                                        : fmt::format("fairgpu report: {} runs", runs.size());
-  return fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>{0}</title>\n<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n{2}</body>\n"
-      "</html>\n",
-      escape_xml(title), kStyle, body);
+  return {fmt::format(
+              "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+              "<title>{0}</title>\n<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n{2}</body>\n"
+              "</html>\n",
+              escape_xml(title), kStyle, body),
+          std::move(figures.files)};
 }
 
 }  // namespace fairgpu
