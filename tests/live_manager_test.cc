@@ -1683,7 +1683,8 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
             "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, admin_token_file, admin_token_env, agent_token, "
-            "tenants, quotas, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, backend, slurm)");
+            "tenants, quotas, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, http, "
+            "backend, slurm)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
   EXPECT_EQ(error("{" + tokens +
                   R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),

@@ -51,15 +51,23 @@ std::string run_serve(const ServeArgs& a) {
   const int port = server.bind(config.host, config.port);
   manager = std::make_unique<live::Manager>(config);
   server.attach(*manager);
+  const char* scheme = server.tls() ? "https" : "http";
   live::log::info(
       "listening",
-      {{"url", fmt::format("{}://{}:{}", server.tls() ? "https" : "http", config.host, port)},
+      {{"url", fmt::format("{}://{}:{}", scheme, config.host, port)},
+       {"agent_url", server.agent_port() < 0 ? std::string("(the url)")
+                                             : fmt::format("{}://{}:{}", scheme, config.agent_host,
+                                                           server.agent_port())},
        {"policy", config.policy},
        {"round_s", manager->interval()},
        {"data_dir", config.data_dir}});
-  // After the log line: whoever waits for the file finds the line too.
+  // After the log line: whoever waits for the file finds the line too. The
+  // agents' port (http.agent_listen) on a second line.
   if (!a.port_file.empty()) {
-    std::ofstream(a.port_file + ".tmp") << port << "\n";
+    std::ofstream out(a.port_file + ".tmp");
+    out << port << "\n";
+    if (server.agent_port() >= 0) out << server.agent_port() << "\n";
+    out.close();
     std::rename((a.port_file + ".tmp").c_str(), a.port_file.c_str());
   }
   std::thread waiter([&] {
@@ -102,7 +110,9 @@ void add_serve_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
   cmd->add_option("--port", args->port,
                   "listen on this port instead of the config's (0: any free port)")
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--port-file", args->port_file, "write the port listened on to this file");
+  cmd->add_option("--port-file", args->port_file,
+                  "write the port listened on to this file (the agents' port, with "
+                  "http.agent_listen, on a second line)");
   cmd->add_option("--log-level", args->log_level,
                   "trace | debug (also each round) | info (default: submissions, lease "
                   "decisions, launches, revokes, exits, failures) | warn | error | off");

@@ -642,8 +642,13 @@ class Agent {
       return fail(std::string("malformed launch action: ") + e.what());
     }
     if (r.launch_failed()) {
+      // The node's trouble (a full disk: no pid file): reported as never
+      // started, not as the job's failure (issue 30, H9).
+      if (r.process && r.process->node_fault()) r.refused_by_node = true;
       if (r.process)
-        log(fmt::format("launch {} failed: {}", describe(r), r.process->failure()),
+        log(fmt::format("launch {} failed{}: {}", describe(r),
+                        r.refused_by_node ? " (the node's fault, not the job's)" : "",
+                        r.process->failure()),
             log::Level::kWarn, &r);
       return;
     }
@@ -751,7 +756,11 @@ class Agent {
     fs::path job_dir = run_dir / "job";
     std::error_code ec;
     fs::create_directories(job_dir, ec);
-    if (ec) return fail("cannot create " + job_dir.string() + ": " + ec.message());
+    if (ec) {
+      // The agent's own state dir: its disk, not the job (issue 30, H9).
+      r.refused_by_node = true;
+      return fail("cannot create " + job_dir.string() + ": " + ec.message());
+    }
     if (run_as) {
       if (chmod(run_dir.c_str(), 0711) != 0 ||
           chown(job_dir.c_str(), run_as->uid, run_as->gid) != 0 ||

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "trace/text_input.h"
 
@@ -145,6 +146,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
                "metrics_token",
                "metrics_token_file",
                "metrics_token_env",
+               "http",
                "backend",
                "slurm"});
   ServeConfig c;
@@ -186,19 +188,44 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     if (t.size() < 8) r.fail(field, "must be at least 8 characters");
     return t;
   };
-  if (auto* v = r.optional(doc, "listen")) {
-    std::string s = r.name(*v, "listen");
+  // HOST:PORT at `field` into host and port.
+  auto listen_address = [&](const nlohmann::ordered_json& v, const std::string& field,
+                            std::string& host, int& port) {
+    std::string s = r.name(v, field);
     auto colon = s.rfind(':');
-    if (colon == std::string::npos || colon == 0) r.fail("listen", "expected HOST:PORT, got " + s);
-    c.host = s.substr(0, colon);
+    if (colon == std::string::npos || colon == 0) r.fail(field, "expected HOST:PORT, got " + s);
+    host = s.substr(0, colon);
     try {
       std::size_t used = 0;
-      c.port = std::stoi(s.substr(colon + 1), &used);
+      port = std::stoi(s.substr(colon + 1), &used);
       if (used != s.size() - colon - 1) throw std::invalid_argument("junk");
     } catch (const std::exception&) {
-      r.fail("listen", "bad port in " + s);
+      r.fail(field, "bad port in " + s);
     }
-    if (c.port < 0 || c.port > 65535) r.fail("listen", "port must be 0..65535");
+    if (port < 0 || port > 65535) r.fail(field, "port must be 0..65535");
+  };
+  if (auto* v = r.optional(doc, "listen")) listen_address(*v, "listen", c.host, c.port);
+  if (auto* v = r.optional(doc, "http")) {
+    const std::string p = "http";
+    r.expect_object(*v, p);
+    r.only_keys(*v, p,
+                {"request_timeout_s", "max_connections_per_peer", "workers", "queue",
+                 "agent_listen", "agent_workers"});
+    if (auto* x = r.optional(*v, "request_timeout_s"))
+      c.http.request_timeout_s = r.positive(*x, child(p, "request_timeout_s"));
+    for (auto [key, out, most] : {std::tuple{"max_connections_per_peer",
+                                             &c.http.max_connections_per_peer, 100000},
+                                  std::tuple{"workers", &c.http.workers, 4096},
+                                  std::tuple{"queue", &c.http.queue, 100000},
+                                  std::tuple{"agent_workers", &c.agent_workers, 4096}}) {
+      const auto* x = r.optional(*v, key);
+      if (!x) continue;
+      if (!x->is_number_integer() || x->get<long long>() < 1 || x->get<long long>() > most)
+        r.fail(child(p, key), fmt::format("expected an integer in 1..{}, got {}", most, x->dump()));
+      *out = x->get<int>();
+    }
+    if (auto* x = r.optional(*v, "agent_listen"))
+      listen_address(*x, child(p, "agent_listen"), c.agent_host, c.agent_port);
   }
   if (auto* v = r.optional(doc, "data_dir")) c.data_dir = r.name(*v, "data_dir");
   c.data_dir = config_relative_path(base_dir, c.data_dir);

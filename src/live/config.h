@@ -54,6 +54,17 @@ struct SlurmBackendConfig {
   std::string sbatch = "sbatch", scontrol = "scontrol", squeue = "squeue", scancel = "scancel";
 };
 
+// The HTTP front's bounds on what clients may hold (issue 30, H3; the config's
+// "http" object, docs/operator-guide.md; src/live/http_front.h).
+struct HttpLimits {
+  // A request's headers and body (and a TLS handshake) must arrive within
+  // this of the connection's start or of the previous answer.
+  double request_timeout_s = 10;
+  int max_connections_per_peer = 32;  // per client address, queued or served
+  int workers = 128;                  // connections served at once
+  int queue = 256;                    // accepted connections waiting for a worker
+};
+
 struct ServeConfig {
   std::string source = "built-in";
   std::string host = "127.0.0.1";
@@ -85,6 +96,13 @@ struct ServeConfig {
   // metrics_token unless metrics_open.
   bool metrics_open = false;
   std::string metrics_token;
+  HttpLimits http;
+  // "http": {"agent_listen": "HOST:PORT"}: the agents' own listener (register
+  // and heartbeat only), with agent_workers workers, so that heartbeats never
+  // wait behind clients; agent_port -1: none (agents use the API's port).
+  std::string agent_host;
+  int agent_port = -1;
+  int agent_workers = 64;
   std::string backend = "agents";  // agents | slurm
   SlurmBackendConfig slurm;        // backend slurm
 };

@@ -307,6 +307,8 @@ class Manager : private LeaseHost {
   void admit(JobEntry& e);
   void state_release(std::size_t sched_index);
   void state_finish(JobEntry& e);
+  // A submission whose commit failed: ended as failed before it can run.
+  void not_stored(const std::string& id, const std::string& why);
   // starts_only: mid-round starts (no lease is looked at for a stop).
   void apply_plan(const RoundPlan& plan, std::vector<std::uint64_t>& tickets,
                   bool starts_only = false);

@@ -158,8 +158,38 @@ json Manager::submit(const Caller& c, const json& body) {
                          {"workers", added.s.workers},
                          {"state", added.s.state}});
   }
-  store_->wait(ticket);  // durable before acknowledged
+  try {
+    store_->wait(ticket);  // durable before acknowledged
+  } catch (const std::exception& error) {
+    // Not committed (a full disk: issue 30, H9): the caller hears 500, so
+    // the job must never run. The store tries its row again when space
+    // returns; it is ended here first (a start waits for its lease's commit,
+    // so none has reached a node), and that row follows it.
+    const std::string id = answer["id"].get<std::string>();
+    not_stored(id, error.what());
+    throw ApiError(500, fmt::format("{} not stored ({}): it will not run; submit it again once "
+                                    "the server's disk has room",
+                                    id, error.what()));
+  }
   return answer;
+}
+
+void Manager::not_stored(const std::string& id, const std::string& why) {
+  std::lock_guard lock(mu_);
+  JobEntry& e = job_by_id(id);
+  if (terminal(e.s.state)) return;
+  std::vector<std::uint64_t> tickets;
+  state_finish(e);
+  if (e.lease) revoke(leases_.at(e.lease), tickets);
+  if (slurm_)
+    out_cancels_.push_back(e.s.id);
+  else
+    executor_->cancel(e.s.id);
+  e.s.state = "failed";
+  e.s.finished_at = now();
+  e.s.log_tail = "not stored when submitted (answered 500, never run): " + why;
+  persist(e);
+  log::warn("submit_not_stored", {{"job", e.s.id}, {"tenant", e.s.tenant}, {"error", why}});
 }
 
 void Manager::refuse_over_quota(const std::string& tenant, const std::string& quota,

@@ -245,6 +245,14 @@ LeftoverResult kill_leftover_group(const std::string& pid_file, double wait_s, p
   return LeftoverResult::kKilled;
 }
 
+namespace {
+// Errors of the node's resources rather than of the job's request.
+bool node_errno(int e) {
+  return e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO || e == ENOMEM || e == EMFILE ||
+         e == ENFILE || e == EAGAIN;
+}
+}  // namespace
+
 std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   std::unique_ptr<Process> p(new Process());
   p->log_path_ = spec.log_path;
@@ -254,6 +262,16 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     p->failure_ = std::move(why);
     if (!spec.log_path.empty()) append_to_file(spec.log_path, p->failure_ + "\n");
     return std::move(p);
+  };
+  // The node's trouble, not the job's (issue 30, H9): its disk full, out of
+  // descriptors or processes. The run is reported as never started, not as
+  // the job's failure.
+  auto fail_node = [&](std::string why) {
+    p->node_fault_ = true;
+    return fail(std::move(why));
+  };
+  auto fail_errno = [&](std::string why, int e) {
+    return node_errno(e) ? fail_node(std::move(why)) : fail(std::move(why));
   };
 
   if (spec.argv.empty() && spec.shell_command.empty()) return fail("empty command");
@@ -268,8 +286,9 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     std::error_code ec;
     std::filesystem::create_directories(spec.checkpoint_dir, ec);
     if (ec)
-      return fail(
-          fmt::format("cannot create checkpoint dir {}: {}", spec.checkpoint_dir, ec.message()));
+      return fail_errno(
+          fmt::format("cannot create checkpoint dir {}: {}", spec.checkpoint_dir, ec.message()),
+          ec.value());
     if (spec.run_as) {
       // The job's own: nobody else's job may read or write it.
       const int dfd =
@@ -315,8 +334,10 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
   const std::string log_path = spec.log_path.empty() ? "/dev/null" : spec.log_path;
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) {
+    const int e = errno;
     p->state_ = ProcessState::kLaunchFailed;
-    p->failure_ = fmt::format("cannot open log {}: {}", log_path, errno_text(errno));
+    p->failure_ = fmt::format("cannot open log {}: {}", log_path, errno_text(e));
+    p->node_fault_ = node_errno(e);
     return p;
   }
   if (spec.run_as && !spec.log_path.empty() &&
@@ -341,7 +362,7 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     int e = errno;
     close(log_fd);
     if (null_fd >= 0) close(null_fd);
-    return fail(fmt::format("cannot prepare launch: {}", errno_text(e)));
+    return fail_node(fmt::format("cannot prepare launch: {}", errno_text(e)));
   }
 
   cpu_set_t cpu_mask;
@@ -358,7 +379,8 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
       close(null_fd);
       close(err_pipe[0]);
       close(err_pipe[1]);
-      return fail(fmt::format("cannot open {}/cgroup.procs: {}", spec.cgroup_dir, errno_text(e)));
+      return fail_node(
+          fmt::format("cannot open {}/cgroup.procs: {}", spec.cgroup_dir, errno_text(e)));
     }
   }
 
@@ -371,7 +393,7 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
     close(null_fd);
     close(err_pipe[0]);
     close(err_pipe[1]);
-    return fail(fmt::format("fork: {}", errno_text(e)));
+    return fail_node(fmt::format("fork: {}", errno_text(e)));
   }
   if (pid == 0) {
     // Child: async-signal-safe calls only.
@@ -468,7 +490,7 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
       }
       std::remove(spec.pid_path.c_str());
       p->pid_ = -1;
-      return fail(fmt::format("cannot write pid file {}", spec.pid_path));
+      return fail_node(fmt::format("cannot write pid file {}", spec.pid_path));
     }
     p->pid_path_ = spec.pid_path;
   }

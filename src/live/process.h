@@ -140,6 +140,9 @@ class Process {
   pid_t pid() const { return pid_; }
   // Why the launch failed (kLaunchFailed only).
   const std::string& failure() const { return failure_; }
+  // Whether the launch failed for the node's reason (its disk full, e.g. the
+  // pid file not written; out of descriptors or processes), not the job's.
+  bool node_fault() const { return node_fault_; }
 
   // Starts the stop sequence: SIGUSR1 to the group now, SIGTERM grace_s
   // later, SIGKILL (group and cgroup) kill_after_s after that. Idempotent (a
@@ -185,6 +188,7 @@ class Process {
   ProcessState state_ = ProcessState::kLaunchFailed;
   pid_t pid_ = -1;
   std::string failure_;
+  bool node_fault_ = false;
   std::string log_path_;
   std::string pid_path_;
   std::string cgroup_dir_;

@@ -25,6 +25,9 @@ void answer(httplib::Response& res, int status, const json& body) {
 // Runs one API call: parses the body when asked, maps errors to statuses.
 template <typename F>
 void handle(httplib::Response& res, F&& call) {
+  // The request is read whole: its deadline stops while the manager answers.
+  Listener::Handling handling;
+  if (handling.cut()) return answer(res, 408, {{"error", "request not read within its deadline"}});
   try {
     answer(res, 200, call());
   } catch (const ApiError& e) {
@@ -114,11 +117,17 @@ std::unique_ptr<httplib::Server> make_http_server(const ServeConfig& config) {
 }  // namespace
 
 HttpServer::HttpServer(const ServeConfig& config)
-    : tls_(!config.tls_cert.empty()), http_(make_http_server(config)) {
-  httplib::Server& s = *http_;
-  // A keep-alive connection holds a worker: enough for many clients, whose
-  // submissions the store then commits in groups.
-  s.new_task_queue = [] { return new httplib::ThreadPool(128); };
+    : tls_(!config.tls_cert.empty()), config_(config), http_(make_http_server(config)) {
+  add_routes(*http_, false);
+  if (config.agent_port >= 0) {
+    agent_http_ = make_http_server(config);
+    add_routes(*agent_http_, true);
+  }
+}
+
+void HttpServer::add_routes(httplib::Server& s, bool agents_only) {
+  // Connections are accepted and given workers by a Listener (http_front.h),
+  // not by httplib's own loop. A keep-alive connection holds a worker.
   s.set_keep_alive_max_count(1000000);
   s.set_tcp_nodelay(true);  // small JSON answers: no Nagle delay
   s.set_payload_max_length(kMaxBodyBytes);
@@ -133,6 +142,7 @@ HttpServer::HttpServer(const ServeConfig& config)
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     // A body, or one to come from a content provider (answer_and_close: a
     // body set here would replace it and keep the connection open).
+    Listener::answered();  // the next request on the connection: a new deadline
     if (!res.body.empty() || res.content_length_ > 0) return;
     const char* why = res.status == 404   ? "no such endpoint (docs/live-protocol.md)"
                       : res.status == 413 ? "body larger than 8 MiB"
@@ -143,6 +153,30 @@ HttpServer::HttpServer(const ServeConfig& config)
   auto who = [this](const httplib::Request& req) {
     return manager_->authenticate(req.get_header_value("Authorization"));
   };
+  s.Post("/v1/agents/register",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] {
+             return manager_->register_agent(who(req), parse_body(req), req.remote_addr);
+           });
+         }));
+  s.Post("/v1/agents/heartbeat",
+         capped([this, who](const httplib::Request& req, httplib::Response& res) {
+           handle(res, [&] { return manager_->heartbeat(who(req), parse_body(req)); });
+         }));
+  // Any other path or method with a body: read under the same cap too, else
+  // httplib would read it whole before answering 404.
+  const auto no_route = capped([](const httplib::Request& req, httplib::Response& res) {
+    Listener::Handling handling;
+    answer(res, 404, {{"error", fmt::format("{} {}: no such endpoint (docs/live-protocol.md)",
+                                            req.method, req.path)}});
+  });
+  if (agents_only) {  // the agents' listener: nothing else
+    s.Post(".*", no_route);
+    s.Put(".*", no_route);
+    s.Patch(".*", no_route);
+    s.Delete(".*", no_route);
+    return;
+  }
   s.Post("/v1/jobs", capped([this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] {
       auto caller = who(req);
@@ -220,27 +254,12 @@ HttpServer::HttpServer(const ServeConfig& config)
          capped([this, who](const httplib::Request& req, httplib::Response& res) {
            handle(res, [&] { return manager_->issue_node_token(who(req), req.matches[1]); });
          }));
-  s.Post("/v1/agents/register",
-         capped([this, who](const httplib::Request& req, httplib::Response& res) {
-           handle(res, [&] {
-             return manager_->register_agent(who(req), parse_body(req), req.remote_addr);
-           });
-         }));
-  s.Post("/v1/agents/heartbeat",
-         capped([this, who](const httplib::Request& req, httplib::Response& res) {
-           handle(res, [&] { return manager_->heartbeat(who(req), parse_body(req)); });
-         }));
-  // Any other path or method with a body: read under the same cap too, else
-  // httplib would read it whole before answering 404.
-  const auto no_route = capped([](const httplib::Request& req, httplib::Response& res) {
-    answer(res, 404, {{"error", fmt::format("{} {}: no such endpoint (docs/live-protocol.md)",
-                                            req.method, req.path)}});
-  });
   s.Post(".*", no_route);
   s.Put(".*", no_route);
   s.Patch(".*", no_route);
   s.Delete(".*", no_route);
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    Listener::Handling handling;
     if (!manager_->metrics_allowed(req.get_header_value("Authorization"))) {
       answer(res, 401,
              {{"error",
@@ -258,12 +277,24 @@ HttpServer::~HttpServer() {
 }
 
 int HttpServer::bind(const std::string& host, int port) {
-  int bound = port == 0 ? http_->bind_to_any_port(host.c_str()) : (http_->bind_to_port(host.c_str(), port) ? port : -1);
-  if (bound < 0)
-    throw InputError("listen", "",
-                     fmt::format("cannot listen on {}:{} (in use by another server, or not an "
-                                 "address of this machine)",
-                                 host, port));
+  auto bind_one = [](httplib::Server& http, const std::string& h, int p, const std::string& what) {
+    const int bound =
+        p == 0 ? http.bind_to_any_port(h.c_str()) : (http.bind_to_port(h.c_str(), p) ? p : -1);
+    if (bound < 0)
+      throw InputError(what, "",
+                       fmt::format("cannot listen on {}:{} (in use by another server, or not an "
+                                   "address of this machine)",
+                                   h, p));
+    return bound;
+  };
+  const int bound = bind_one(*http_, host, port, "listen");
+  listener_ = std::make_unique<Listener>(*http_, config_.http, "api", tls_);
+  if (agent_http_) {
+    agent_port_ = bind_one(*agent_http_, config_.agent_host, config_.agent_port, "http.agent_listen");
+    HttpLimits agents = config_.http;
+    agents.workers = config_.agent_workers;
+    agent_listener_ = std::make_unique<Listener>(*agent_http_, agents, "agents", tls_);
+  }
   return bound;
 }
 
@@ -273,15 +304,22 @@ void HttpServer::attach(Manager& manager) { manager_ = &manager; }
 
 void HttpServer::serve() {
   if (!manager_) throw std::logic_error("HttpServer::serve before attach");
+  if (!listener_) throw std::logic_error("HttpServer::serve before bind");
   rounds_ = std::thread([this] { manager_->run(); });
-  http_->listen_after_bind();
+  std::thread agents;
+  if (agent_listener_) agents = std::thread([this] { agent_listener_->run(); });
+  listener_->run();
+  // One listener returned: the server stops (both, and the rounds).
+  if (agent_listener_) agent_listener_->stop();
+  if (agents.joinable()) agents.join();
   manager_->stop();
   rounds_.join();
 }
 
 void HttpServer::stop() {
   if (manager_) manager_->stop();
-  http_->stop();
+  if (listener_) listener_->stop();
+  if (agent_listener_) agent_listener_->stop();
 }
 
 }  // namespace fairgpu::live

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "live/http_front.h"
 #include "live/manager.h"
 
 namespace httplib {
@@ -22,10 +23,14 @@ class HttpServer {
   explicit HttpServer(const ServeConfig& config);
   ~HttpServer();
 
-  // Binds host:port (port 0: any free port); returns the port, or throws
-  // std::runtime_error naming the address. Before the Manager exists, so a
-  // busy port is refused before a store is made.
+  // Binds host:port (port 0: any free port), and the config's agent_listen
+  // when it names one; returns the port, or throws InputError naming the
+  // address. Before the Manager exists, so a busy port is refused before a
+  // store is made.
   int bind(const std::string& host, int port);
+  // The agents' own port (the config's agent_listen), -1 when none; after
+  // bind().
+  int agent_port() const { return agent_port_; }
   // The manager the routes call; before serve().
   void attach(Manager& manager);
   // Whether it speaks https (the config's "tls").
@@ -35,9 +40,18 @@ class HttpServer {
   void stop();
 
  private:
+  // The routes on `s`: all of them, or the agents' alone.
+  void add_routes(httplib::Server& s, bool agents_only);
+
   Manager* manager_ = nullptr;
   bool tls_;
-  std::unique_ptr<httplib::Server> http_;
+  ServeConfig config_;
+  // The API's server, and the agents' own when agent_listen is set (the
+  // agent routes alone); each behind a Listener (declared after them: it
+  // refers to them).
+  std::unique_ptr<httplib::Server> http_, agent_http_;
+  std::unique_ptr<Listener> listener_, agent_listener_;
+  int agent_port_ = -1;
   std::thread rounds_;
 };
 

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "fairgpu/input_error.h"
+#include "live/log.h"
 
 namespace fairgpu::live {
 namespace {
@@ -293,7 +295,7 @@ std::uint64_t Store::put(StoredRow row) {
 
 void Store::wait(std::uint64_t ticket) {
   std::unique_lock lock(mu_);
-  durable_cv_.wait(lock, [&] { return durable_ >= ticket || !error_.empty(); });
+  durable_cv_.wait(lock, [&] { return durable_ >= ticket || failed_ >= ticket; });
   if (durable_ < ticket) throw std::runtime_error(error_);
 }
 
@@ -392,14 +394,20 @@ void Store::write(const StoredRow& row) {
 }
 
 void Store::run() {
-  std::vector<StoredRow> batch;
+  std::vector<StoredRow> batch;  // rows of a failed commit stay here, first
+  bool failing = false;
   for (;;) {
     std::uint64_t upto = 0;
     {
       std::unique_lock lock(mu_);
-      queued_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping with nothing left
-      batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+      if (failing) {  // the next attempt after kRetryS, or at once to stop
+        queued_cv_.wait_for(lock, std::chrono::duration<double>(kRetryS), [&] { return stop_; });
+      } else {
+        queued_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      }
+      if (queue_.empty() && batch.empty()) return;  // stopping with nothing left
+      batch.insert(batch.end(), std::make_move_iterator(queue_.begin()),
+                   std::make_move_iterator(queue_.end()));
       queue_.clear();
       upto = next_ticket_;
     }
@@ -417,20 +425,39 @@ void Store::run() {
       step("commit");
     } catch (const std::exception& e) {
       error = e.what();
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      // Nothing of the batch is kept: it is tried again whole.
+      if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     }
-    batch.clear();
+    bool stopping = false;
     {
       std::lock_guard lock(mu_);
       if (error.empty()) {
         durable_ = upto;
         ++transactions_;
       } else {
+        failed_ = upto;
         error_ = error;
       }
+      stopping = stop_;
     }
     durable_cv_.notify_all();
-    if (!error.empty()) return;
+    if (error.empty()) {
+      if (failing) log::info("store_recovered", {{"path", path_}});
+      failing = false;
+      batch.clear();
+    } else {
+      if (!failing) log::write(log::Level::kError, "store_commit_failed",
+                               {{"error", error}, {"retry_s", kRetryS}});
+      failing = true;
+      // Stopping: what cannot be committed now is lost with the process, as
+      // at a kill -9; none of it was acknowledged.
+      if (stopping) {
+        std::lock_guard lock(mu_);
+        failed_ = next_ticket_;
+        durable_cv_.notify_all();
+        return;
+      }
+    }
   }
 }
 

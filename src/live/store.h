@@ -128,8 +128,14 @@ class Store {
   // Queues a row; returns its ticket. Thread-safe.
   std::uint64_t put(StoredRow row);
   // Blocks until every row up to `ticket` is committed; throws
-  // std::runtime_error if the commit failed (the store is then unusable).
+  // std::runtime_error naming the cause when a commit that held it failed
+  // (a full disk: issue 30, H9). Such rows are not dropped: the committer
+  // tries them again, with what is queued after them, every kRetryS until a
+  // commit succeeds (space freed), so a row whose wait threw may still be
+  // committed later; the caller decides what that means for its request.
   void wait(std::uint64_t ticket);
+  // Seconds between commit attempts while commits fail.
+  static constexpr double kRetryS = 1.0;
   std::uint64_t transactions() const;  // committed so far (for benchmarks)
   // The ticket of the last row queued: wait() on it covers every row so far.
   std::uint64_t last_ticket() const;
@@ -148,8 +154,9 @@ class Store {
   std::deque<StoredRow> queue_;
   std::uint64_t next_ticket_ = 0;  // tickets handed out
   std::uint64_t durable_ = 0;      // committed up to here
+  std::uint64_t failed_ = 0;       // the last failed commit held rows up to here
   std::uint64_t transactions_ = 0;
-  std::string error_;
+  std::string error_;              // why the last commit failed
   bool stop_ = false;
   std::thread committer_;
 };

@@ -1,0 +1,226 @@
+// A full disk (issue 30, H9), on a real filesystem that fills up: a tmpfs of
+// a few MiB mounted for the test (root, or a user namespace that allows it;
+// the tests are skipped, saying so, where mounting is not allowed). The
+// store recovers when space returns; a submission it could not commit is
+// answered 500 and never runs; a launch that cannot write its pid file is
+// the node's fault, not the job's.
+#include <errno.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "live/manager.h"
+#include "live/process.h"
+#include "live/store.h"
+#include "polling.h"
+
+namespace fairgpu::live {
+namespace {
+
+using nlohmann::json;
+using testing_support::wait_for;
+namespace fs = std::filesystem;
+
+// A small tmpfs at a fresh folder, unmounted at the end; mounted() false
+// (and why) where the machine does not allow it.
+class SmallDisk {
+ public:
+  explicit SmallDisk(const std::string& size) {
+    std::string tmpl = (fs::temp_directory_path() / "fairgpu-disk-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return;
+    dir_ = tmpl;
+    const std::string options = "size=" + size;
+    if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options.c_str()) == 0)
+      mounted_ = true;
+    else
+      why_ = std::string("cannot mount a tmpfs: ") + std::strerror(errno);
+  }
+  ~SmallDisk() {
+    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& why() const { return why_; }
+  const fs::path& dir() const { return dir_; }
+
+  // Writes a filler file until the disk is full.
+  void fill() {
+    const int fd = ::open((dir_ / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string block(64 << 10, 'x');
+    while (::write(fd, block.data(), block.size()) > 0) {
+    }
+    const std::string byte(1, 'x');
+    while (::write(fd, byte.data(), 1) > 0) {
+    }
+    ASSERT_EQ(errno, ENOSPC);
+    ::close(fd);
+  }
+  void free_space() { fs::remove(dir_ / "filler"); }
+
+ private:
+  fs::path dir_;
+  bool mounted_ = false;
+  std::string why_;
+};
+
+StoredJob job_row(std::int64_t seq, std::size_t log_bytes) {
+  StoredJob j;
+  j.seq = seq;
+  j.id = "j-" + std::to_string(seq);
+  j.tenant = "alice";
+  j.job_type = "mlp";
+  j.command_json = "[\"true\"]";
+  j.state = "queued";
+  j.log_tail = std::string(log_bytes, 'l');  // pages the full disk has no room for
+  return j;
+}
+
+TEST(DiskFull, TheStoreRecoversWhenSpaceReturns) {
+  SmallDisk disk("2m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  const std::string data = (disk.dir() / "data").string();
+  {
+    Store store(data);
+    store.wait(store.put(job_row(1, 100)));
+    disk.fill();
+    // The commit fails: the writer hears why.
+    const auto ticket = store.put(job_row(2, 256 << 10));
+    try {
+      store.wait(ticket);
+      ADD_FAILURE() << "committed on a full disk";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("full"), std::string::npos) << e.what();
+    }
+    // Space returns: the next write is committed (the committer tried
+    // again), and the row that failed with it.
+    disk.free_space();
+    const auto later = store.put(job_row(3, 100));
+    bool committed = false;
+    for (int attempt = 0; attempt < 30 && !committed; ++attempt) {
+      try {
+        store.wait(later);
+        committed = true;
+      } catch (const std::runtime_error&) {  // an attempt before the space returned
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    }
+    EXPECT_TRUE(committed) << "the store did not recover once space returned";
+  }
+  Store reopened(data);
+  const StoreSnapshot snap = reopened.load();
+  ASSERT_EQ(snap.jobs.size(), 3u);
+  EXPECT_EQ(snap.jobs[1].log_tail.size(), 256u << 10);
+}
+
+TEST(DiskFull, ASubmissionNotStoredIsAnswered500AndNeverRuns) {
+  SmallDisk disk("4m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  const fs::path dir = disk.dir();
+  std::ofstream(dir / "profiles.json") << R"json({"fast": {"('mlp', 1)": {"null": 4.0}}})json";
+  ServeConfig config;
+  config.data_dir = (dir / "data").string();
+  config.checkpoint_dir = (dir / "ckpt").string();
+  config.profiles_file = (dir / "profiles.json").string();
+  config.policy = "fifo";
+  config.policy_options.round_s = 60;
+  config.admin_token = "admin-token";
+  config.tenants = {{"alice", 1.0, "alice-token", "", {}}};
+  double now = 1000.0;
+  auto manager = std::make_unique<Manager>(config, [&] { return now; });
+  auto as = [&](const std::string& token) { return manager->authenticate("Bearer " + token); };
+  const std::string node_token =
+      manager->issue_node_token(as("admin-token"), "f1")["token"].get<std::string>();
+  const std::int64_t epoch = manager->register_agent(
+      as(node_token), {{"node", "f1"}, {"gpu_type", "fast"}, {"devices", {0, 1}}})["epoch"];
+  auto submit = [&] {
+    return manager->submit(as("alice-token"), {{"job_type", "mlp"},
+                                               {"workers", 1},
+                                               {"iterations", 100},
+                                               {"command", {"true"}},
+                                               {"name", std::string(200 << 10, 'n')}});
+  };
+  auto state = [&](const std::string& id) {
+    return manager->job(as("admin-token"), id)["state"].get<std::string>();
+  };
+
+  disk.fill();
+  std::string lost_id;
+  try {
+    submit();
+    ADD_FAILURE() << "a submission was acknowledged on a full disk";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 500) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not stored"), std::string::npos) << e.what();
+    lost_id = std::string(e.what()).substr(0, std::string(e.what()).find(' '));
+  }
+  ASSERT_FALSE(lost_id.empty());
+  EXPECT_EQ(state(lost_id), "failed");
+
+  // Space returns: submissions are taken again (within a few retries of
+  // the committer), and the refused one never runs.
+  disk.free_space();
+  std::string ok_id;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        try {
+          ok_id = submit()["id"].get<std::string>();
+          return true;
+        } catch (const ApiError&) {
+          return false;
+        }
+      },
+      20));
+  manager->schedule();
+  json answer = manager->heartbeat(as(node_token),
+                                   {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+  for (const json& a : answer["actions"])
+    if (a["action"] == "launch") {
+      EXPECT_NE(a["job"], lost_id) << a.dump();
+    }
+  EXPECT_EQ(state(lost_id), "failed");
+  EXPECT_NE(state(ok_id), "failed");
+
+  // After a restart, the store says the same: it was never acted on.
+  manager.reset();
+  manager = std::make_unique<Manager>(config, [&] { return now; });
+  EXPECT_EQ(state(lost_id), "failed");
+  EXPECT_NE(
+      manager->job(as("admin-token"), lost_id)["log_tail"].get<std::string>().find("not stored"),
+      std::string::npos);
+}
+
+TEST(DiskFull, APidFileThatCannotBeWrittenIsTheNodesFault) {
+  SmallDisk disk("1m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  std::string tmpl = (fs::temp_directory_path() / "fairgpu-launch-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path logs = tmpl;
+  disk.fill();
+  LaunchSpec spec;
+  spec.argv = {"/bin/sleep", "30"};
+  spec.log_path = (logs / "log").string();        // a disk with room
+  spec.pid_path = (disk.dir() / "pid").string();  // the full one
+  auto p = Process::launch(spec);
+  EXPECT_EQ(p->state(), ProcessState::kLaunchFailed);
+  EXPECT_NE(p->failure().find("cannot write pid file"), std::string::npos) << p->failure();
+  EXPECT_TRUE(p->node_fault());
+  // A job's own mistake stays its own.
+  LaunchSpec bad;
+  bad.argv = {"/nonexistent/fairgpu-no-such-program"};
+  bad.log_path = (logs / "log2").string();
+  EXPECT_FALSE(Process::launch(bad)->node_fault());
+  fs::remove_all(logs);
+}
+
+}  // namespace
+}  // namespace fairgpu::live
