@@ -17,6 +17,7 @@ packages=(
   libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
   chromium                              # headless browser: the test of report.html
   python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)
+  pybind11-dev python3-dev python3-pytest  # the Python module and `py:` policies (src/python), their pytest suite
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
   slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
