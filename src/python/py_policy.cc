@@ -147,7 +147,14 @@ Loaded load(std::string_view specifier, const RoundPolicyOptions& round_options)
       keys.push_back(std::move(k));
   }
   // Each default must be a value its own declaration accepts.
-  for (const OptionSpec& k : keys) PolicyOptions(l.spec.name, keys).set(k.key, k.default_value);
+  for (const OptionSpec& k : keys) {
+    try {
+      PolicyOptions(l.spec.name, {k});  // checks the default
+    } catch (const std::logic_error&) {
+      throw InputError(source, k.key, fmt::format("the class's default '{}' is not a {}",
+                                                  k.default_value, describe_accepted(k)));
+    }
+  }
   l.options = PolicyOptions(l.spec.name, keys, l.spec.full);
   apply_round_policy_options(round_options, l.options);
   for (const auto& [key, value] : l.spec.values) l.options.set(key, value);
