@@ -190,7 +190,7 @@ def test_gil_released_during_simulate():
 
         def work():
             started.set()
-            fairgpu.simulate("fifo", jobs=2000, arrivals_per_hour=600)
+            fairgpu.simulate("fifo")
             state["done"] = True
 
         t = threading.Thread(target=work)
