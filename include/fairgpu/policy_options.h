@@ -53,7 +53,7 @@ std::string describe_accepted(const OptionSpec& spec);
 // name, an item that is not key=value, an empty key or a key given twice.
 struct PolicySpecifier {
   std::string full;  // as given: the name results are reported under
-  std::string name;  // the policy's registered name; a Python policy's: `py:FILE:CLASS`
+  std::string name;  // the policy's registered name
   std::vector<std::pair<std::string, std::string>> values;  // in the order given
 };
 PolicySpecifier parse_policy_specifier(std::string_view text);

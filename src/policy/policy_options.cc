@@ -169,7 +169,8 @@ PolicySpecifier parse_policy_specifier(std::string_view text) {
   std::vector<std::string_view> items = split(text, ':');
   out.name = std::string(items.front());
   if (out.name.empty()) fail("no policy name before the first ':'");
-  // A Python policy's name is `py:FILE:CLASS` (policy_plugin.h).
+  // A Python policy's registered name is `py:FILE:CLASS` (policy_plugin.h),
+  // its keys after.
   std::size_t first_value = 1;
   if (out.name == "py") {
     if (items.size() < 3 || items[1].empty() || items[2].empty())
