@@ -39,7 +39,7 @@ def test_identical_jobs_gavel_trace(run, tmp_path, python, builtin):
 
 def test_compare_runs_python_beside_builtin(run, tmp_path):
     r = run("compare", "--quiet", "--policies", f"fifo,{FIFO},py:examples/policies/srtf.py:Srtf",
-            "--out", str(tmp_path / "cmp"))
+            "--jobs", "100", "--out", str(tmp_path / "cmp"))
     assert r.returncode == 0, r.stderr
     rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines() if line.strip()}
     assert rows["fifo"][:6] == rows[FIFO][:6]  # same JCT, utilisation, throughput, ...
