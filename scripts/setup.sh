@@ -18,6 +18,7 @@ packages=(
   chromium                              # headless browser: the test of report.html
   librsvg2-bin                          # rsvg-convert: report figures as PDF (skipped with a note when absent)
   python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)
+  pybind11-dev python3-dev python3-pytest  # the Python module and `py:` policies (src/python), their pytest suite
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
   slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh

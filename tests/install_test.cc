@@ -59,6 +59,16 @@ std::set<std::string> files_under(const fs::path& root) {
   return out;
 }
 
+// The Python module's file in the build tree (none without FAIRGPU_PYTHON).
+std::set<std::string> python_module() {
+  std::set<std::string> out;
+  const fs::path dir = fs::path(FAIRGPU_BUILD_DIR) / "python";
+  if (fs::is_directory(dir))
+    for (const auto& f : files_under(dir))
+      if (f.rfind("fairgpu.", 0) == 0 && f.ends_with(".so")) out.insert(f);
+  return out;
+}
+
 // What the install must hold: the programs, README, every file of docs/ and
 // examples/ (the README demo's store and Python caches aside), the units and
 // the default config.
@@ -74,6 +84,10 @@ std::set<std::string> expected_files() {
     for (const auto& f : files_under(kSource / folder))
       if (f.rfind("fairgpu-data/", 0) != 0 && f.find("__pycache__") == std::string::npos)
         want.insert("share/doc/fairgpu/" + std::string(folder) + "/" + f);
+  // The Python module, when built (FAIRGPU_PYTHON), into the Debian
+  // interpreter's path.
+  for (const auto& f : python_module())
+    want.insert("lib/python3/dist-packages/" + f);
   return want;
 }
 
@@ -96,6 +110,15 @@ TEST_F(Install, TreeHasTheProgramsDocsExamplesUnitsAndConfigAndNothingElse) {
       shell(quote((prefix / "bin/fairgpu").string()) + " --version", dir_ / "version.log");
   EXPECT_EQ(v_status, 0);
   EXPECT_EQ(version, "fairgpu " + fairgpu_version() + "\n");
+  // The installed module imports (the Debian python3 it was built for).
+  if (!python_module().empty()) {
+    auto [py_status, py_out] =
+        shell("PYTHONPATH=" + quote((prefix / "lib/python3/dist-packages").string()) +
+                  " /usr/bin/python3 -c 'import fairgpu; print(fairgpu.__file__)'",
+              dir_ / "python.log");
+    EXPECT_EQ(py_status, 0) << py_out;
+    EXPECT_NE(py_out.find(prefix.string()), std::string::npos) << py_out;
+  }
 
   // The default config is a valid one, storing where the serve unit's
   // StateDirectory is.

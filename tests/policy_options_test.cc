@@ -40,6 +40,23 @@ TEST(PolicySpecifier, SplitsNameAndKeyValuesKeepingTheFullName) {
   EXPECT_TRUE(s.values.empty());
 }
 
+// A Python policy's name is py:FILE:CLASS (policy_plugin.h), its keys after.
+TEST(PolicySpecifier, PythonPolicyNamesSpanFileAndClass) {
+  PolicySpecifier s = parse_policy_specifier("py:dir/fifo.py:Fifo:lease=60:backfill=on");
+  EXPECT_EQ(s.name, "py:dir/fifo.py:Fifo");
+  ASSERT_EQ(s.values.size(), 2u);
+  EXPECT_EQ(s.values[0], (std::pair<std::string, std::string>{"lease", "60"}));
+  EXPECT_EQ(parse_policy_specifier("py:f.py:C").name, "py:f.py:C");
+  for (const char* bad : {"py:f.py", "py::C", "py:f.py:"})
+    EXPECT_NE(error_of([&] { parse_policy_specifier(bad); }).find("expected py:FILE:CLASS"),
+              std::string::npos)
+        << bad;
+  // The test binary has no Python plugin: one line saying how to get one.
+  EXPECT_NE(error_of([] { make_round_policy("py:f.py:C", {}); })
+                .find("Python policies need a fairgpu built with Python"),
+            std::string::npos);
+}
+
 TEST(PolicySpecifier, MalformedOnesAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "no policy name"},

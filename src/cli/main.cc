@@ -23,6 +23,9 @@
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
 #include "fairgpu/policy_options.h"
+#ifdef FAIRGPU_HAVE_PYTHON
+#include "python/embed.h"
+#endif
 #include "fairgpu/provenance.h"
 #include "fairgpu/transient_error.h"
 
@@ -160,6 +163,9 @@ std::string flatten(std::string s) {
 }
 
 int run(int argc, char** argv) {
+#ifdef FAIRGPU_HAVE_PYTHON
+  python::enable_embedded_python();  // `--policy py:FILE:CLASS` (docs/python.md)
+#endif
   CLI::App app{
       "fairgpu: a fair scheduler for shared heterogeneous GPU clusters.\n"
       "Simulates policies round by round on traces (simulate, compare, generate),\n"

@@ -169,7 +169,16 @@ PolicySpecifier parse_policy_specifier(std::string_view text) {
   std::vector<std::string_view> items = split(text, ':');
   out.name = std::string(items.front());
   if (out.name.empty()) fail("no policy name before the first ':'");
-  for (std::size_t i = 1; i < items.size(); ++i) {
+  // A Python policy's registered name is `py:FILE:CLASS` (policy_plugin.h),
+  // its keys after.
+  std::size_t first_value = 1;
+  if (out.name == "py") {
+    if (items.size() < 3 || items[1].empty() || items[2].empty())
+      fail("expected py:FILE:CLASS[:key=value...]");
+    out.name = fmt::format("py:{}:{}", items[1], items[2]);
+    first_value = 3;
+  }
+  for (std::size_t i = first_value; i < items.size(); ++i) {
     std::string_view item = items[i];
     std::size_t eq = item.find('=');
     if (eq == std::string_view::npos)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fairgpu/policy.h"
 #include "fairgpu/policy_options.h"
 #include "fairgpu/scheduler.h"
 
@@ -16,6 +17,10 @@ namespace fairgpu::policy {
 // depending on the policy (gavel: job level, 360 s rounds).
 std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name);
 std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
+                                                 const PolicyOptions& options);
+// The same for a share policy from outside the registry (a Python one,
+// src/python/), with ShareRoundPolicyKeys("")' keys (OEF's defaults).
+std::unique_ptr<RoundPolicy> NewShareRoundPolicy(std::unique_ptr<SharePolicy> share,
                                                  const PolicyOptions& options);
 
 // Time-sharing policies: job level, gang scheduled, one file each. Those

@@ -8,6 +8,7 @@
 
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy.h"
+#include "fairgpu/policy_plugin.h"
 #include "fairgpu/scheduler.h"
 #include "policy/round_policies.h"
 #include "policy/time_sharing.h"
@@ -80,8 +81,10 @@ std::vector<OptionSpec> keys_of(const std::string& name) {
   throw InputError("options", "policy", fmt::format("unknown policy '{}' (valid: {})", name, valid));
 }
 
+}  // namespace
+
 // Applies the options' fields and settings that concern `o`'s policy.
-void apply_aliases(const RoundPolicyOptions& options, PolicyOptions& o) {
+void apply_round_policy_options(const RoundPolicyOptions& options, PolicyOptions& o) {
   if (!options.level.empty() && o.declares("level")) o.set("level", options.level);
   if (options.round_s > 0.0 && o.declares("round"))
     o.set("round", fmt::format("{}", options.round_s));
@@ -89,7 +92,41 @@ void apply_aliases(const RoundPolicyOptions& options, PolicyOptions& o) {
     if (s.policy.empty() ? o.declares(s.key) : s.policy == o.policy()) o.set(s.key, s.value);
 }
 
+namespace {
+
+// Plugins (policy_plugin.h), by prefix. Registered at start-up, before any
+// policy is made; read-only afterwards.
+std::vector<RoundPolicyPlugin>& plugins() {
+  static std::vector<RoundPolicyPlugin> all;
+  return all;
+}
+
+// The plugin owning `specifier`, or nullptr; throws InputError for a known
+// prefix ("py") whose plugin this build lacks.
+const RoundPolicyPlugin* plugin_for(std::string_view specifier) {
+  const std::size_t colon = specifier.find(':');
+  if (colon == std::string_view::npos) return nullptr;
+  const std::string_view prefix = specifier.substr(0, colon);
+  for (const auto& p : plugins())
+    if (p.prefix == prefix) return &p;
+  if (prefix == "py")
+    throw InputError("options", "policy",
+                     fmt::format("'{}': Python policies need a fairgpu built with Python "
+                                 "(pybind11-dev and python3-dev installed, -DFAIRGPU_PYTHON=ON)",
+                                 specifier));
+  return nullptr;
+}
+
 }  // namespace
+
+void register_round_policy_plugin(RoundPolicyPlugin plugin) {
+  for (auto& p : plugins())
+    if (p.prefix == plugin.prefix) {
+      p = std::move(plugin);
+      return;
+    }
+  plugins().push_back(std::move(plugin));
+}
 
 std::vector<std::string> round_policy_names() {
   std::vector<std::string> names = PolicyRegistry::builtin().names();
@@ -110,6 +147,8 @@ std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
                                                const RoundPolicyOptions& options) {
   if (options.round_s < 0.0 || !std::isfinite(options.round_s))
     throw InputError("options", "round", "must be a finite number of seconds > 0");
+  if (const RoundPolicyPlugin* plugin = plugin_for(specifier))
+    return plugin->make(specifier, options);
   const PolicyOptions o = resolve_round_policy_options(specifier, options);
   if (const TimeSharingPolicy* p = find_time_sharing(o.policy())) return p->make(o);
   return policy::NewShareRoundPolicy(o.policy(), o);
@@ -117,9 +156,11 @@ std::unique_ptr<RoundPolicy> make_round_policy(std::string_view specifier,
 
 PolicyOptions resolve_round_policy_options(std::string_view specifier,
                                            const RoundPolicyOptions& options) {
+  if (const RoundPolicyPlugin* plugin = plugin_for(specifier))
+    return plugin->resolve(specifier, options);
   const PolicySpecifier spec = parse_policy_specifier(specifier);
   PolicyOptions o(spec.name, keys_of(spec.name), spec.full);
-  apply_aliases(options, o);
+  apply_round_policy_options(options, o);
   for (const auto& [key, value] : spec.values) o.set(key, value);
   // A setting for one policy is checked whichever policy runs (`--themis-filter 2`
   // is an error with any --policy).

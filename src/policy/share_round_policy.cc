@@ -1074,9 +1074,15 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(const std::string& name,
                                                  const PolicyOptions& options) {
   if (name == "gandiva-fair" && options.choice("mechanism") == "stride")
     return NewGandivaStridePolicy(options);
+  auto share = name == "gavel" && options.choice("level") == "job" ? NewGavelSingleLevel()
+                                                                   : make_share_policy(name);
+  return NewShareRoundPolicy(std::move(share), options);
+}
+
+std::unique_ptr<RoundPolicy> NewShareRoundPolicy(std::unique_ptr<SharePolicy> share,
+                                                 const PolicyOptions& options) {
   const std::string& level = options.choice("level");
   const double round = options.number("round");
-  auto share = name == "gavel" && level == "job" ? NewGavelSingleLevel() : make_share_policy(name);
   placement::RoundingOptions rounding;
   rounding.quantum_s = options.number("quantum");
   rounding.move_to_faster = options.flag("move");
