@@ -42,32 +42,30 @@ for dirpath, _, files in os.walk(root):
             text = json.dumps(scrub_json(json.loads(text)), indent=1, sort_keys=True)
         elif name.endswith(".csv"):
             rows = list(csv.reader(io.StringIO(text)))
-            if rows and "compute_seconds" in rows[0]:
-                c = rows[0].index("compute_seconds")
-                rows = [r[:c] + r[c + 1:] for r in rows]
+            if rows:
+                keep = [i for i, h in enumerate(rows[0])
+                        if not (h.startswith("compute_") or h in ("fairgpu_version", "wall_seconds"))]
+                rows = [[r[i] for i in keep if i < len(r)] for r in rows]
             buf = io.StringIO()
             csv.writer(buf, lineterminator="\n").writerows(rows)
             text = buf.getvalue()
         elif name.endswith(".html"):
-            text = re.sub(r"(<th>fairgpu version</th><td>)[^<]*", r"\1", text)
-            out = []
-            for line in text.split("\n"):
-                cells = re.split(r"(<t[hd]>)", line)
-                out.append(line)
-            # Tables: blank the cells under a "compute" header.
+            text = re.sub(r"<td>0\.1(\+g[0-9a-f]+)?(\.dirty)?</td>", "<td>VERSION</td>", text)
+            # Tables: blank the cells under a "compute" header (from its header row on).
             def fix_table(m):
-                t = m.group(0)
-                rows = re.findall(r"<tr>.*?</tr>", t, re.S)
-                if not rows: return t
-                head = re.findall(r"<th>(.*?)</th>", rows[0], re.S)
-                cols = [i for i, h in enumerate(head) if h.startswith("compute")]
-                if not cols: return t
+                cols = None
                 def fix_row(r):
-                    cells = re.findall(r"<t[hd]>.*?</t[hd]>", r.group(0), re.S)
+                    nonlocal cols
+                    cells = re.findall(r"<t[hd][^>]*>.*?</t[hd]>", r.group(0), re.S)
+                    heads = [re.sub(r"<[^>]*>", "", c) for c in cells]
+                    if any(h.startswith("compute") for h in heads) and "<th" in r.group(0):
+                        cols = [i for i, h in enumerate(heads) if h.startswith("compute")]
+                        return r.group(0)
+                    if not cols: return r.group(0)
                     for i in cols:
-                        if i < len(cells) and cells[i].startswith("<td>"): cells[i] = "<td></td>"
+                        if i < len(cells) and cells[i].startswith("<td"): cells[i] = "<td></td>"
                     return "<tr>" + "".join(cells) + "</tr>"
-                return re.sub(r"<tr>.*?</tr>", fix_row, t, flags=re.S)
+                return re.sub(r"<tr>.*?</tr>", fix_row, m.group(0), flags=re.S)
             text = re.sub(r"<table.*?</table>", fix_table, text, flags=re.S)
         open(path, "w", encoding="utf-8", errors="surrogateescape").write(text)
 EOF
@@ -95,7 +93,7 @@ case_() {
   rm -rf "$OUT/base" "$OUT/new"
 }
 
-SEEDS="1 2 3"
+SEEDS="1 2"
 [ "$QUICK" = --quick ] && SEEDS=1
 for seed in $SEEDS; do
   case_ "compare built-in, every policy, seed $seed" compare --quiet --seed "$seed" \
