@@ -307,6 +307,24 @@ class RoundPolicy {
   }
   // Whether midround() may start anything (so callers skip gathering).
   virtual bool starts_midround() const { return false; }
+  // Event-cost simulation (docs/design.md §5): what the policy's decision
+  // is until the next event, asked right after a plan was carried out at
+  // state.now. Until `until`, if no job arrives, finishes or changes rate,
+  // plan() at every scheduling point would change nothing in the policy and
+  // return only renewals of the running jobs whose lease has ended there,
+  // each on its own devices to that point + `renewal_s` (so an empty plan
+  // where none ended; NaN renewal_s: no lease may end before `until`), with
+  // `recomputed` false and no estimate. The simulator then does not call it
+  // at those points and renews those leases itself. Default: plan at every
+  // point.
+  struct Stability {
+    double until = -std::numeric_limits<double>::infinity();
+    double renewal_s = std::numeric_limits<double>::quiet_NaN();
+  };
+  virtual Stability stability(const SchedulerState& state) const {
+    (void)state;
+    return {};
+  }
 };
 
 // What applies to a round policy besides its own `NAME:key=value` settings:

@@ -131,6 +131,8 @@ class Allox final : public TimeSharingPolicy {
  public:
   explicit Allox(const PolicyOptions& o) : TimeSharingPolicy(o), alpha_(o.number("alpha")) {}
 
+  bool renews_first() const override { return true; }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};

@@ -41,6 +41,10 @@ class Astraea final : public TimeSharingPolicy {
   explicit Astraea(const PolicyOptions& o)
       : TimeSharingPolicy(o), demand_capped_(o.choice("fair-share") == "demand") {}
 
+  // Not stable between events: every plan() integrates the fair shares
+  // since the last one, and skipping points would change those sums' bits.
+  Stability stability(const SchedulerState&) const override { return {}; }
+
   RoundPlan plan(const SchedulerState& s) override {
     advance_fair_shares(s);
     placement::GangRound round = gang_round(s);

@@ -20,6 +20,8 @@ class Fifo final : public TimeSharingPolicy {
  public:
   Fifo(const PolicyOptions& o, bool backfill) : TimeSharingPolicy(o), backfill_(backfill) {}
 
+  bool renews_first() const override { return true; }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};

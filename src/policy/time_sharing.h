@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 #include <string>
@@ -59,8 +60,43 @@ inline std::vector<OptionSpec> time_sharing_keys(double round_s = kDefaultInterv
                         0.0, std::numeric_limits<double>::infinity())};
 }
 
+// Event-cost simulation (RoundPolicy::stability) of a gang policy whose
+// plan() returns {} first thing when GangRound::worth_planning() is false:
+// nothing to decide, absent arrivals and completions, until the first
+// running lease ends (lease_ended() allows 1e-9: the margin keeps `until`
+// below it). With `renewal_s` (a policy that renews every ended lease on its
+// own devices to now + renewal_s before it looks at the queue): stable
+// across lease ends too while no job waits or no GPU is free beyond the
+// running jobs', unless a running gang is spread over nodes (GangRound may
+// move it onto one node at its renewal).
+inline RoundPolicy::Stability gang_stability(const SchedulerState& s,
+                                             placement::GangRoundOptions options,
+                                             double renewal_s) {
+  const placement::GangRound round(s, options);
+  if (!std::isnan(renewal_s)) {
+    bool queued = false;
+    for (std::size_t i : s.active) queued |= s.jobs[i].state == JobState::kQueued;
+    int free = s.model->total_gpus;
+    for (int r : s.reserved) free -= r;
+    bool spread = false;
+    for (std::size_t i : s.running) {
+      const Job& j = s.jobs[i];
+      free -= static_cast<int>(j.devices.size());
+      for (DeviceRef d : j.devices) spread |= d.node != j.devices.front().node;
+    }
+    if ((!queued || free == 0) && !spread)
+      return {std::numeric_limits<double>::infinity(), renewal_s};
+  }
+  if (round.worth_planning()) return {};
+  double first = std::numeric_limits<double>::infinity();
+  for (std::size_t i : s.running) first = std::min(first, s.jobs[i].lease_end);
+  return {first - 1e-6, std::numeric_limits<double>::quiet_NaN()};
+}
+
 // Name (the full specifier), level "job", interval and lease (keys round
-// and lease).
+// and lease). Stable (stable_until) while nothing is worth planning: every
+// subclass's plan() returns {} then before it changes anything of its own
+// (one that does not says so by overriding stable_until).
 class TimeSharingPolicy : public RoundPolicy {
  public:
   explicit TimeSharingPolicy(const PolicyOptions& o)
@@ -75,6 +111,13 @@ class TimeSharingPolicy : public RoundPolicy {
   placement::GangRound gang_round(const SchedulerState& s) const {
     return placement::GangRound(s, gang_round_);
   }
+  Stability stability(const SchedulerState& s) const override {
+    return gang_stability(s, gang_round_, renews_first() ? lease() : kUnset);
+  }
+  // Whether plan() renews every ended lease on its own devices to now +
+  // lease() first and only then looks at queued jobs (non-preemptive), so
+  // with none queued or no GPU free the plan is those renewals.
+  virtual bool renews_first() const { return false; }
 
  private:
   std::string name_;

@@ -25,6 +25,8 @@ class YarnCs final : public TimeSharingPolicy {
  public:
   explicit YarnCs(const PolicyOptions& o) : TimeSharingPolicy(o) {}
 
+  bool renews_first() const override { return true; }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};

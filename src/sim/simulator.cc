@@ -65,25 +65,6 @@ int idle_usable_by_waiting(const std::vector<int>& idle, const WaitingClasses& w
   return used;
 }
 
-// Moves a round's dense per-tenant series into the sparse form.
-void make_sparse(RoundSample& s, std::size_t k) {
-  s.sparse = true;
-  for (std::size_t t = 0; t < s.tenant_throughput.size(); ++t) {
-    bool any = s.tenant_active_jobs[t] != 0 || s.tenant_throughput[t] != 0;
-    for (std::size_t j = 0; j < k && !any; ++j) any = s.tenant_gpus[t * k + j] != 0;
-    if (!any) continue;
-    s.sparse_tenants.push_back(static_cast<std::uint32_t>(t));
-    s.sparse_active_jobs.push_back(s.tenant_active_jobs[t]);
-    s.sparse_throughput.push_back(s.tenant_throughput[t]);
-    s.sparse_gpus.insert(s.sparse_gpus.end(), s.tenant_gpus.begin() + t * k,
-                         s.tenant_gpus.begin() + (t + 1) * k);
-  }
-  // Move-assigned, not "= {}" (which keeps the capacity), so the memory goes.
-  s.tenant_throughput = std::vector<double>();
-  s.tenant_gpus = std::vector<double>();
-  s.tenant_active_jobs = std::vector<int>();
-}
-
 // Feeds a RoundSink its rounds on a second thread, so what the sink does
 // with them (the round digest's windows and its streamed series: ~3.5% of a
 // 1M-job run, most of it formatting numbers) overlaps the simulation. One
@@ -215,6 +196,26 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     ++waiting[{j.workers, type_mask(j)}];
     ++waiting_jobs;
   };
+  // The sparse per-tenant series (SimOptions::sparse_tenant_series) are
+  // gathered for the tenants a round touches only: those with an active job
+  // at its start and those of its mid-round starts (every job that runs in
+  // a round is one or the other). The dense sums stay allocated and only
+  // the touched entries are read and zeroed, so a round costs O(its active
+  // jobs), not O(tenants): the same values as make_sparse() of the dense
+  // series, which are 0 everywhere else.
+  const bool sparse_series = options.tenant_series && options.sparse_tenant_series;
+  std::vector<std::uint32_t> round_tenants;  // touched this round, unsorted
+  std::vector<char> tenant_touched;          // by tenant
+  std::vector<int> round_active_by_tenant;   // by tenant, counted at the round's start
+  auto touch_tenant = [&](std::size_t t) {
+    if (tenant_touched[t]) return;
+    tenant_touched[t] = 1;
+    round_tenants.push_back(static_cast<std::uint32_t>(t));
+  };
+  if (sparse_series) {
+    tenant_touched.assign(n_tenants, 0);
+    round_active_by_tenant.assign(n_tenants, 0);
+  }
   // Mid-round starts (RoundPolicy::midround): the devices free now, kept
   // current from the round's start, the completions' devices and the starts.
   const bool midround = policy.starts_midround();
@@ -238,6 +239,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     executor.start(starts, state);
     for (const Assignment& a : starts) {
       const Job& j = state.jobs[a.job];
+      if (sparse_series) touch_tenant(j.tenant);
       auto it = waiting.find({j.workers, type_mask(j)});
       if (it != waiting.end() && --it->second == 0) waiting.erase(it);
       --waiting_jobs;
@@ -318,13 +320,35 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sample.contended_throughput = sums.throughput - throughput_before;
       sample.contended_busy_gpu_seconds = sums.busy_gpu_seconds - busy_before;
     }
-    if (options.tenant_series) {
+    if (sparse_series) {
+      const double len = until - from;
+      sample.sparse = true;
+      std::sort(round_tenants.begin(), round_tenants.end());
+      for (std::uint32_t t : round_tenants) {
+        double& throughput = sums.tenant_throughput[t];
+        double* gpus = sums.tenant_gpus.data() + std::size_t{t} * k;
+        throughput /= len;
+        for (std::size_t j = 0; j < k; ++j) gpus[j] /= len;
+        bool any = round_active_by_tenant[t] != 0 || throughput != 0;
+        for (std::size_t j = 0; j < k && !any; ++j) any = gpus[j] != 0;
+        if (any) {
+          sample.sparse_tenants.push_back(t);
+          sample.sparse_active_jobs.push_back(round_active_by_tenant[t]);
+          sample.sparse_throughput.push_back(throughput);
+          sample.sparse_gpus.insert(sample.sparse_gpus.end(), gpus, gpus + k);
+        }
+        throughput = 0.0;
+        std::fill(gpus, gpus + k, 0.0);
+        round_active_by_tenant[t] = 0;
+        tenant_touched[t] = 0;
+      }
+      round_tenants.clear();
+    } else if (options.tenant_series) {
       const double len = until - from;
       for (double& v : sums.tenant_throughput) v /= len;
       for (double& v : sums.tenant_gpus) v /= len;
       sample.tenant_throughput = std::move(sums.tenant_throughput);
       sample.tenant_gpus = std::move(sums.tenant_gpus);
-      if (options.sparse_tenant_series) make_sparse(sample, k);
     }
     if (sink)
       sink_thread->add(std::move(sample));
@@ -337,8 +361,17 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   state.now = t0;
   admit_arrivals();
   double t = t0;
+  // Event-cost simulation: the policy's RoundPolicy::stability() after its
+  // last plan. A scheduling point before its end, with no arrival,
+  // completion or rate change since that plan (state.changed unset), would
+  // get a plan of renewals only (none where no lease ended): the policy is
+  // not asked, the simulator renews those leases as apply() would, and the
+  // round is accounted as before.
+  RoundPolicy::Stability stable;
+  std::vector<int> idle_at_end;  // idle GPUs per type at the last round's end
   while (t < options.horizon_s) {
     if (state.active.empty()) {
+      stable = {};
       finish_round();  // before the idle stretch's events move the state
       if (next_job == n) break;
       // Nothing to do until the next arrival: jump to the first scheduling
@@ -351,23 +384,47 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     }
     clock.set(t);
     state.now = clock.now();
-    const bool counted_ahead = pending && settle_beside_plan;
+    bool skip = !state.changed && t < stable.until;
+    if (skip) {
+      for (std::size_t i : state.running) {
+        Job& j = state.jobs[i];
+        if (!state.lease_ended(j)) continue;
+        if (std::isnan(stable.renewal_s)) {  // the policy said none would end
+          skip = false;
+          break;
+        }
+        j.lease_end = state.now + stable.renewal_s;  // SimulatedExecutor::apply's renewal
+        j.finish_at_lease_end = false;
+      }
+    }
+    const bool counted_ahead = pending && settle_beside_plan && !skip;
     if (counted_ahead)
       settling = settler->submit([&] {
         executor.settle_all(state);
         // The next round's active jobs per tenant: neither the plan nor its
         // application changes the active jobs or their tenants.
-        if (options.tenant_series) count_active_by_tenant(next_active_by_tenant);
+        if (options.tenant_series && !sparse_series)
+          count_active_by_tenant(next_active_by_tenant);
       });
 
-    const auto plan_start = std::chrono::steady_clock::now();
-    RoundPlan plan = policy.plan(state);
-    const double compute =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
-    validate_plan(plan, state);
-    finish_round();
-    state.changed = false;
-    executor.apply(plan, state);
+    RoundPlan plan;  // at a skipped point: the empty plan the policy would give
+    double compute = 0.0;
+    if (skip) {
+      // Nothing moved since the last round's end: its idle GPUs are this
+      // round's (completions and mid-round starts are events).
+      idle_at_end = std::move(sums.idle_by_type);
+      finish_round();
+    } else {
+      const auto plan_start = std::chrono::steady_clock::now();
+      plan = policy.plan(state);
+      compute =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count();
+      validate_plan(plan, state);
+      finish_round();
+      state.changed = false;
+      executor.apply(plan, state);
+      stable = policy.stability(state);
+    }
 
     RoundSample sample;
     sample.start = t;
@@ -375,10 +432,19 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     sample.recomputed = plan.recomputed;
     sample.estimated_throughput = plan.estimated_throughput;
     sample.active_jobs = static_cast<int>(state.active.size());
+    std::vector<double> tenant_throughput, tenant_gpus;
+    if (sparse_series) {  // kept allocated, their touched entries zeroed
+      tenant_throughput = std::move(sums.tenant_throughput);
+      tenant_gpus = std::move(sums.tenant_gpus);
+    }
     sums = {};
-    sums.idle_by_type.assign(k, 0);
-    for (std::size_t d = 0; d < state.device_owner.size(); ++d)
-      if (state.device_owner[d] == -1) ++sums.idle_by_type[device_type[d]];
+    if (skip) {
+      sums.idle_by_type = std::move(idle_at_end);
+    } else {
+      sums.idle_by_type.assign(k, 0);
+      for (std::size_t d = 0; d < state.device_owner.size(); ++d)
+        if (state.device_owner[d] == -1) ++sums.idle_by_type[device_type[d]];
+    }
     waiting.clear();
     waiting_jobs = 0;
     for (std::size_t r = 0; r < state.active.size(); ++r) {
@@ -396,7 +462,19 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     throughput_before = busy_before = idle_waiting = 0.0;
     usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
     sample.plan_idle_waiting_gpus = usable_idle;
-    if (options.tenant_series) {
+    if (sparse_series) {
+      sums.tenant_throughput = std::move(tenant_throughput);
+      sums.tenant_gpus = std::move(tenant_gpus);
+      if (sums.tenant_throughput.empty()) {
+        sums.tenant_throughput.assign(n_tenants, 0.0);
+        sums.tenant_gpus.assign(n_tenants * k, 0.0);
+      }
+      for (std::size_t i : state.active) {
+        const std::size_t tenant = state.jobs[i].tenant;
+        ++round_active_by_tenant[tenant];
+        touch_tenant(tenant);
+      }
+    } else if (options.tenant_series) {
       sums.tenant_throughput.assign(n_tenants, 0.0);
       sums.tenant_gpus.assign(n_tenants * k, 0.0);
       if (counted_ahead)

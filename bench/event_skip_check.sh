@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Event-cost simulation (docs/design.md §5) changes no result: runs the same
+# simulate/compare commands with a base binary (one without it) and this
+# build, and compares every file they write with --out, after taking out
+# what differs between any two runs (wall-clock and version fields:
+# summary.json's wall_seconds, compute_* and fairgpu_version, the
+# compute_seconds column of utilisation.csv, the report's version cell and
+# "compute p50" column, the binary's path). Prints one line per case, SAME
+# or DIFF (with the first differing file), and the wall time of each binary.
+#
+#   bench/event_skip_check.sh BASE_BIN [NEW_BIN] [--quick]
+#
+# --quick: seed 1 only and no Alibaba run (minutes instead of tens).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE=${1:?usage: bench/event_skip_check.sh BASE_BIN [NEW_BIN] [--quick]}
+NEW=${2:-build/fairgpu}
+QUICK=${3:-}
+DATA=${FAIRGPU_DATA:-../shared/data}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+POLICIES=$("$NEW" policies | awk '/^  [a-z]/ {print $1}' | paste -sd, -)
+fails=0
+
+normalise() {  # DIR BIN: rewrites the run's files in place
+  python3 - "$1" "$2" <<'EOF'
+import csv, io, json, os, re, sys
+root, binary = sys.argv[1], sys.argv[2]
+def scrub_json(x):
+    if isinstance(x, dict):
+        return {k: scrub_json(v) for k, v in x.items()
+                if not (k == "wall_seconds" or k.startswith("compute_") or k == "fairgpu_version")}
+    if isinstance(x, list):
+        return [scrub_json(v) for v in x]
+    return x
+for dirpath, _, files in os.walk(root):
+    for name in files:
+        path = os.path.join(dirpath, name)
+        text = open(path, encoding="utf-8", errors="surrogateescape").read()
+        text = text.replace(binary, "FAIRGPU")
+        if name.endswith(".json"):
+            text = json.dumps(scrub_json(json.loads(text)), indent=1, sort_keys=True)
+        elif name.endswith(".csv"):
+            rows = list(csv.reader(io.StringIO(text)))
+            if rows:
+                keep = [i for i, h in enumerate(rows[0])
+                        if not (h.startswith("compute_") or h in ("fairgpu_version", "wall_seconds"))]
+                rows = [[r[i] for i in keep if i < len(r)] for r in rows]
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows(rows)
+            text = buf.getvalue()
+        elif name.endswith(".html"):
+            text = re.sub(r"<td>0\.1(\+g[0-9a-f]+)?(\.dirty)?</td>", "<td>VERSION</td>", text)
+            # Tables: blank the cells under a "compute" header (from its header row on).
+            def fix_table(m):
+                cols = None
+                def fix_row(r):
+                    nonlocal cols
+                    cells = re.findall(r"<t[hd][^>]*>.*?</t[hd]>", r.group(0), re.S)
+                    heads = [re.sub(r"<[^>]*>", "", c) for c in cells]
+                    if any(h.startswith("compute") for h in heads) and "<th" in r.group(0):
+                        cols = [i for i, h in enumerate(heads) if h.startswith("compute")]
+                        return r.group(0)
+                    if not cols: return r.group(0)
+                    for i in cols:
+                        if i < len(cells) and cells[i].startswith("<td"): cells[i] = "<td></td>"
+                    return "<tr>" + "".join(cells) + "</tr>"
+                return re.sub(r"<tr>.*?</tr>", fix_row, m.group(0), flags=re.S)
+            text = re.sub(r"<table.*?</table>", fix_table, text, flags=re.S)
+        open(path, "w", encoding="utf-8", errors="surrogateescape").write(text)
+EOF
+}
+
+# case NAME COMMAND ARGS...: runs both binaries with `--out`, compares.
+case_() {
+  local name=$1
+  shift
+  local t0 t1 t2
+  t0=$(date +%s.%N)
+  "$BASE" "$@" --out "$OUT/base" > "$OUT/base.txt" 2>&1 || { echo "$name: base failed"; fails=1; return; }
+  t1=$(date +%s.%N)
+  "$NEW" "$@" --out "$OUT/new" > "$OUT/new.txt" 2>&1 || { echo "$name: new failed"; fails=1; return; }
+  t2=$(date +%s.%N)
+  normalise "$OUT/base" "$BASE"
+  normalise "$OUT/new" "$NEW"
+  local verdict=SAME
+  if ! diff -rq "$OUT/base" "$OUT/new" > "$OUT/diff.txt"; then
+    verdict="DIFF ($(head -1 "$OUT/diff.txt"))"
+    fails=1
+  fi
+  printf '%-44s %s  (%d files; wall base %.1f s, new %.1f s)\n' "$name" "$verdict" \
+    "$(find "$OUT/new" -type f | wc -l)" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)"
+  rm -rf "$OUT/base" "$OUT/new"
+}
+
+SEEDS="1 2"
+[ "$QUICK" = --quick ] && SEEDS=1
+for seed in $SEEDS; do
+  case_ "compare built-in, every policy, seed $seed" compare --quiet --seed "$seed" \
+    --policies "$POLICIES"
+done
+for policy in fifo allox yarn-cs tiresias oef-coop; do
+  case_ "simulate built-in $policy, seed 2" simulate --quiet --seed 2 --policy "$policy"
+done
+case_ "compare gavel trace (max_min_fairness)" compare --quiet \
+  --cluster examples/oef-like-cluster.json --profiles "$DATA/gavel/simulation_throughputs.json" \
+  --trace "$DATA/gavel/max_min_fairness.trace" --tenants 8 \
+  --policies oef-coop,gavel,fifo,allox,yarn-cs,tiresias,themis
+if [ "$QUICK" != --quick ]; then
+  for policy in fifo allox; do
+    case_ "simulate alibaba 2023 $policy, own load" simulate --quiet --policy "$policy" \
+      --alibaba-nodes "$DATA/alibaba-gpu-v2023/openb_node_list_gpu_node.csv" \
+      --trace "$DATA/alibaba-gpu-v2023/openb_pod_list_gpuspec33.csv"
+  done
+fi
+exit $fails
