@@ -35,11 +35,12 @@ pair() {  # pair TAG ARGS...
     run_one "$tag" base "$BASE" "$@"
     run_one "$tag" new "$NEW" "$@"
   fi
-  local line=$tag label wall user kb compute
+  local line=$tag label wall user kb compute rounds
   for label in base new; do
     read -r wall user kb < "$WORK/$tag-$label.time"
     compute=$(awk '/^  compute, total/ {print $3}' "$WORK/$tag-$label.txt")
-    line="$line  $label wall $wall s user $user s compute $compute s peak $((kb / 1024)) MiB"
+    rounds=$(awk '/^  rounds/ {print $2 "/" $3}' "$WORK/$tag-$label.txt" | tr -d '(')
+    line="$line  $label wall $wall s user $user s compute $compute s peak $((kb / 1024)) MiB rounds $rounds"
     echo "$tag $label $wall $user $compute" >> "$WORK/all"
   done
   if cmp -s "$WORK/$tag-base/jobs.csv" "$WORK/$tag-new/jobs.csv"; then
