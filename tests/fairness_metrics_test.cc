@@ -498,13 +498,14 @@ TEST(FairnessMetrics, SimulatedRunPaysOverheadUntilItsStop) {
 // OEF's round robin inside one tenant (as in sim_core_test): A and B take
 // turns on one fast GPU, each turn 10 s overhead + 290 s of work; A runs
 // rounds 0 and 2 (finishing at 900), B rounds 1 and 3 (1200). Each pays its
-// overhead twice in full: 40 s over JCTs 900 + 1200.
+// overhead twice in full: 40 s over JCTs 900 + 1200 (keep_finishing off,
+// which would let A finish in round 1).
 TEST(FairnessMetrics, RoundRobinOverheadShare) {
   using toy::job;
   Cluster c = toy::toy_cluster({{"fast", 1}});
   Workload w = toy::workload({job("A", "t", "a", 1, 0, 1740), job("B", "t", "a", 1, 0, 1740)});
   ClusterModel model = bind_model(c, toy::toy_profiles(), w, 10.0);
-  auto policy = make_round_policy("oef-coop:quantum=0", {});
+  auto policy = make_round_policy("oef-coop:quantum=0:keep_finishing=off", {});
   SimSummary s = summarise(simulate(model, w, *policy));
   EXPECT_NEAR(s.restart_overhead_s, 40.0, 1e-6);
   EXPECT_NEAR(s.restart_overhead_share, 40.0 / 2100.0, 1e-9);

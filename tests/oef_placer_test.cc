@@ -426,6 +426,48 @@ TEST(OefPlacer, SlowJobOnAFastGpuOutsideItsShareKeepsItWhenNoShareStartTakesIt) 
   EXPECT_EQ(placed(plan, 0), fast_gpu);
 }
 
+TEST(OefPlacer, AJobThatFinishesWithinTheLeaseKeepsItsGpuWhateverItsShare) {
+  // One slow GPU. Tenant a's job A1 runs on it, long past its quantum, at 1
+  // it/s; tenant b's B1 waits, and the shares give the GPU to b. With 200
+  // iterations left A1 finishes 200 s into the 300 s lease: it keeps the GPU
+  // (B1 gets it when A1 ends, mid-round), rather than restart later for a
+  // share correction of 200 s. With 400 left, or keep_finishing off, B1
+  // takes it.
+  struct Case {
+    double left;
+    bool keep_finishing;
+    std::size_t holder;
+  };
+  for (const Case c : {Case{200, true, 0}, Case{400, true, 1}, Case{200, false, 1}}) {
+    SCOPED_TRACE(testing::Message() << "left " << c.left << ", keep " << c.keep_finishing);
+    const Workload w = toy::workload(
+        {toy::job("A1", "a", "b", 1, 0, 1000), toy::job("B1", "b", "b", 1, 0, 1000)});
+    const ClusterModel m =
+        bind_model(toy::toy_cluster({{"slow", 1}}), toy::toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = 3000;
+    admit_job(s, 0);
+    admit_job(s, 1);
+    s.jobs[1].last_stop = 0;
+    hold(s, 0, {{0, 0}}, 3000);
+    Job& a1 = s.jobs[0];
+    a1.run_start = 0;
+    a1.rate = 1.0;
+    a1.placement_type = 0;
+    a1.done = a1.work - c.left;
+    a1.settled_at = 3000;
+    const std::vector<placement::RoundingEntity> entities = {{1, {0.0, 0.0}, {0}},
+                                                             {2, {1.0, 0.0}, {1}}};
+    placement::RoundingOptions options;
+    options.keep_finishing = c.keep_finishing;
+    placement::OefRoundingPlacer placer(options);
+    const std::vector<Assignment> plan = placer.place(s, entities, 3300);
+    const std::vector<DeviceRef> the_gpu = {{0, 0}};
+    EXPECT_EQ(placed(plan, c.holder), the_gpu);
+    EXPECT_TRUE(placed(plan, 1 - c.holder).empty());
+  }
+}
+
 TEST(OefPlacer, ModerateLoadRestartsJobsRarely) {
   // The built-in scenario at offered load 0.6 (seed 2): GPUs of every type
   // idle most of the time. Moving a job off a faster type than its share

@@ -122,49 +122,65 @@ TEST(RowCaps, OneGangRowGetsAtMostItsGpusAndTheEstimateIsWhatRowsRun) {
   }
 }
 
-TEST(RowCaps, CappedRowThatOutgrowsItsCapReSolvesAndHeldSharesStayHonest) {
-  // oef-coop, re-solves for demand changes alone every 900 s (the default).
-  const Workload w = case_workload(true);
-  const ClusterModel model = case_model(w);
-  SchedulerState s = make_scheduler_state(model, w);
-  auto p = make_round_policy("oef-coop", {});
-  admit_all_at(s, 0);
-  RoundPlan plan = p->plan(s);
-  s.changed = false;
-  EXPECT_NEAR(share_sizes(planned_shares(*p)).at("T/a x4"), 4.0, kTol);
+// The case with a second job of type a arriving at 300 s, under `spec`;
+// returns the plan after A's first job leaves at 700 s (and B0 at 600 s),
+// checked up to there.
+class StaleShares : public ::testing::Test {
+ protected:
+  RoundPlan run_to_700(const char* spec) {
+    p_ = make_round_policy(spec, {});
+    admit_all_at(s_, 0);
+    RoundPlan plan = p_->plan(s_);
+    s_.changed = false;
+    EXPECT_NEAR(share_sizes(planned_shares(*p_)).at("T/a x4"), 4.0, kTol);
 
-  // 300 s: a second 4-GPU job joins row A (demand 8). A was held at its cap
-  // of 4, so the row outgrew it: re-solved at once although no row is new.
-  //   step 1, 24 GPUs: A 6 (<= 8), B 6 (<= 12), C 12 (<= 20): nobody over.
-  admit_all_at(s, 300);
-  plan = p->plan(s);
-  s.changed = false;
-  EXPECT_TRUE(plan.recomputed);
-  auto size = share_sizes(planned_shares(*p));
-  EXPECT_NEAR(size.at("T/a x4"), 6.0, kTol);
-  EXPECT_NEAR(size.at("T/b x1"), 6.0, kTol);
-  EXPECT_NEAR(size.at("U/b x1"), 12.0, kTol);
-  EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
+    // 300 s: a second 4-GPU job joins row A (demand 8). A was held at its
+    // cap of 4, so the row outgrew it: re-solved at once although no row is
+    // new.
+    //   step 1, 24 GPUs: A 6 (<= 8), B 6 (<= 12), C 12 (<= 20): nobody over.
+    admit_all_at(s_, 300);
+    plan = p_->plan(s_);
+    s_.changed = false;
+    EXPECT_TRUE(plan.recomputed);
+    auto size = share_sizes(planned_shares(*p_));
+    EXPECT_NEAR(size.at("T/a x4"), 6.0, kTol);
+    EXPECT_NEAR(size.at("T/b x1"), 6.0, kTol);
+    EXPECT_NEAR(size.at("U/b x1"), 12.0, kTol);
+    EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
+
+    // 600 s: a job of B leaves; B (11 jobs) can still use its 6: the shares
+    // hold without a re-solve.
+    plan = plan_after_leaving(600, "B0");
+    EXPECT_FALSE(plan.recomputed);
+    EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
+
+    // 700 s: A's first job leaves; A holds 6 and can use 4.
+    return plan_after_leaving(700, "A0");
+  }
 
   // A job leaves at `now`, and the next plan.
-  auto plan_after_leaving = [&](double now, const char* job) {
-    s.now = now;
-    leave(s, job);
-    RoundPlan next = p->plan(s);
-    s.changed = false;
+  RoundPlan plan_after_leaving(double now, const char* job) {
+    s_.now = now;
+    leave(s_, job);
+    RoundPlan next = p_->plan(s_);
+    s_.changed = false;
     return next;
-  };
+  }
 
-  // 600 s: a job of B leaves; B (11 jobs) can still use its 6: the shares
-  // hold without a re-solve.
-  plan = plan_after_leaving(600, "B0");
-  EXPECT_FALSE(plan.recomputed);
-  EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
+  const Workload w_ = case_workload(true);
+  const ClusterModel model_ = case_model(w_);
+  SchedulerState s_ = make_scheduler_state(model_, w_);
+  std::unique_ptr<RoundPolicy> p_;
+};
 
-  // 700 s: A's first job leaves; A holds 6 and can use 4. Within 900 s of
-  // the last solve the shares are kept (the placer hands the spare GPUs on),
-  // but the estimate counts only what A can run: 4 + 6 + 12.
-  plan = plan_after_leaving(700, "A0");
+TEST_F(StaleShares, CappedRowThatOutgrowsItsCapReSolvesAndHeldSharesStayHonest) {
+  // oef-coop re-solving for demand changes alone every 900 s, whatever the
+  // shares strand (resolve_stranded=1).
+  auto& p = p_;
+  RoundPlan plan = run_to_700("oef-coop:resolve_stranded=1");
+  // 700 s: within 900 s of the last solve the shares are kept (the placer
+  // hands the spare GPUs on), but the estimate counts only what A can run:
+  // 4 + 6 + 12.
   EXPECT_FALSE(plan.recomputed);
   EXPECT_NEAR(plan.estimated_throughput, 22.0, kTol);
   EXPECT_NEAR(plan.estimated_throughput, runnable_throughput(planned_shares(*p)), kTol);
@@ -173,7 +189,20 @@ TEST(RowCaps, CappedRowThatOutgrowsItsCapReSolvesAndHeldSharesStayHonest) {
   // (A 4, its unused weight to B: B 8, C 12).
   plan = plan_after_leaving(1200, "B1");
   EXPECT_TRUE(plan.recomputed);
-  size = share_sizes(planned_shares(*p));
+  const auto size = share_sizes(planned_shares(*p));
+  EXPECT_NEAR(size.at("T/a x4"), 4.0, kTol);
+  EXPECT_NEAR(size.at("T/b x1"), 8.0, kTol);
+  EXPECT_NEAR(size.at("U/b x1"), 12.0, kTol);
+  EXPECT_NEAR(plan.estimated_throughput, 24.0, kTol);
+}
+
+TEST_F(StaleShares, SharesThatStrandGpusRowsWantReSolveBeforeTheInterval) {
+  // The default (resolve_stranded=0.01): at 700 s the 2 GPUs A can no
+  // longer use are wanted by B (11 jobs on 6) and C (20 on 12), and 2 > 1%
+  // of 24: re-solved at once, as at 0 s (A 4, its unused weight to B).
+  const RoundPlan plan = run_to_700("oef-coop");
+  EXPECT_TRUE(plan.recomputed);
+  const auto size = share_sizes(planned_shares(*p_));
   EXPECT_NEAR(size.at("T/a x4"), 4.0, kTol);
   EXPECT_NEAR(size.at("T/b x1"), 8.0, kTol);
   EXPECT_NEAR(size.at("U/b x1"), 12.0, kTol);

@@ -306,10 +306,11 @@ TEST(SimCore, RoundRobinInsideATenantPaysRestartOverhead) {
   // GPU and its jobs take turns, longest starvation first (OEF §6.1.3). Each
   // turn is 10 s overhead + 290 s at 3 it/s = 870 iterations; with 1740
   // iterations each, A runs rounds 0 and 2 (finishing at 900), B rounds 1 and
-  // 3 (finishing at 1200).
+  // 3 (finishing at 1200). (keep_finishing off: by default A, which would
+  // finish 290 s into round 1, keeps the GPU: A at 590, B at 1190.)
   auto r = run(toy_cluster({{"fast", 1}}),
                workload({job("A", "t", "a", 1, 0, 1740), job("B", "t", "a", 1, 0, 1740)}),
-               "oef-coop:quantum=0");
+               "oef-coop:quantum=0:keep_finishing=off");
   EXPECT_NEAR(rec(r, "A").finish, 900.0, 1e-6);
   EXPECT_NEAR(rec(r, "B").finish, 1200.0, 1e-6);
   EXPECT_EQ(rec(r, "A").restarts, 1);

@@ -44,6 +44,9 @@
 //     else it is renewed in place;
 //   - a running job moves onto idle faster GPUs when the gain repays its
 //     restart within the lease;
+//   - a running job that finishes before the lease ends keeps its GPUs
+//     (keep_finishing): a share correction for less than a round is not
+//     worth its restart and its wait;
 //   - credits are clamped to +-(ideal total + largest gang) x max(1, quantum
 //     in rounds) so a share the entity cannot use does not grow without
 //     bound, and forgotten when the entity has no active job.
@@ -58,6 +61,15 @@
 #include "placement/devices.h"
 
 namespace fairgpu::placement {
+
+bool finishes_by(const Job& j, double now, double until) {
+  if (j.state != JobState::kRunning || !(j.rate > 0.0)) return false;
+  // Progress is settled only up to settled_at; the restart overhead left
+  // then makes no progress.
+  const double ran = std::max(0.0, now - j.settled_at - j.overhead_left);
+  const double left = j.remaining() - ran * j.rate;
+  return left / j.rate <= until - now + 1e-9;
+}
 
 void order_by_starvation(const SchedulerState& s, std::vector<std::size_t>& jobs) {
   // Waiting: starved since last_stop (>= 0). Running: -(time running), so
@@ -419,6 +431,13 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   }
   for (std::size_t i : in_share_) flagged[i] = 0;
+  // ... and so does a job that finishes before the lease ends, share or not
+  // (charged to its entity's credit like any GPU it holds).
+  if (options_.keep_finishing)
+    for (std::size_t e = 0; e < n; ++e)
+      for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
+        if (view[p].running && !taken[p] && finishes_by(s.jobs[job_at[p]], s.now, lease_end))
+          renew_in_place(e, p, true);
 
   // 2. Choice: round-robin within the entity's credit, stopping at the first
   // job that does not fit (the entity saves up for it).

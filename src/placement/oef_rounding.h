@@ -54,6 +54,10 @@ struct RoundingOptions {
   // Free GPUs of a type go first to entities whose share includes the type,
   // and a job renewed on a type faster than its entity's share may move.
   bool type_affine = true;
+  // A running job that would finish before the lease ends keeps its GPUs,
+  // whatever its share: stopping it would free them for less than a round
+  // and cost the job a restart and a wait (issue 32 item 11).
+  bool keep_finishing = true;
 };
 
 class OefRoundingPlacer {
@@ -131,6 +135,10 @@ class OefRoundingPlacer {
   std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
   std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first
 };
+
+// Whether a running job finishes by `until` at its current rate, from its
+// progress settled so far.
+bool finishes_by(const Job& job, double now, double until);
 
 // Orders jobs for round-robin inside a tenant (OEF §6.1.3): longest
 // starvation first; running jobs come after waiting ones, the longest-running

@@ -64,7 +64,8 @@ class ShareRoundPolicy final : public RoundPolicy {
  public:
   ShareRoundPolicy(std::string name, std::unique_ptr<SharePolicy> share, bool tenant_level,
                    double interval, bool tenant_demands, double demand_resolve_s,
-                   placement::RoundingOptions rounding, MidroundOptions midround)
+                   double stranded_limit, placement::RoundingOptions rounding,
+                   MidroundOptions midround)
       : midround_(midround),
         name_(std::move(name)),
         share_(std::move(share)),
@@ -73,6 +74,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         spread_idle_(rounding.spread_idle),
         interval_(interval),
         demand_resolve_s_(demand_resolve_s),
+        stranded_limit_(stranded_limit),
         placer_(rounding),
         gavel_round_{rounding.spread_min, rounding.spread_wait_s} {
     share_->remember_between_solves();
@@ -116,6 +118,12 @@ class ShareRoundPolicy final : public RoundPolicy {
       // demand_resolve_s_: meanwhile the rows keep their shares, and the
       // placer hands what a row cannot use (or a row that left held) to
       // others. On bench/simulate_scale.sh this saves about 10% of the solves.
+      // Unless the stale shares strand GPUs rows want (stranded_past): on the
+      // 72-GPU built-in compare, shares held for 900 s after a tenant's jobs
+      // finished cost oef-coop 1.7 units of throughput against gavel at
+      // tenant level (seeds 1-10, paired); re-solving once 1% of the GPUs is
+      // stranded closes that gap, and adds 14 of 6,614 solves (0.2%) on
+      // bench/simulate_scale.sh's 100k jobs.
       const bool same_rows = solved_ && rows_unchanged(previous);
       const bool holds = same_rows && demands_still_hold();
       // Except a capped row that can now use more than its bundle: held
@@ -127,7 +135,8 @@ class ShareRoundPolicy final : public RoundPolicy {
       // others, and the estimate counts only what each row can use.
       const bool stale_ok = solved_ && !holds && tenant_level_ && tenant_demands_ &&
                             s.now - solved_at_ < demand_resolve_s_ - 1e-9 &&
-                            (same_rows || carry_over(previous)) && !capped_row_outgrew_bundle();
+                            (same_rows || carry_over(previous)) && !capped_row_outgrew_bundle() &&
+                            !stranded_past(stranded_limit_ * solved_total_);
       if (!holds && !stale_ok) {
         solve();
         solved_at_ = s.now;
@@ -282,6 +291,13 @@ class ShareRoundPolicy final : public RoundPolicy {
     const std::size_t rows = problem_.num_entities();
     capped_.assign(rows, !tenant_level_);
     solved_demand_ = demand_;
+    struct TotalOnExit {
+      ShareRoundPolicy& p;
+      ~TotalOnExit() {
+        p.solved_total_ = 0.0;
+        for (std::size_t e = 0; e < p.x_.rows(); ++e) p.solved_total_ += p.allocated(e);
+      }
+    } total_on_exit{*this};
     if (rows == 0) {
       x_ = Matrix();
       return;
@@ -395,6 +411,20 @@ class ShareRoundPolicy final : public RoundPolicy {
     for (std::size_t e = 0; e < problem_.num_entities(); ++e)
       if (capped_[e] && demand_[e] > allocated(e) * (1 + 1e-9) + 1e-9) return true;
     return false;
+  }
+
+  // Whether stale shares strand more than `limit` GPUs that rows want: the
+  // share the last solve handed out that no row can use now (rows that left,
+  // rows whose jobs finished) and the GPUs rows could use beyond their share
+  // both exceed it. x_ must be indexed like problem_ (after carry_over).
+  bool stranded_past(double limit) const {
+    double held = 0.0, wanted = 0.0;
+    for (std::size_t e = 0; e < problem_.num_entities(); ++e) {
+      const double a = allocated(e), usable = usable_demand_[e];
+      held += std::min(a, usable);
+      wanted += std::max(0.0, usable - a);
+    }
+    return std::min(solved_total_ - held, wanted) > limit + 1e-9;
   }
 
   double allocated(std::size_t row) const {
@@ -945,6 +975,8 @@ class ShareRoundPolicy final : public RoundPolicy {
   bool spread_idle_;  // tenant level: gangs may run spread on GPUs no one else takes
   double interval_;
   double demand_resolve_s_;  // tenant level with demands: see plan()
+  double stranded_limit_;     // resolve_stranded: see stranded_past()
+  double solved_total_ = 0.0;  // sum of x_ when it was solved
   bool solved_ = false;
   double solved_at_ = 0.0;
   ShareProblem problem_;
@@ -1049,6 +1081,10 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                   "tenant level: leftover GPUs of a type go first to rows whose share includes "
                   "it; a job on a type faster than its row's share yields it to starts within "
                   "shares"),
+      bool_option("keep_finishing", placement::RoundingOptions{}.keep_finishing,
+                  "tenant level: a running job that would finish before the lease ends keeps "
+                  "its GPUs whatever its share (a correction for less than a round is not "
+                  "worth its restart)"),
       bool_option("midround", MidroundOptions{}.on,
                   "work-conserving rounds: GPUs freed mid-round go at once to the waiting jobs "
                   "the plan would pick next, until the round ends (off: idle until the next "
@@ -1060,6 +1096,11 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                     "tenant level with demands: seconds between re-solves for demand changes "
                     "alone (a new class of jobs re-solves at once)",
                     0.0, std::numeric_limits<double>::infinity()),
+      number_option("resolve_stranded", 0.01,
+                    "tenant level with demands: re-solve before `resolve` has passed once shares "
+                    "no row can use and GPUs rows want beyond their shares both exceed this "
+                    "fraction of the GPUs shared (1: never)",
+                    0.0, 1.0),
   };
   if (name == "gandiva-fair")
     keys.push_back(choice_option("mechanism", "trading",
@@ -1090,12 +1131,14 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(std::unique_ptr<SharePolicy> sh
   rounding.spread_wait_s = options.number("spread_wait");
   rounding.type_affine = options.flag("affine");
   rounding.spread_idle = options.flag("spread_idle");
+  rounding.keep_finishing = options.flag("keep_finishing");
   MidroundOptions midround;
   midround.on = options.flag("midround");
   midround.min_left = options.number("midround_min");
   return std::make_unique<ShareRoundPolicy>(options.full_name(), std::move(share),
                                             level == "tenant", round, options.flag("demands"),
-                                            options.number("resolve"), rounding, midround);
+                                            options.number("resolve"),
+                                            options.number("resolve_stranded"), rounding, midround);
 }
 
 }  // namespace fairgpu::policy
