@@ -137,9 +137,11 @@ TEST(OefPlacer, PaperSharesGangsSaveUpInsteadOfStarving) {
   // that does not fit has its tenant start nothing else until its credit
   // covers it (before: skipped every round, 7 jobs never started).
   const Scenario sc = gang_mix();
-  // The paper's rounds too (midround=off): its restarts are what is bounded.
-  for (const char* policy :
-       {"oef-coop:demands=off:midround=off", "oef-noncoop:demands=off:midround=off"}) {
+  // The paper's rounds too (midround=off): its restarts are what is bounded,
+  // with gangs waiting up to 2700 s for one node as when the bound was set
+  // (the default 5400 s restarts oef-noncoop 7.2 times a job here).
+  for (const char* policy : {"oef-coop:demands=off:midround=off:spread_wait=2700",
+                             "oef-noncoop:demands=off:midround=off:spread_wait=2700"}) {
     const SimResult r = run(sc, policy, "tenant", 24 * 3600.0);
     const SimSummary s = summarise(r);
     EXPECT_EQ(s.never_started_jobs, 0) << policy;
@@ -277,7 +279,8 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
     return std::any_of(d.begin(), d.end(), [&](DeviceRef x) { return x.node != d[0].node; });
   };
   // The other tenant's GPUs stay held: the gang is never spread while it may
-  // wait (2700 s), then takes the spread placement rather than starve.
+  // wait (spread_wait, 5400 s), then takes the spread placement rather than
+  // starve.
   // Meanwhile it runs on the slow node nobody else takes (spread_idle: one
   // node, 3.2 it/s), or with spread_idle off waits, its share being on fast
   // GPUs.
@@ -285,7 +288,9 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
     placement::RoundingOptions o;
     o.spread_idle = idle;
     placement::OefRoundingPlacer held(o);
-    for (double now = 0; now < 2700; now += 300) {
+    const double wait = placement::RoundingOptions{}.spread_wait_s;
+    ASSERT_EQ(wait, 5400.0);
+    for (double now = 0; now < wait; now += 300) {
       const std::vector<DeviceRef> d =
           placed(held.place(state(now, 1e9), entities, now + 300), gang);
       EXPECT_FALSE(spread(d)) << "spread at " << now << " s";
@@ -296,7 +301,8 @@ TEST(OefPlacer, GangSpreadBelowSlowNodeRateWaitsBoundedTimeForOneNode) {
         EXPECT_TRUE(d.empty()) << "placed at " << now << " s";
       }
     }
-    const std::vector<DeviceRef> late = placed(held.place(state(2700, 1e9), entities, 3000), gang);
+    const std::vector<DeviceRef> late =
+        placed(held.place(state(wait, 1e9), entities, wait + 300), gang);
     ASSERT_EQ(late.size(), 4u);
     EXPECT_TRUE(spread(late));
     for (DeviceRef d : late) EXPECT_EQ(m.cluster.nodes[d.node].type, fast);

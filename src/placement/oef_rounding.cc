@@ -18,7 +18,7 @@
 //     spread, or mixed types at the slowest one's spread rate); a gang takes
 //     no spread or mixed placement below spread_min (0.9) of the best rate
 //     those types could give it (rate_best: one node where a node is big
-//     enough) until it has waited spread_wait_s (2700 s), and meanwhile is
+//     enough) until it has waited spread_wait_s (5400 s), and meanwhile is
 //     placed first every round, its types' other starts outside the quantum
 //     so a node frees up;
 //   - gangs do not starve (the small-share rule generalised to gangs): jobs

@@ -38,13 +38,14 @@ struct RoundingOptions {
   // this fraction of the best rate it could get on the types it may use, one
   // node where a node is big enough, until it has waited spread_wait_s
   // (meanwhile placed first every round). 0: any placement that fits.
-  // Chosen on the built-in compare (seeds 1-10, oef-coop's contended actual
-  // throughput; before: 200.1): spread_min 0.7 / 0.8 / 0.9 / 1.0 gave 222.7 /
-  // 223.2 / 223.2 / 222.8 at a 900 s wait; spread_wait 300 / 900 / 1800 /
-  // 2700 / 3600 / 7200 s gave 221.4 / 223.2 / 225.3 / 229.0 / 229.0 / 230.2,
-  // restarts rising with the wait (4283 / 4377 / 4891 / 5230 / 5460 / 5871).
+  // spread_min was chosen on the built-in compare (seeds 1-10, oef-coop's
+  // contended actual throughput): 0.7 / 0.8 / 0.9 / 1.0 gave 222.7 / 223.2 /
+  // 223.2 / 222.8 at a 900 s wait. spread_wait: docs/results/defaults.md
+  // (bench/reproduce.sh defaults) has 2700 and 10800 s against it;
+  // 5400 (it was 2700 while every wait cost restarts) gains throughput and
+  // JCT there and is level on OEF §6.3.1.
   double spread_min = 0.9;
-  double spread_wait_s = 2700.0;  // three quanta
+  double spread_wait_s = 5400.0;  // six quanta
   // Meanwhile such a gang runs on GPUs no other job took (a leftover for a
   // round, still first in line). On OEF §6.3.1/§6.3.2 (seeds 1-10, 4 GPUs a
   // host) off left 14-30 more GPU-hours idle while jobs waited (47.2 / 118.5
