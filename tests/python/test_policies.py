@@ -216,3 +216,15 @@ def test_linear_program():
     assert lp.dual(r1) == pytest.approx(0.4) and lp.dual(r2) == pytest.approx(0.2)
     with pytest.raises(IndexError):
         lp.add_constraint([7], [1.0], upper=1.0)
+
+
+def test_edited_file_is_loaded_again(tmp_path):
+    # serve's reload (SIGHUP) makes its policy again: an edited file must be
+    # read again, not taken from the loaded modules; a file without
+    # `import fairgpu` still gets its views.
+    path = tmp_path / "edited.py"
+    path.write_text("class P:\n    def schedule(self, state):\n        return None\n")
+    fairgpu.simulate(f"py:{path}:P", jobs=5, horizon_hours=1)
+    path.write_text("class P:\n    def schedule(self, state):\n        raise ValueError('edited')\n")
+    with pytest.raises(fairgpu.PolicyError, match="ValueError: edited"):
+        fairgpu.simulate(f"py:{path}:P", jobs=5, horizon_hours=1)
