@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "fairgpu/allocation_io.h"
+#include "fairgpu/input_error.h"
 #include "fairgpu/scheduler.h"
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
@@ -109,8 +110,7 @@ std::string run_audit(const AuditArgs& a) {
 
 // Every round policy with its description and, under it, its keys: key=default,
 // what the key accepts and its help.
-std::string run_policies() {
-  const auto all = round_policy_catalogue();
+std::string run_policies(const std::vector<RoundPolicyInfo>& all, bool python) {
   std::size_t width = 0, key_width = 0;
   for (const auto& p : all) {
     width = std::max(width, p.name.size());
@@ -118,8 +118,10 @@ std::string run_policies() {
       key_width = std::max(key_width, k.key.size() + 1 + k.default_value.size());
   }
   std::string out =
-      "Name a policy NAME or NAME:key=value[:key=value...] (simulate --policy, compare\n"
-      "--policies, serve's \"policy\"), e.g. allox:alpha=0.2; a list value is '/'-separated.\n";
+      python ? "Name a Python policy py:FILE:CLASS[:key=value...] (docs/python.md); a list value\n"
+               "is '/'-separated.\n"
+             : "Name a policy NAME or NAME:key=value[:key=value...] (simulate --policy, compare\n"
+               "--policies, serve's \"policy\"), e.g. allox:alpha=0.2; a list value is '/'-separated.\n";
   bool share = false, first = true;
   for (const auto& p : all) {
     if (first || p.share != share)
@@ -137,9 +139,9 @@ std::string run_policies() {
 
 // The same for machines: one object per policy, in the listing's order, with
 // its keys as the table shows them.
-std::string run_policies_json() {
+std::string run_policies_json(const std::vector<RoundPolicyInfo>& all) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& p : round_policy_catalogue()) {
+  for (const auto& p : all) {
     nlohmann::ordered_json keys = nlohmann::ordered_json::array();
     for (const auto& k : p.keys)
       keys.push_back({{"key", k.key},
@@ -213,6 +215,11 @@ int run(int argc, char** argv) {
   policies->add_flag("--json", policies_json,
                      "print a JSON array instead: name, kind, description and keys (key, "
                      "default, help, accepts) of each policy");
+  std::vector<std::string> policy_files;
+  policies->add_option("--py", policy_files,
+                       "list instead the Python policies these files define (py:FILE:CLASS), "
+                       "with their docstrings and keys")
+      ->type_name("FILE...");
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
   cli::add_sweep_command(app, commands);
@@ -251,8 +258,20 @@ int run(int argc, char** argv) {
     out = run_allocate(alloc);
   else if (audit->parsed())
     out = run_audit(aud);
-  else if (policies->parsed())
-    out = policies_json ? run_policies_json() : run_policies();
+  else if (policies->parsed()) {
+    std::vector<RoundPolicyInfo> all;
+#ifdef FAIRGPU_HAVE_PYTHON
+    for (const std::string& file : policy_files)
+      for (auto& p : python::python_policies_in(file)) all.push_back(std::move(p));
+#else
+    if (!policy_files.empty())
+      throw InputError("policies", "--py", "this fairgpu was built without Python (FAIRGPU_PYTHON)");
+#endif
+    // Share policies first, as the built-in listing.
+    std::stable_partition(all.begin(), all.end(), [](const auto& p) { return p.share; });
+    if (policy_files.empty()) all = round_policy_catalogue();
+    out = policies_json ? run_policies_json(all) : run_policies(all, !policy_files.empty());
+  }
   for (auto& [sub, command] : commands)
     if (sub->parsed()) out = command();
   if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {

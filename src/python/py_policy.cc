@@ -101,6 +101,8 @@ py::object load_module(const PySpec& spec) {
     py::module_ util = py::module_::import("importlib.util");
     const std::string name = "fairgpu_policy_" + std::to_string(g_loads++);
     py::object s = util.attr("spec_from_file_location")(name, abs.string());
+    if (s.is_none())
+      throw InputError(source, "file", fmt::format("'{}' is not a Python file (.py)", spec.path));
     py::object mod = util.attr("module_from_spec")(s);
     sys.attr("modules")[py::str(name)] = mod;
     s.attr("loader").attr("exec_module")(mod);
@@ -373,6 +375,44 @@ std::unique_ptr<RoundPolicy> make(std::string_view specifier, const RoundPolicyO
 }
 
 }  // namespace
+
+std::vector<RoundPolicyInfo> python_policies_in(const std::string& file) {
+  const std::string prefix = "py:" + file + ":";
+  ensure_interpreter(prefix);
+  py::gil_scoped_acquire gil;
+  PySpec spec;
+  spec.full = spec.name = file;  // errors name the file
+  spec.path = file;
+  py::object mod = load_module(spec);
+  py::module_ inspect = py::module_::import("inspect");
+  std::vector<RoundPolicyInfo> out;
+  for (auto [key, value] : py::reinterpret_borrow<py::dict>(mod.attr("__dict__"))) {
+    const auto name = key.cast<std::string>();
+    if (name.empty() || name[0] == '_' || !inspect.attr("isclass")(value).cast<bool>()) continue;
+    // Its own classes, not those it imports.
+    if (!value.attr("__module__").equal(mod.attr("__name__"))) continue;
+    const bool round = py::hasattr(value, "schedule"), share = py::hasattr(value, "shares");
+    if (round == share) continue;
+    RoundPolicyInfo info;
+    info.name = prefix + name;
+    info.share = share;
+    // The docstring's first paragraph, on one line: the class's, else the
+    // file's (the examples document the file).
+    py::object doc = inspect.attr("getdoc")(value);
+    if (doc.is_none()) doc = inspect.attr("getdoc")(mod);
+    if (!doc.is_none()) {
+      const auto text = doc.cast<std::string>();
+      const std::string para = text.substr(0, text.find("\n\n"));
+      for (char c : para) info.description += c == '\n' ? ' ' : c;
+    }
+    info.keys = load(info.name, {}).options.specs();
+    out.push_back(std::move(info));
+  }
+  if (out.empty())
+    throw InputError("policy file " + file, "",
+                     "defines no policy class (one with schedule(state) or shares(problem))");
+  return out;
+}
 
 std::string describe(py::error_already_set& e) {
   const std::string type = e.type().attr("__name__").cast<std::string>();
