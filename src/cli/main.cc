@@ -27,6 +27,7 @@
 #ifdef FAIRGPU_HAVE_PYTHON
 #include "python/embed.h"
 #endif
+#include "cli/in_process.h"
 #include "fairgpu/provenance.h"
 #include "fairgpu/transient_error.h"
 
@@ -42,6 +43,11 @@ constexpr int kExitTransient = 3;
 class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Set while the Python module runs a command in process (run_in_process):
+// the output goes here instead of stdout, and a bad command line is thrown
+// (UsageError) instead of printed.
+thread_local std::string* t_captured = nullptr;
 
 std::string policy_names() {
   std::string out;
@@ -165,9 +171,6 @@ std::string flatten(std::string s) {
 }
 
 int run(int argc, char** argv) {
-#ifdef FAIRGPU_HAVE_PYTHON
-  python::enable_embedded_python();  // `--policy py:FILE:CLASS` (docs/python.md)
-#endif
   CLI::App app{
       "fairgpu: a fair scheduler for shared heterogeneous GPU clusters.\n"
       "Simulates policies round by round on traces (simulate, compare, generate),\n"
@@ -242,10 +245,13 @@ int run(int argc, char** argv) {
         command.find("simulate") == std::string::npos)
       hint = "this command takes --policies a,b,... (--policy is simulate's)";
     const std::string where = command == "fairgpu" ? "" : command.substr(8) + ": ";
+    if (t_captured)
+      throw UsageError(where + "unexpected arguments: " + flatten(extras) + "; " + hint);
     std::fprintf(stderr, "fairgpu: %sunexpected arguments: %s; %s\n", where.c_str(),
                  flatten(extras).c_str(), hint.c_str());
     return kExitBadInput;
   } catch (const CLI::ParseError& e) {
+    if (t_captured) throw UsageError(flatten(e.what()));
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::fprintf(stderr, "fairgpu: %s; run 'fairgpu --help'\n", flatten(e.what()).c_str());
     return kExitBadInput;
@@ -274,6 +280,10 @@ int run(int argc, char** argv) {
   }
   for (auto& [sub, command] : commands)
     if (sub->parsed()) out = command();
+  if (t_captured) {
+    *t_captured = std::move(out);
+    return kExitOk;
+  }
   if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {
     std::fprintf(stderr, "fairgpu: cannot write the output\n");
     return kExitFailure;
@@ -282,9 +292,27 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace fairgpu
 
-int main(int argc, char** argv) {
+std::string cli::run_in_process(const std::vector<std::string>& args) {
+  std::vector<std::string> copy = args;
+  copy.insert(copy.begin(), "fairgpu");
+  std::vector<char*> argv;
+  for (std::string& a : copy) argv.push_back(a.data());
+  std::string out;
+  t_captured = &out;
+  struct Reset {
+    ~Reset() { t_captured = nullptr; }
+  } reset;
+  try {
+    run(static_cast<int>(argv.size()), argv.data());
+  } catch (const UsageError& e) {
+    throw InputError("fairgpu " + (args.empty() ? std::string() : args.front()), "",
+                     e.what());
+  }
+  return out;
+}
+
+int cli::program_main(int argc, char** argv) {
   try {
     return fairgpu::run(argc, argv);
   } catch (const fairgpu::InputError& e) {
@@ -301,3 +329,5 @@ int main(int argc, char** argv) {
     return fairgpu::kExitFailure;
   }
 }
+
+}  // namespace fairgpu
