@@ -474,7 +474,10 @@ TEST_F(LiveEndToEnd, TwoTenantsUnderThePythonMaxMin) {
                 dir_ / "max_min.py");
   set_policy("py:max_min.py:MaxMin:quantum=0");
   start_cluster();
-  constexpr int kIterations = 500;
+  // Twice the C++ test's iterations, so that both tenants keep a backlog
+  // for a few rounds on a loaded machine (with 500, 4 tests at once under
+  // ctest once left 2.4 s of contention).
+  constexpr int kIterations = 1000;
   std::map<std::string, int> seed_of;
   for (int i = 0; i < 20; ++i)
     seed_of[submit(i % 2 ? "bob" : "alice", 100 + i, kIterations)] = 100 + i;
