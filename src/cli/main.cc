@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "fairgpu/allocation_io.h"
+#include "fairgpu/input_error.h"
 #include "fairgpu/scheduler.h"
 #include "fairgpu/audit.h"
 #include "fairgpu/policy.h"
@@ -26,6 +27,7 @@
 #ifdef FAIRGPU_HAVE_PYTHON
 #include "python/embed.h"
 #endif
+#include "cli/in_process.h"
 #include "fairgpu/provenance.h"
 #include "fairgpu/transient_error.h"
 
@@ -41,6 +43,11 @@ constexpr int kExitTransient = 3;
 class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Set while the Python module runs a command in process (run_in_process):
+// the output goes here instead of stdout, and a bad command line is thrown
+// (UsageError) instead of printed.
+thread_local std::string* t_captured = nullptr;
 
 std::string policy_names() {
   std::string out;
@@ -109,8 +116,7 @@ std::string run_audit(const AuditArgs& a) {
 
 // Every round policy with its description and, under it, its keys: key=default,
 // what the key accepts and its help.
-std::string run_policies() {
-  const auto all = round_policy_catalogue();
+std::string run_policies(const std::vector<RoundPolicyInfo>& all, bool python) {
   std::size_t width = 0, key_width = 0;
   for (const auto& p : all) {
     width = std::max(width, p.name.size());
@@ -118,8 +124,10 @@ std::string run_policies() {
       key_width = std::max(key_width, k.key.size() + 1 + k.default_value.size());
   }
   std::string out =
-      "Name a policy NAME or NAME:key=value[:key=value...] (simulate --policy, compare\n"
-      "--policies, serve's \"policy\"), e.g. allox:alpha=0.2; a list value is '/'-separated.\n";
+      python ? "Name a Python policy py:FILE:CLASS[:key=value...] (docs/python.md); a list value\n"
+               "is '/'-separated.\n"
+             : "Name a policy NAME or NAME:key=value[:key=value...] (simulate --policy, compare\n"
+               "--policies, serve's \"policy\"), e.g. allox:alpha=0.2; a list value is '/'-separated.\n";
   bool share = false, first = true;
   for (const auto& p : all) {
     if (first || p.share != share)
@@ -137,9 +145,9 @@ std::string run_policies() {
 
 // The same for machines: one object per policy, in the listing's order, with
 // its keys as the table shows them.
-std::string run_policies_json() {
+std::string run_policies_json(const std::vector<RoundPolicyInfo>& all) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& p : round_policy_catalogue()) {
+  for (const auto& p : all) {
     nlohmann::ordered_json keys = nlohmann::ordered_json::array();
     for (const auto& k : p.keys)
       keys.push_back({{"key", k.key},
@@ -163,9 +171,6 @@ std::string flatten(std::string s) {
 }
 
 int run(int argc, char** argv) {
-#ifdef FAIRGPU_HAVE_PYTHON
-  python::enable_embedded_python();  // `--policy py:FILE:CLASS` (docs/python.md)
-#endif
   CLI::App app{
       "fairgpu: a fair scheduler for shared heterogeneous GPU clusters.\n"
       "Simulates policies round by round on traces (simulate, compare, generate),\n"
@@ -213,6 +218,11 @@ int run(int argc, char** argv) {
   policies->add_flag("--json", policies_json,
                      "print a JSON array instead: name, kind, description and keys (key, "
                      "default, help, accepts) of each policy");
+  std::vector<std::string> policy_files;
+  policies->add_option("--py", policy_files,
+                       "list instead the Python policies these files define (py:FILE:CLASS), "
+                       "with their docstrings and keys")
+      ->type_name("FILE...");
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
   cli::add_sweep_command(app, commands);
@@ -235,10 +245,13 @@ int run(int argc, char** argv) {
         command.find("simulate") == std::string::npos)
       hint = "this command takes --policies a,b,... (--policy is simulate's)";
     const std::string where = command == "fairgpu" ? "" : command.substr(8) + ": ";
+    if (t_captured)
+      throw UsageError(where + "unexpected arguments: " + flatten(extras) + "; " + hint);
     std::fprintf(stderr, "fairgpu: %sunexpected arguments: %s; %s\n", where.c_str(),
                  flatten(extras).c_str(), hint.c_str());
     return kExitBadInput;
   } catch (const CLI::ParseError& e) {
+    if (t_captured) throw UsageError(flatten(e.what()));
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::fprintf(stderr, "fairgpu: %s; run 'fairgpu --help'\n", flatten(e.what()).c_str());
     return kExitBadInput;
@@ -251,10 +264,26 @@ int run(int argc, char** argv) {
     out = run_allocate(alloc);
   else if (audit->parsed())
     out = run_audit(aud);
-  else if (policies->parsed())
-    out = policies_json ? run_policies_json() : run_policies();
+  else if (policies->parsed()) {
+    std::vector<RoundPolicyInfo> all;
+#ifdef FAIRGPU_HAVE_PYTHON
+    for (const std::string& file : policy_files)
+      for (auto& p : python::python_policies_in(file)) all.push_back(std::move(p));
+#else
+    if (!policy_files.empty())
+      throw InputError("policies", "--py", "this fairgpu was built without Python (FAIRGPU_PYTHON)");
+#endif
+    // Share policies first, as the built-in listing.
+    std::stable_partition(all.begin(), all.end(), [](const auto& p) { return p.share; });
+    if (policy_files.empty()) all = round_policy_catalogue();
+    out = policies_json ? run_policies_json(all) : run_policies(all, !policy_files.empty());
+  }
   for (auto& [sub, command] : commands)
     if (sub->parsed()) out = command();
+  if (t_captured) {
+    *t_captured = std::move(out);
+    return kExitOk;
+  }
   if (std::fputs(out.c_str(), stdout) < 0 || std::fflush(stdout) != 0) {
     std::fprintf(stderr, "fairgpu: cannot write the output\n");
     return kExitFailure;
@@ -263,9 +292,27 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace fairgpu
 
-int main(int argc, char** argv) {
+std::string cli::run_in_process(const std::vector<std::string>& args) {
+  std::vector<std::string> copy = args;
+  copy.insert(copy.begin(), "fairgpu");
+  std::vector<char*> argv;
+  for (std::string& a : copy) argv.push_back(a.data());
+  std::string out;
+  t_captured = &out;
+  struct Reset {
+    ~Reset() { t_captured = nullptr; }
+  } reset;
+  try {
+    run(static_cast<int>(argv.size()), argv.data());
+  } catch (const UsageError& e) {
+    throw InputError("fairgpu " + (args.empty() ? std::string() : args.front()), "",
+                     e.what());
+  }
+  return out;
+}
+
+int cli::program_main(int argc, char** argv) {
   try {
     return fairgpu::run(argc, argv);
   } catch (const fairgpu::InputError& e) {
@@ -282,3 +329,5 @@ int main(int argc, char** argv) {
     return fairgpu::kExitFailure;
   }
 }
+
+}  // namespace fairgpu

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/in_process.h"
 #include "fairgpu/html_report.h"
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy_options.h"
@@ -127,7 +128,10 @@ void check_numbers(const std::vector<std::string>& values, const char* option) {
   }
 }
 
+std::string g_program;  // set_program(): the Python module names the program
+
 std::string self_path() {
+  if (!g_program.empty()) return g_program;
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw std::runtime_error("cannot find the fairgpu binary: " + ec.message());
@@ -378,6 +382,8 @@ std::string run_sweep(const SweepArgs& a) {
 }
 
 }  // namespace
+
+void set_program(const std::string& path) { g_program = path; }
 
 void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands) {
   auto args = std::make_shared<SweepArgs>();

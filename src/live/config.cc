@@ -234,6 +234,14 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     c.checkpoint_dir = config_relative_path(base_dir, r.name(*v, "checkpoint_dir"));
   // "NAME" or "NAME:key=value[:key=value...]" (policy_options.h).
   if (auto* v = r.optional(doc, "policy")) c.policy = r.name(*v, "policy");
+  // A Python policy's file, like the other paths here, from the config's
+  // folder: "py:FILE:CLASS[:key=value...]" (docs/python.md).
+  if (c.policy.rfind("py:", 0) == 0) {
+    const std::size_t end = c.policy.find(':', 3);
+    if (end != std::string::npos)
+      c.policy = "py:" + config_relative_path(base_dir, c.policy.substr(3, end - 3)) +
+                 c.policy.substr(end);
+  }
   if (auto* v = r.optional(doc, "round_s")) c.policy_options.round_s = r.positive(*v, "round_s");
   if (auto* v = r.optional(doc, "policy_options")) {
     const std::string p = "policy_options";

@@ -1134,7 +1134,28 @@ double Manager::schedule(double at) {
     start_profiling(tickets);
     if (model_) {
       const std::vector<std::size_t> aside = set_aside_over_gpu_quota();
-      RoundPlan plan = policy_->plan(state_);
+      RoundPlan plan;
+      try {
+        plan = policy_->plan(state_);
+      } catch (const std::exception& e) {
+        // A policy that fails (a Python policy's exception, docs/python.md)
+        // does not stop scheduling: what the last plan runs keeps running,
+        // each ended lease renewed on its devices to the next point, where
+        // the policy is asked again. Nothing new starts meanwhile.
+        ++failed_rounds_;
+        log::write(log::Level::kError, "policy_failed", {{"at", t}, {"error", e.what()}});
+        plan = RoundPlan{};
+        for (std::size_t k : state_.running) {
+          const Job& j = state_.jobs[k];
+          if (!state_.lease_ended(j)) continue;
+          Assignment& a = plan.run.emplace_back();
+          a.job = k;
+          a.devices = j.devices;
+          a.lease_end = t + interval();
+          a.resources = j.resources;  // the same grant: a renewal, not a restart
+          a.rate_multiplier = j.resource_multiplier;
+        }
+      }
       restore_set_aside(aside);
       validate_plan(plan, state_);
       state_.changed = false;

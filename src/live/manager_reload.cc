@@ -44,7 +44,8 @@ json Manager::reload(const ServeConfig& next) {
   const bool policy_changed = next.policy != config_.policy ||
                               next.policy_options.level != config_.policy_options.level ||
                               next.policy_options.round_s != config_.policy_options.round_s ||
-                              settings(next.policy_options) != settings(config_.policy_options);
+                              settings(next.policy_options) != settings(config_.policy_options) ||
+                              next.policy.rfind("py:", 0) == 0;  // its file may have changed
   if (policy_changed) {
     policy_ = std::move(policy);
     interval_ = policy_->interval();

@@ -64,11 +64,18 @@ std::string where(const py::object& tb) {
 }
 
 // Loaded files, by absolute path: one module per file however many policies
-// name it (a compare of two classes of one file loads it once).
-std::map<std::string, py::object>& modules() {
-  static auto* all = new std::map<std::string, py::object>();  // outlives nothing at exit
+// name it (a compare of two classes of one file loads it once), loaded again
+// when the file changed (serve's reload on SIGHUP picks up an edited policy).
+struct LoadedFile {
+  py::object module;
+  std::filesystem::file_time_type mtime;
+  std::uintmax_t size = 0;
+};
+std::map<std::string, LoadedFile>& modules() {
+  static auto* all = new std::map<std::string, LoadedFile>();  // outlives nothing at exit
   return *all;
 }
+std::size_t g_loads = 0;  // module names stay unique across reloads
 
 py::object load_module(const PySpec& spec) {
   const std::string source = "policy " + spec.full;
@@ -77,20 +84,29 @@ py::object load_module(const PySpec& spec) {
   if (ec || !std::filesystem::is_regular_file(abs, ec))
     throw InputError(source, "file", fmt::format("cannot read '{}'", spec.path));
   auto& cache = modules();
-  if (auto it = cache.find(abs.string()); it != cache.end()) return it->second;
+  const auto mtime = std::filesystem::last_write_time(abs, ec);
+  const auto size = std::filesystem::file_size(abs, ec);
+  if (auto it = cache.find(abs.string());
+      it != cache.end() && it->second.mtime == mtime && it->second.size == size)
+    return it->second.module;
   try {
+    // The module's types are registered when it is imported: a policy file
+    // that does not import fairgpu itself still gets its views and plans.
+    py::module_::import("fairgpu");
     py::module_ sys = py::module_::import("sys");
     // Its folder on the path, so a policy file can import its neighbours.
     py::list path = sys.attr("path");
     const std::string dir = abs.parent_path().string();
     if (!path.contains(dir)) path.insert(0, dir);
     py::module_ util = py::module_::import("importlib.util");
-    const std::string name = "fairgpu_policy_" + std::to_string(cache.size());
+    const std::string name = "fairgpu_policy_" + std::to_string(g_loads++);
     py::object s = util.attr("spec_from_file_location")(name, abs.string());
+    if (s.is_none())
+      throw InputError(source, "file", fmt::format("'{}' is not a Python file (.py)", spec.path));
     py::object mod = util.attr("module_from_spec")(s);
     sys.attr("modules")[py::str(name)] = mod;
     s.attr("loader").attr("exec_module")(mod);
-    cache.emplace(abs.string(), mod);
+    cache[abs.string()] = LoadedFile{mod, mtime, size};
     return mod;
   } catch (py::error_already_set& e) {
     throw InputError(source, "file", fmt::format("'{}' does not load: {}", spec.path, describe(e)));
@@ -200,7 +216,8 @@ struct GilObject {
 
 std::string failure(const std::string& policy, const char* call, double now,
                     const std::string& what) {
-  return fmt::format("policy {}: {} at t={:.6g} s {}", policy, call, now, what);
+  // 10 digits: serve's times are Unix times.
+  return fmt::format("policy {}: {} at t={:.10g} s {}", policy, call, now, what);
 }
 
 // The plan `schedule` returned; `built` when the policy assembled it itself
@@ -358,6 +375,44 @@ std::unique_ptr<RoundPolicy> make(std::string_view specifier, const RoundPolicyO
 }
 
 }  // namespace
+
+std::vector<RoundPolicyInfo> python_policies_in(const std::string& file) {
+  const std::string prefix = "py:" + file + ":";
+  ensure_interpreter(prefix);
+  py::gil_scoped_acquire gil;
+  PySpec spec;
+  spec.full = spec.name = file;  // errors name the file
+  spec.path = file;
+  py::object mod = load_module(spec);
+  py::module_ inspect = py::module_::import("inspect");
+  std::vector<RoundPolicyInfo> out;
+  for (auto [key, value] : py::reinterpret_borrow<py::dict>(mod.attr("__dict__"))) {
+    const auto name = key.cast<std::string>();
+    if (name.empty() || name[0] == '_' || !inspect.attr("isclass")(value).cast<bool>()) continue;
+    // Its own classes, not those it imports.
+    if (!value.attr("__module__").equal(mod.attr("__name__"))) continue;
+    const bool round = py::hasattr(value, "schedule"), share = py::hasattr(value, "shares");
+    if (round == share) continue;
+    RoundPolicyInfo info;
+    info.name = prefix + name;
+    info.share = share;
+    // The docstring's first paragraph, on one line: the class's, else the
+    // file's (the examples document the file).
+    py::object doc = inspect.attr("getdoc")(value);
+    if (doc.is_none()) doc = inspect.attr("getdoc")(mod);
+    if (!doc.is_none()) {
+      const auto text = doc.cast<std::string>();
+      const std::string para = text.substr(0, text.find("\n\n"));
+      for (char c : para) info.description += c == '\n' ? ' ' : c;
+    }
+    info.keys = load(info.name, {}).options.specs();
+    out.push_back(std::move(info));
+  }
+  if (out.empty())
+    throw InputError("policy file " + file, "",
+                     "defines no policy class (one with schedule(state) or shares(problem))");
+  return out;
+}
 
 std::string describe(py::error_already_set& e) {
   const std::string type = e.type().attr("__name__").cast<std::string>();

@@ -1,128 +1,221 @@
-// fairgpu.simulate(): one policy on one scenario, as `fairgpu simulate`
-// runs it, returning its outputs as column dicts (pandas.DataFrame(result
-// ["jobs"]) takes them as they are) and, with out=DIR, writing jobs.csv and
-// summary.json there byte for byte as the CLI does. The simulation runs
-// without the GIL; a Python policy takes it at each of its calls.
+// The module's runs: simulate, compare, sweep, allocate and audit run the
+// program's own commands in this process (cli::run_in_process, src/cli), so
+// they take the same options, check them alike and write the same files;
+// the results come back as column dicts (pandas.DataFrame(result["jobs"])
+// takes them as they are) read from those files. Without out=, the files go
+// to a temporary folder, removed afterwards. A run does not hold the GIL; a
+// Python policy takes it at each of its calls.
 #include "python/run.h"
 
-#include <fmt/format.h>
+#include <pybind11/eval.h>
 #include <pybind11/stl.h>
 
-#include <filesystem>
-#include <fstream>
-#include <optional>
 #include <string>
+#include <vector>
 
-#include "fairgpu/input_error.h"
-#include "fairgpu/scenario.h"
-#include "fairgpu/sim_report.h"
-#include "fairgpu/simulator.h"
+#include "cli/in_process.h"
+#include "fairgpu/scheduler.h"
 
 namespace py = pybind11;
 
 namespace fairgpu::python {
 namespace {
 
-// A CSV's columns: header -> list, numbers as floats where every cell of
-// the column parses as one (empty cells: NaN), else strings.
-py::dict csv_columns(const std::string& text) {
-  py::module_ csv = py::module_::import("csv");
-  py::module_ io = py::module_::import("io");
-  py::list rows = py::list(csv.attr("reader")(io.attr("StringIO")(text)));
-  py::dict out;
-  if (rows.empty()) return out;
-  py::list header = rows[0];
-  const std::size_t n = py::len(header);
-  py::object builtins = py::module_::import("builtins");
-  py::object to_float = builtins.attr("float");
-  for (std::size_t c = 0; c < n; ++c) {
-    py::list values;
-    bool numeric = true;
-    for (std::size_t r = 1; r < py::len(rows); ++r) {
-      py::list row = rows[r];
-      values.append(c < py::len(row) ? row[c] : py::str(""));
-    }
-    py::list numbers;
-    for (py::handle v : values) {
-      const auto s = v.cast<std::string>();
-      if (s.empty()) {
-        numbers.append(std::numeric_limits<double>::quiet_NaN());
-        continue;
-      }
-      try {
-        numbers.append(to_float(v));
-      } catch (py::error_already_set&) {
-        numeric = false;
-        break;
-      }
-    }
-    out[header[c]] = numeric ? numbers : values;
-  }
-  return out;
-}
+// The Python half: options to flags, temporary folders, CSV to columns.
+constexpr const char* kRuns = R"py(
+import csv as _csv
+import json as _json
+import math as _math
+import os as _os
+import shutil as _shutil
+import tempfile as _tempfile
 
-void write(const std::string& dir, const std::string& name, const std::string& text) {
-  std::filesystem::create_directories(dir);
-  std::ofstream f(dir + "/" + name, std::ios::binary);
-  f << text;
-  if (!f) throw InputError("out", "", fmt::format("cannot write {}/{}", dir, name));
-}
 
-py::dict simulate_py(const std::string& policy, const std::string& cluster,
-                     const std::string& profiles, const std::string& trace,
-                     const std::string& trace_format, int tenants, std::uint64_t seed,
-                     std::optional<int> jobs, std::optional<int> gen_tenants,
-                     std::optional<double> arrivals_per_hour, double round, double horizon_hours,
-                     const std::string& out) {
-  ScenarioOptions so;
-  so.cluster_path = cluster;
-  so.profiles_path = profiles;
-  so.trace_path = trace;
-  so.trace_format = trace_format;
-  so.tenants = tenants;
-  so.seed = seed;
-  if (jobs) so.generator.jobs = *jobs;
-  if (gen_tenants) so.generator.tenants = *gen_tenants;
-  if (arrivals_per_hour) so.generator.arrivals_per_hour = *arrivals_per_hour;
-  RoundPolicyOptions po;
-  po.round_s = round;
-  auto p = make_round_policy(policy, po);  // a bad name before loading, as the CLI
-  std::string jobs_text, summary_text;
-  {
-    py::gil_scoped_release release;
-    const Scenario sc = load_scenario(so);
-    SimOptions options;
-    if (horizon_hours > 0.0)
-      options.horizon_s = sc.workload.jobs.front().arrival_s + horizon_hours * 3600;
-    options.sparse_tenant_series = true;
-    const SimResult r = simulate(sc.model, sc.workload, *p, options);
-    jobs_text = jobs_csv(r);
-    summary_text = summary_json(r, summarise(r));
-  }
-  if (!out.empty()) {
-    write(out, "jobs.csv", jobs_text);
-    write(out, "summary.json", summary_text);
-  }
-  py::dict result;
-  result["policy"] = policy;
-  result["jobs"] = csv_columns(jobs_text);
-  result["summary"] = py::module_::import("json").attr("loads")(summary_text);
-  return result;
-}
+def _columns(path):
+    """A CSV's columns: header -> list; numbers as floats where every cell of
+    the column is one (an empty cell: NaN), else strings."""
+    with open(path, newline="") as f:
+        rows = list(_csv.reader(f))
+    if not rows:
+        return {}
+    out = {}
+    for c, name in enumerate(rows[0]):
+        values = [r[c] if c < len(r) else "" for r in rows[1:]]
+        try:
+            out[name] = [float(v) if v != "" else _math.nan for v in values]
+        except ValueError:
+            out[name] = values
+    return out
+
+
+def _flags(options):
+    """Keyword options as the program's flags: seed=2 -> --seed 2,
+    arrivals_per_hour=5 -> --arrivals-per-hour 5, True -> the bare flag,
+    False or None -> left out, a list -> comma-separated."""
+    args = []
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (list, tuple)):
+            args += [flag, ",".join(str(v) for v in value)]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+class _Folder:
+    """out= as given (kept), else a temporary folder removed on exit."""
+    def __init__(self, out):
+        self.keep = out is not None and str(out) != ""
+        self.path = str(out) if self.keep else _tempfile.mkdtemp(prefix="fairgpu-")
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        if not self.keep:
+            _shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _report_flags(folder):
+    # A temporary run's report is thrown away: no PDFs.
+    return [] if folder.keep else ["--no-pdf"]
+
+
+def _program():
+    """The fairgpu program a sweep starts for each run: $FAIRGPU_BINARY, the
+    build tree's (beside python/), or the one on the PATH."""
+    beside = _os.path.join(_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))),
+                           "fairgpu")
+    for path in (_os.environ.get("FAIRGPU_BINARY"), beside, _shutil.which("fairgpu")):
+        if path and _os.path.isfile(path) and _os.access(path, _os.X_OK):
+            return path
+    raise InputError("sweep: no fairgpu program to run (set FAIRGPU_BINARY, or put fairgpu "
+                     "on the PATH)")
+
+
+def _run_files(folder):
+    out = {}
+    for name in ("jobs", "tenants", "utilisation", "tenant_windows"):
+        path = _os.path.join(folder, name + ".csv")
+        if _os.path.exists(path):
+            out[name] = _columns(path)
+    with open(_os.path.join(folder, "summary.json")) as f:
+        out["summary"] = _json.load(f)
+    return out
+
+
+def _json_file(value, folder, name):
+    """A path as it is; a dict or list written to folder/name."""
+    if isinstance(value, (str, _os.PathLike)):
+        return str(value)
+    path = _os.path.join(folder, name)
+    with open(path, "w") as f:
+        _json.dump(value, f)
+    return path
+
+
+def simulate(policy="oef-coop", *, out=None, **options):
+    """Runs one policy as `fairgpu simulate --policy POLICY` does, on the
+    built-in scenario or the one the options name (any option of `fairgpu
+    simulate` as a keyword: trace=..., jobs=100, arrivals_per_hour=5, ...).
+    Returns {'policy', 'jobs', 'tenants', 'utilisation', 'tenant_windows':
+    columns of the CSV files, 'summary': summary.json}. out=DIR keeps the
+    files the program writes there (report.html and figures/ included)."""
+    folder = _Folder(out)
+    with folder as d:
+        _run_command(["simulate", "--quiet", "--policy", policy, "--out", d]
+                     + _report_flags(folder) + _flags(options))
+        result = _run_files(d)
+    result["policy"] = policy
+    return result
+
+
+def compare(policies, *, out=None, **options):
+    """Runs several policies on one scenario as `fairgpu compare` does
+    (policies: a list or a comma-separated string; options as simulate's).
+    Returns {'compare': columns of compare.csv, 'runs': {policy: what
+    simulate returns for it}}; out=DIR keeps the program's files there."""
+    if not isinstance(policies, str):
+        policies = ",".join(policies)
+    folder = _Folder(out)
+    with folder as d:
+        answer = _json.loads(_run_command(
+            ["compare", "--quiet", "--json", "--policies", policies, "--out", d]
+            + _report_flags(folder) + _flags(options)))
+        runs = {}
+        for run in answer["runs"]:
+            runs[run["policy"]] = _run_files(_os.path.join(d, run["folder"]))
+            runs[run["policy"]]["policy"] = run["policy"]
+        return {"compare": _columns(_os.path.join(d, "compare.csv")), "runs": runs}
+
+
+def sweep(policies, *, seeds="1-5", out=None, **options):
+    """A grid of seeds x policies x scenario variants as `fairgpu sweep`
+    (loads=, clusters=, rounds=: lists, each value a variant; any other
+    option is every run's, as simulate's). Returns {'sweep': columns of
+    sweep.csv, 'provenance': sweep.json's}; out=DIR keeps the program's
+    files there (runs/<variant>/<policy>/seed-<s>/ included)."""
+    if not isinstance(policies, str):
+        policies = ",".join(policies)
+    _set_program(_program())
+    if not isinstance(seeds, str):
+        seeds = ",".join(str(s) for s in seeds)
+    folder = _Folder(out)
+    with folder as d:
+        _run_command(["sweep", "--quiet", "--policies", policies, "--seeds", seeds, "--out", d]
+                     + _report_flags(folder) + _flags(options))
+        with open(_os.path.join(d, "sweep.json")) as f:
+            provenance = _json.load(f)["provenance"]
+        return {"sweep": _columns(_os.path.join(d, "sweep.csv")), "provenance": provenance}
+
+
+def allocate(problem=None, policy="oef-coop", *, audit=False, sp_probe=True):
+    """A share policy's allocation of a problem, as `fairgpu allocate --json`
+    (problem: a problem JSON file, or its content as a dict; None: the
+    built-in example). audit=True adds the audit. Returns the JSON as a dict."""
+    with _Folder(None) as d:
+        args = ["allocate", "--json", "--policy", policy]
+        if problem is not None:
+            args += ["--input", _json_file(problem, d, "problem.json")]
+        if audit:
+            args.append("--audit")
+        if not sp_probe:
+            args.append("--no-sp-probe")
+        return _json.loads(_run_command(args))
+
+
+def audit(problem, allocation, policy=None, *, sp_probe=True):
+    """Checks an allocation for the fairness properties, as `fairgpu audit
+    --json` (problem and allocation: files, or their content; an allocation
+    may also be its rows, tenants x GPU types). Returns the JSON as a dict."""
+    with _Folder(None) as d:
+        if isinstance(allocation, (list, tuple)):
+            allocation = {"allocation": [list(row) for row in allocation]}
+        args = ["audit", "--json", "--input", _json_file(problem, d, "problem.json"),
+                "--allocation", _json_file(allocation, d, "allocation.json")]
+        if policy:
+            args += ["--policy", policy]
+        if not sp_probe:
+            args.append("--no-sp-probe")
+        return _json.loads(_run_command(args))
+)py";
 
 }  // namespace
 
 void bind_runs(py::module_& m) {
-  m.def("simulate", &simulate_py, py::arg("policy") = "oef-coop", py::kw_only(),
-        py::arg("cluster") = "", py::arg("profiles") = "", py::arg("trace") = "",
-        py::arg("trace_format") = "", py::arg("tenants") = 0, py::arg("seed") = 1,
-        py::arg("jobs") = py::none(), py::arg("gen_tenants") = py::none(),
-        py::arg("arrivals_per_hour") = py::none(), py::arg("round") = 0.0,
-        py::arg("horizon_hours") = 0.0, py::arg("out") = "",
-        "Runs one policy (a name, NAME:key=value..., or py:FILE:CLASS...) on a scenario: the "
-        "built-in one by default, else the cluster/profiles/trace files `fairgpu simulate` "
-        "reads. Returns {'policy', 'jobs': columns of jobs.csv, 'summary': summary.json}; "
-        "out=DIR also writes jobs.csv and summary.json there.");
+  m.def(
+      "_run_command",
+      [](const std::vector<std::string>& args) {
+        py::gil_scoped_release release;
+        return cli::run_in_process(args);
+      },
+      "runs `fairgpu ARGS...` in this process; returns its output");
+  m.def("_set_program", &cli::set_program, "the program sweep starts for each run");
+  py::exec(kRuns, m.attr("__dict__"));
   m.def("policies", [] {
     py::list out;
     for (const auto& p : round_policy_catalogue()) out.append(p.name);

@@ -216,3 +216,71 @@ def test_linear_program():
     assert lp.dual(r1) == pytest.approx(0.4) and lp.dual(r2) == pytest.approx(0.2)
     with pytest.raises(IndexError):
         lp.add_constraint([7], [1.0], upper=1.0)
+
+
+def test_edited_file_is_loaded_again(tmp_path):
+    # serve's reload (SIGHUP) makes its policy again: an edited file must be
+    # read again, not taken from the loaded modules; a file without
+    # `import fairgpu` still gets its views.
+    path = tmp_path / "edited.py"
+    path.write_text("class P:\n    def schedule(self, state):\n        return None\n")
+    fairgpu.simulate(f"py:{path}:P", jobs=5, horizon_hours=1)
+    path.write_text("class P:\n    def schedule(self, state):\n        raise ValueError('edited')\n")
+    with pytest.raises(fairgpu.PolicyError, match="ValueError: edited"):
+        fairgpu.simulate(f"py:{path}:P", jobs=5, horizon_hours=1)
+
+
+def test_policies_lists_python_files(run, tmp_path):
+    r = run("policies", "--py", "examples/policies/fifo.py", "examples/policies/max_min.py")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    # Share policies first, as the built-in listing; each with its docstring.
+    share = lines.index("share policies (tenant or job level):")
+    sharing = lines.index("time-sharing policies (job level):")
+    assert share < sharing
+    mm = next(l for l in lines if l.startswith("  " + MAX_MIN))
+    assert "Weighted max-min fairness, heterogeneity-unaware, in Python" in mm
+    assert lines.index(mm) > share
+    fifo = next(l for l in lines if l.startswith("  " + FIFO))
+    assert "First in, first out, in Python" in fifo and lines.index(fifo) > sharing
+    # Its own keys (help, accepted values) after the base keys of its kind.
+    keys = [l.split()[0] for l in lines[lines.index(fifo) + 1:]]
+    assert keys == ["level=job", "round=10", "lease=900", "spread_min=0.9", "spread_wait=2700",
+                    "backfill=off"]
+    assert any("solver=closed-form" in l and "one of closed-form | lp" in l for l in lines)
+    assert "fifo " not in r.stdout  # the built-in ones are not listed
+
+    r = run("policies", "--json", "--py", str(EXAMPLES / "srtf.py"))
+    assert r.returncode == 0, r.stderr
+    import json
+    [srtf] = json.loads(r.stdout)
+    assert srtf["name"] == f"py:{EXAMPLES / 'srtf.py'}:Srtf" and srtf["kind"] == "time-sharing"
+    assert srtf["description"].startswith("Shortest remaining time first, in Python")
+    lease = next(k for k in srtf["keys"] if k["key"] == "lease")
+    assert lease == {"key": "lease", "default": "300", "help": "lease term in seconds",
+                     "accepts": "a number > 0"}
+
+    # The class's own docstring wins over the file's; imported classes and
+    # classes that are not policies are left out.
+    path = write_policy(tmp_path, '''"""The file."""
+from fairgpu import Option
+
+class Helper:
+    pass
+
+class Documented:
+    """Shares by hand.
+
+    More text."""
+    def shares(self, problem):
+        return []
+''', "doc.py")
+    r = run("policies", "--py", path)
+    assert r.returncode == 0, r.stderr
+    assert f"  py:{path}:Documented  Shares by hand." in r.stdout
+    assert "Helper" not in r.stdout and "Option" not in r.stdout and "More text" not in r.stdout
+
+    none = write_policy(tmp_path, "class Helper:\n    pass\n", "none.py")
+    r = run("policies", "--py", none)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "defines no policy class" in r.stderr and "none.py" in r.stderr

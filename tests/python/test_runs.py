@@ -1,0 +1,119 @@
+# fairgpu.simulate/compare/sweep/allocate/audit against the program's own
+# output for the same inputs (docs/python.md, "From Python").
+import json
+
+import pytest
+
+import fairgpu
+from conftest import EXAMPLES, SOURCE
+
+FIFO = f"py:{EXAMPLES / 'fifo.py'}:Fifo"
+# Columns that time the scheduler: they differ from run to run.
+TIMED = {"compute_p50_s", "compute_p50_s_ratio", "scheduler_s", "compute_s"}
+
+
+def columns(path):
+    return fairgpu._columns(str(path))
+
+
+def untimed(cols):
+    return {k: v for k, v in cols.items() if k not in TIMED and "compute" not in k}
+
+
+def test_simulate_has_tenants_and_utilisation(run, tmp_path):
+    r = run("simulate", "--quiet", "--policy", "max-min", "--jobs", "60", "--out",
+            str(tmp_path / "cli"))
+    assert r.returncode == 0, r.stderr
+    got = fairgpu.simulate("max-min", jobs=60, out=tmp_path / "mod")
+    for name in ("jobs", "tenants", "tenant_windows"):
+        assert (tmp_path / "mod" / f"{name}.csv").read_bytes() == \
+            (tmp_path / "cli" / f"{name}.csv").read_bytes(), name
+        assert got[name] == columns(tmp_path / "cli" / f"{name}.csv"), name
+    # utilisation.csv times the policy (compute_seconds).
+    assert untimed(got["utilisation"]) == untimed(columns(tmp_path / "cli" / "utilisation.csv"))
+    assert "compute_seconds" in got["utilisation"]
+    assert set(got["tenants"]) >= {"tenant"} and len(got["utilisation"]) > 1
+    n = {len(v) for v in got["tenants"].values()}
+    assert len(n) == 1 and n.pop() > 0  # every column as long: a DataFrame as it is
+
+
+def test_compare_matches_cli(run, tmp_path, monkeypatch):
+    policies = ["fifo", "max-min", FIFO]
+    r = run("compare", "--quiet", "--policies", ",".join(policies), "--jobs", "60", "--seed", "3",
+            "--out", str(tmp_path / "cli"))
+    assert r.returncode == 0, r.stderr
+    got = fairgpu.compare(policies, jobs=60, seed=3, out=tmp_path / "mod")
+    cli = columns(tmp_path / "cli" / "compare.csv")
+    assert list(got["compare"]) == list(cli)
+    assert untimed(got["compare"]) == untimed({**cli, "options": got["compare"]["options"]})
+    assert got["compare"]["policy"] == policies
+    for folder in ("fifo", "max-min"):
+        for name in ("jobs", "tenants", "tenant_windows"):
+            assert (tmp_path / "mod" / folder / f"{name}.csv").read_bytes() == \
+                (tmp_path / "cli" / folder / f"{name}.csv").read_bytes(), (folder, name)
+    assert got["runs"]["fifo"]["jobs"] == columns(tmp_path / "cli" / "fifo" / "jobs.csv")
+    assert got["runs"][FIFO]["jobs"] == got["runs"]["fifo"]["jobs"]
+    assert (tmp_path / "mod" / "report.html").exists()
+    # Without out=: nothing left behind, here or in the current folder.
+    monkeypatch.chdir(tmp_path / "mod")
+    again = fairgpu.compare("fifo,max-min", jobs=60, seed=3)
+    assert again["runs"]["max-min"]["jobs"] == got["runs"]["max-min"]["jobs"]
+    assert not (tmp_path / "mod" / "fairgpu-out").exists()
+
+
+def test_sweep_matches_cli(run, tmp_path):
+    args = ["--policies", "fifo,max-min", "--seeds", "1-2", "--loads", "0.5,1"]
+    r = run("sweep", "--quiet", *args, "--jobs", "30", "--out", str(tmp_path / "cli"))
+    assert r.returncode == 0, r.stderr
+    got = fairgpu.sweep(["fifo", "max-min"], seeds=[1, 2], loads=[0.5, 1], jobs=30,
+                        out=tmp_path / "mod")
+    cli = columns(tmp_path / "cli" / "sweep.csv")
+    assert list(got["sweep"]) == list(cli)
+    assert untimed(got["sweep"]) == untimed(cli)
+    assert len(got["sweep"]["policy"]) == 4  # 2 policies x 2 loads
+    assert got["provenance"]["seeds"] == [1, 2]
+    run_dir = "runs/load-0.5/max-min/seed-2/jobs.csv"
+    assert (tmp_path / "mod" / run_dir).read_bytes() == (tmp_path / "cli" / run_dir).read_bytes()
+
+
+def without_times(x):
+    if isinstance(x, dict):
+        return {k: without_times(v) for k, v in x.items() if "seconds" not in k}
+    if isinstance(x, list):
+        return [without_times(v) for v in x]
+    return x
+
+
+def test_allocate_and_audit_match_cli(run, tmp_path):
+    problem = EXAMPLES.parent / "allocate.json"
+    r = run("allocate", "--json", "--audit", "--input", str(problem), "--policy", "max-min")
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    got = fairgpu.allocate(str(problem), "max-min", audit=True)
+    assert without_times(got) == without_times(cli)
+    # The problem as a dict; the built-in example without one.
+    assert without_times(fairgpu.allocate(json.loads(problem.read_text()), "max-min",
+                                          audit=True)) == without_times(cli)
+    r = run("allocate", "--json")
+    assert without_times(fairgpu.allocate()) == without_times(json.loads(r.stdout))
+
+    (tmp_path / "alloc.json").write_text(json.dumps(got))
+    r = run("audit", "--json", "--input", str(problem), "--allocation", str(tmp_path / "alloc.json"),
+            "--policy", "oef-coop")
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    assert without_times(fairgpu.audit(str(problem), got, "oef-coop")) == without_times(cli)
+    # Its rows: one per tenant, or per job type of a tenant with job types.
+    rows = [row for t in got["tenants"]
+            for row in ([j["allocation"] for j in t["job_types"]] if "job_types" in t
+                        else [t["allocation"]])]
+    assert without_times(fairgpu.audit(str(problem), rows, "oef-coop")) == without_times(cli)
+
+
+def test_errors_are_input_errors(tmp_path):
+    with pytest.raises(fairgpu.InputError, match="nope"):
+        fairgpu.compare(["fifo", "nope"], jobs=10)
+    with pytest.raises(fairgpu.InputError, match="--colour"):
+        fairgpu.simulate("fifo", colour="red")
+    with pytest.raises(fairgpu.InputError):
+        fairgpu.allocate(str(tmp_path / "missing.json"))
