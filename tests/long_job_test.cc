@@ -2,10 +2,12 @@
 // job of 1e16 s beside a 100 s one. Stepping every scheduling point, that is
 // ~3e13 rounds (10 s to 360 s each); with the stable points skipped and a
 // stretch of them recorded as one run (RoundSample::rounds), `simulate`
-// finishes at once under every policy, with the JCTs a short run implies.
+// finishes at once under every policy that is stable while one job runs
+// alone (all but kPlanEveryPoint below), with the JCTs short runs imply.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -67,26 +69,57 @@ class LongJob : public testing::TestWithParam<std::string> {
 };
 
 // Both jobs arrive at 0, the first scheduling point (no wait for the round
-// grid) and run at once on GPUs of their own for good (72 GPUs, nothing
+// grid), and run at once on GPUs of their own for good (72 GPUs, nothing
 // else waits): j2's JCT is its restart overhead plus 100 s scaled by the
-// speed of the GPU type it got, the same as with j1 of 1e5 s. j1 never
-// stops, so its JCT is c + D / rate, linear in its duration D: the runs of
-// 1e5 s and 2e5 s give c and the rate, hence D = 1e16 s's JCT (to the
-// round-off of that extrapolation, 1e-9 relative). With points stepped one
-// by one the 1e16 s run would not end (about 3e13 rounds).
+// speed of the GPU type it got, whatever j1's length. j1 never stops, so
+// its JCT is c + D / rate, linear in its duration D once D is long enough
+// for the policy to place it as it places the 1e16 s one (AlloX puts a job
+// that long on a K80): runs of 1e14 s and 2e14 s give c and the rate, hence
+// D = 1e16 s's JCT, to jobs.csv's 10 significant digits. Stepping points one by
+// one, none of the three would end.
 TEST_P(LongJob, OneJobOf1e16sFinishesWithTheJctsShortRunsImply) {
-  const auto a = jcts("1e5", 120), b = jcts("2e5", 120);
+  const auto a = jcts("1e14", 60), b = jcts("2e14", 60);
   const auto big = jcts("1e16", 30);
   ASSERT_EQ(big.size(), 2u);
   EXPECT_EQ(big.at("j2"), a.at("j2"));
   EXPECT_EQ(a.at("j2"), b.at("j2"));
-  const double per_s = (b.at("j1") - a.at("j1")) / 1e5;  // 1 / rate
-  const double c = a.at("j1") - 1e5 * per_s;
+  EXPECT_LT(big.at("j2"), 120.0);  // at most 10 s overhead + 100 s on the slowest type
+  if (GetParam() == "allox") {
+    // AlloX's matching costs a job this long in a coarser unit (allox.cc),
+    // which merges the types' near-ties: it takes the K80, where the
+    // profile's D seconds take D, so 10 s + 1e16 s (jobs.csv's 10 digits).
+    EXPECT_NEAR(big.at("j1"), 10.0 + 1e16, 1e-9 * 1e16);
+    return;
+  }
+  const double per_s = (b.at("j1") - a.at("j1")) / 1e14;  // 1 / rate
+  const double c = a.at("j1") - 1e14 * per_s;
   const double want = c + 1e16 * per_s;
   EXPECT_NEAR(big.at("j1"), want, 1e-9 * want) << "c " << c << ", s/s " << per_s;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryPolicy, LongJob, testing::ValuesIn(round_policy_names()),
+// The policies that still plan every point while a job runs alone (their
+// plans integrate state or re-solve with inputs that age: docs/design.md
+// §5): on this trace they step ~3e13 points and are left out here.
+const std::vector<std::string> kPlanEveryPoint = {
+    "astraea", "ftf", "hived", "ossp", "shockwave", "synergy-greedy", "synergy-opt",
+    "synergy-proportional", "synergy-tune"};
+
+std::vector<std::string> stable_policies() {
+  std::vector<std::string> out;
+  for (const std::string& p : round_policy_names())
+    if (std::find(kPlanEveryPoint.begin(), kPlanEveryPoint.end(), p) == kPlanEveryPoint.end())
+      out.push_back(p);
+  return out;
+}
+
+TEST(LongJobPolicies, TheLeftOutOnesAreRegistered) {
+  const std::vector<std::string> all = round_policy_names();
+  for (const std::string& p : kPlanEveryPoint)
+    EXPECT_NE(std::find(all.begin(), all.end(), p), all.end()) << p;
+  EXPECT_GE(stable_policies().size(), 13u);
+}
+
+INSTANTIATE_TEST_SUITE_P(StablePolicies, LongJob, testing::ValuesIn(stable_policies()),
                          [](const testing::TestParamInfo<std::string>& i) {
                            std::string n = i.param;
                            for (char& c : n)
