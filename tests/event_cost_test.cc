@@ -4,6 +4,7 @@
 // series gathered from the touched tenants equal the dense ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -173,13 +174,35 @@ TEST_P(EventCost, RenewingPoliciesPlanOnlyAroundEvents) {
   const Outcome skipped = run(p, false, true);
   EXPECT_GT(stepped.plans, 10000);  // a point every 10 s over ~133,000 s (fast GPU)
   EXPECT_LT(skipped.plans, 50) << "planned " << skipped.plans << " of " << stepped.plans;
-  // And those points are not stepped either: the stretch is a run of
-  // rounds recorded as one (RoundSample::rounds), which stands for the
-  // stepped points (expect_same_rounds).
+}
+
+// A stretch of at least 10^6 stable points with no event is simulated and
+// recorded as one round (RoundSample::rounds): a job of 3e6 s alone under
+// fifo with 1 s rounds. The run stands for the stepped rounds
+// (expect_same_rounds: same points, sums up to round-off) and the jobs come
+// out the same, bit for bit (whole seconds: the run's sums are exact).
+TEST(EventCostRuns, AMillionStablePointsAreOneRound) {
+  const Workload w =
+      workload({job("long", "a", "b", 1, 0, 3e6), job("short", "b", "b", 1, 0, 100.0)});
+  ClusterModel model = bind_model(toy_cluster({{"slow", 2}, {"fast", 1}}), toy::toy_profiles(), w,
+                                  10.0);
+  auto run_it = [&](bool stepping) {
+    Probe probe(make_round_policy("fifo:round=1", {}), stepping);
+    SimOptions o;
+    o.sparse_tenant_series = true;
+    Outcome r{simulate(model, w, probe, o), 0};
+    r.plans = probe.plans;
+    return r;
+  };
+  const Outcome stepped = run_it(true), skipped = run_it(false);
   std::int64_t longest = 0;
   for (const RoundSample& r : skipped.result.rounds) longest = std::max(longest, r.rounds);
-  EXPECT_GT(longest, 10000);
-  EXPECT_LT(skipped.result.rounds.size() * 10, stepped.result.rounds.size());
+  EXPECT_GE(longest, 1000000);
+  EXPECT_LT(skipped.result.rounds.size(), 1000u);
+  EXPECT_GT(stepped.result.rounds.size(), 1000000u);
+  EXPECT_LT(skipped.plans, 50);
+  expect_same_jobs(stepped.result, skipped.result);
+  expect_same_rounds(stepped.result, skipped.result, 2);
 }
 
 // The sparse series (gathered from the tenants a round touches) hold

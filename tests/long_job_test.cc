@@ -72,9 +72,9 @@ class LongJob : public testing::TestWithParam<std::string> {
 // grid), and run at once on GPUs of their own for good (72 GPUs, nothing
 // else waits): j2's JCT is its restart overhead plus 100 s scaled by the
 // speed of the GPU type it got, whatever j1's length. j1 never stops, so
-// its JCT is c + D / rate, linear in its duration D once D is long enough
-// for the policy to place it as it places the 1e16 s one (AlloX puts a job
-// that long on a K80): runs of 1e14 s and 2e14 s give c and the rate, hence
+// its JCT is c + D / rate, linear in its duration D while the policy
+// places it the same way (AlloX, below, does not at 1e16 s): runs of
+// 1e14 s and 2e14 s give c and the rate, hence
 // D = 1e16 s's JCT, to jobs.csv's 10 significant digits. Stepping points one by
 // one, none of the three would end.
 TEST_P(LongJob, OneJobOf1e16sFinishesWithTheJctsShortRunsImply) {

@@ -98,6 +98,8 @@ class OefRoundingPlacer {
   std::vector<std::uint64_t> dev_keys_;
   std::vector<double> dev_;
   bool credits_steady_ = false;
+  std::vector<std::uint64_t> old_keys_;  // place()'s scratch: the credits it found
+  std::vector<double> old_dev_;
   // Per job (sized to the jobs, all zero between rounds; a round clears what
   // it set), so a round costs O(entities' jobs), not O(all jobs ever).
   std::vector<char> flagged_;

@@ -45,7 +45,7 @@ class GandivaStride final : public RoundPolicy {
   // whose plan is {} while nothing is worth planning.
   Stability stability(const SchedulerState& s) const override {
     if (TimeSharingPolicy::none_waits_unspread(s))
-      return {std::numeric_limits<double>::infinity(), interval_};
+      return {std::numeric_limits<double>::infinity(), interval_, kUnset};
     return gang_stability(s, gang_round_, kUnset);
   }
 

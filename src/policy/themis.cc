@@ -55,7 +55,7 @@ class Themis final : public TimeSharingPolicy {
             first = t;
         best &= first == j.placement_type;
       }
-      if (best) return {std::numeric_limits<double>::infinity(), lease()};
+      if (best) return {std::numeric_limits<double>::infinity(), lease(), kUnset};
     }
     return TimeSharingPolicy::stability(s);
   }

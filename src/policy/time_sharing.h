@@ -85,12 +85,12 @@ inline RoundPolicy::Stability gang_stability(const SchedulerState& s,
       for (DeviceRef d : j.devices) spread |= d.node != j.devices.front().node;
     }
     if ((!queued || free == 0) && !spread)
-      return {std::numeric_limits<double>::infinity(), renewal_s};
+      return {std::numeric_limits<double>::infinity(), renewal_s, kUnset};
   }
   if (round.worth_planning()) return {};
   double first = std::numeric_limits<double>::infinity();
   for (std::size_t i : s.running) first = std::min(first, s.jobs[i].lease_end);
-  return {first - 1e-6, std::numeric_limits<double>::quiet_NaN()};
+  return {first - 1e-6, std::numeric_limits<double>::quiet_NaN(), kUnset};
 }
 
 // Name (the full specifier), level "job", interval and lease (keys round
@@ -113,7 +113,7 @@ class TimeSharingPolicy : public RoundPolicy {
   }
   Stability stability(const SchedulerState& s) const override {
     if (grants_all_when_none_waits() && none_waits_unspread(s))
-      return {std::numeric_limits<double>::infinity(), lease()};
+      return {std::numeric_limits<double>::infinity(), lease(), kUnset};
     return gang_stability(s, gang_round_, renews_first() ? lease() : kUnset);
   }
   // Whether plan() grants every decidable job (kBestType or its own type)
