@@ -421,7 +421,7 @@ EOF
       --metric avg_jct_s:"avg JCT h":0.000277777777777778:2 \
       --metric tenant_unfairness_ratio:"tenant unfair":1:3 \
       --metric tenant_sharing_loss_fraction:"sharing loss15":1:3 \
-      --metric unfair_fraction:"FTF unfair":1:3 \
+      --metric unfair_fraction:"FTF>1 N avg":1:3 \
       --metric contended_utilisation:"util cont. %":100:1 \
       --metric makespan_s:"makespan h":0.000277777777777778:1 \
       "$WORK"/astraea/seed-*

@@ -596,8 +596,8 @@ TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
   EXPECT_NE(rows[2].find("  0.400   0.250    1.50 "), std::string::npos) << rows[2];
   EXPECT_NE(rows[3].find("  0.200   0.250    3.00 "), std::string::npos) << rows[3];
   EXPECT_NE(rows.back().find("  0.50x   1.00x   2.00x "), std::string::npos) << rows.back();
-  // 12 columns of 8 characters after the 7-character name column.
-  EXPECT_EQ(rows[2].size(), 7u + 12u * 8u) << rows[2];
+  // 14 columns of 8 characters after the 7-character name column.
+  EXPECT_EQ(rows[2].size(), 7u + 14u * 8u) << rows[2];
 
   auto csv = lines(compare_csv(runs));
   ASSERT_EQ(csv.size(), 3u);

@@ -437,9 +437,9 @@ TEST(SimReport, SummaryTableIsReadable) {
   EXPECT_EQ(lines(table)[1], "cluster     4 GPUs (k80 4), 1 tenant");
   EXPECT_EQ(table_value(table, "makespan"), "300.0 s (0.08 h)") << table;
   EXPECT_EQ(table_value(table, "utilisation, makespan"), "83.3 %") << table;
-  EXPECT_EQ(table_value(table, "unfair fraction (rho_FTF > 1)"), "50.0 %") << table;
-  EXPECT_EQ(table_value(table, "worst rho_FTF, N = jobs / GPUs"), "2.000 (N = 1.00)") << table;
-  EXPECT_EQ(table_value(table, "unfair, N = jobs / GPUs"),
+  EXPECT_EQ(table_value(table, "unfair (rho_FTF > 1, N avg)"), "50.0 %") << table;
+  EXPECT_EQ(table_value(table, "worst rho_FTF (N static)"), "2.000 (N = 1.00)") << table;
+  EXPECT_EQ(table_value(table, "unfair (N static = jobs / GPUs)"),
             "100.0 % (rho > 1), 100.0 % (rho > 1.05)")
       << table;
   EXPECT_EQ(table_value(table, "sharing-loss fraction (rho < 0.95)"), "50.0 %") << table;
@@ -487,7 +487,7 @@ std::vector<std::pair<std::string, SimSummary>> two_runs() {
 TEST(SimReport, CompareTableFitsAndShowsRatios) {
   std::string table = compare_table(two_runs());
   auto rows = lines(table);
-  for (const auto& line : rows) EXPECT_LE(line.size(), 120u) << line;  // 24-char name + 96
+  for (const auto& line : rows) EXPECT_LE(line.size(), 136u) << line;  // 24-char name + 112
   EXPECT_NE(table.find("ratio to max-sum-throughput"), std::string::npos) << table;
   // Rows: header (2), 2 runs, the legend, blank, ratio title, header (2), 2 runs.
   const std::size_t legend = lines(compare_legend()).size();
@@ -496,8 +496,8 @@ TEST(SimReport, CompareTableFitsAndShowsRatios) {
   EXPECT_NE(rows[3].find("   0.10 "), std::string::npos) << rows[3];  // 350 s = 0.10 h
   EXPECT_NE(table.find(compare_legend()), std::string::npos);
   // The legend names every table column by its header.
-  for (const char* column : {"avg JCT h", "util cont. %", "tput actual", "tput est.",
-                             "idle wait h", "FTF unfair", "tenant unfair", "sharing loss15",
+  for (const char* column : {"avg JCT h", "p99 JCT h", "makespan h", "util cont. %",
+                             "tput actual", "tput est.", "idle wait h", "FTF>1 N avg", "tenant unfair", "sharing loss15",
                              "slowdown", "Jain index", "restarts", "compute p50 ms"})
     EXPECT_NE(compare_legend().find(std::string("\n") + column), std::string::npos) << column;
   const std::string& ratios = rows.back();
@@ -510,19 +510,21 @@ TEST(SimReport, CompareTableFitsAndShowsRatios) {
 TEST(SimReport, CompareCsvHasMetricsAndRatios) {
   auto rows = lines(compare_csv(two_runs()));
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,makespan_s,utilisation,", 0), 0u) << rows[0];
+  EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,p99_jct_s,makespan_s,utilisation,", 0), 0u)
+      << rows[0];
   EXPECT_NE(rows[0].find(",compute_p50_s,avg_jct_s_ratio,"), std::string::npos) << rows[0];
-  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 50);  // 1 + 25 + 25 columns
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 52);  // 1 + 26 + 26 columns
   EXPECT_EQ(rows[2].rfind("synergy-greedy-long-name,350,", 0), 0u) << rows[2];
-  // Ratio block (from column 26): avg JCT 2, then p95 JCT, makespan,
-  // utilisation and actual throughput 1; estimated (undefined) is empty.
+  // Ratio block (from column 27): avg JCT 2, then p95 and p99 JCT,
+  // makespan, utilisation and actual throughput 1; estimated (undefined) is
+  // empty.
   std::vector<std::string> cells;
   std::stringstream row(rows[2]);
   for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-  ASSERT_GE(cells.size(), 32u);
-  EXPECT_EQ(cells[26], "2");
-  for (std::size_t c = 27; c <= 30; ++c) EXPECT_EQ(cells[c], "1") << c;
-  EXPECT_EQ(cells[31], "");
+  ASSERT_GE(cells.size(), 34u);
+  EXPECT_EQ(cells[27], "2");
+  for (std::size_t c = 28; c <= 32; ++c) EXPECT_EQ(cells[c], "1") << c;
+  EXPECT_EQ(cells[33], "");
 }
 
 }  // namespace

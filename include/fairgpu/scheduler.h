@@ -314,12 +314,15 @@ class RoundPolicy {
   // return only renewals of the running jobs whose lease has ended there,
   // each on its own devices to that point + `renewal_s` (so an empty plan
   // where none ended; NaN renewal_s: no lease may end before `until`), with
-  // `recomputed` false and no estimate. The simulator then does not call it
+  // `recomputed` false and `estimated_throughput` as below. The simulator then does not call it
   // at those points and renews those leases itself. Default: plan at every
   // point.
+  // A share policy's estimate stays in force at those points:
+  // `estimated_throughput` is what its plan there would report (NaN: none).
   struct Stability {
     double until = -std::numeric_limits<double>::infinity();
     double renewal_s = std::numeric_limits<double>::quiet_NaN();
+    double estimated_throughput = std::numeric_limits<double>::quiet_NaN();
   };
   virtual Stability stability(const SchedulerState& state) const {
     (void)state;

@@ -78,9 +78,13 @@ class RoundDigest final : public RoundSink {
 
   // Sums over the rounds, each added in round order as summarise() defines it.
   struct Totals {
-    int rounds = 0, recomputations = 0;
+    // rounds: scheduling points (RoundSample::rounds summed); records: the
+    // RoundSamples they came in.
+    std::int64_t rounds = 0, records = 0;
+    int recomputations = 0;
     double first_start = kUnset, last_end = kUnset;  // of the rounds
-    std::vector<double> compute_seconds;             // one per round
+    // One per record: its first point's; a run's other points took 0 s.
+    std::vector<double> compute_seconds;
     double compute_total_s = 0.0, busy_gpu_seconds = 0.0;
     double throughput_integral = 0.0;  // Σ RoundSample::throughput_integral
     double actual_integral = 0.0;      // Σ tenants' throughput x round length
@@ -101,10 +105,17 @@ class RoundDigest final : public RoundSink {
   double origin() const { return origin_; }
   // GPU-seconds held by a tenant in a fairness window (rounds straddling a
   // boundary split in proportion to time), keyed (window index, tenant
-  // index); only pairs with GPU-seconds > 0.
+  // index); only pairs with GPU-seconds > 0. Whole windows inside one run
+  // of stable rounds (RoundSample::rounds > 1) are one window, keyed by the
+  // first: see merged_windows().
   const std::map<std::pair<std::size_t, std::size_t>, double>& window_gpu_seconds() const {
     return window_gpu_seconds_;
   }
+  // Runs of whole fairness windows inside one run of stable rounds, first
+  // window index -> the index after the last: nothing arrives, finishes or
+  // changes in them, so they make one window (one row of
+  // tenant_windows.csv) rather than one per window.
+  const std::map<std::size_t, std::size_t>& merged_windows() const { return merged_windows_; }
 
  private:
   class SeriesWriter;
@@ -113,6 +124,7 @@ class RoundDigest final : public RoundSink {
   double origin_ = kUnset;
   Totals totals_;
   std::map<std::pair<std::size_t, std::size_t>, double> window_gpu_seconds_;
+  std::map<std::size_t, std::size_t> merged_windows_;
   std::unique_ptr<SeriesWriter> series_;
 };
 
@@ -224,8 +236,8 @@ struct SimSummary {
   double restart_overhead_share = kUnset;
 
   // Scheduler cost: compute time per scheduling point (round).
-  int rounds = 0;
-  int recomputations = 0;  // rounds where the share policy re-solved
+  std::int64_t rounds = 0;  // scheduling points, skipped ones included
+  int recomputations = 0;   // rounds where the share policy re-solved
   double compute_p50_s = kUnset;
   double compute_max_s = kUnset;
   double compute_total_s = 0.0;

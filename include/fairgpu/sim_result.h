@@ -47,6 +47,12 @@ struct JobRecord {
 
 struct RoundSample {
   double start = 0.0, end = 0.0;  // [start, end) of the round (or scheduling interval)
+  // Scheduling points in [start, end): 1, or a run of identical stable
+  // rounds with no event inside, simulated and recorded as one (the
+  // simulator's kRunLengthMin; docs/design.md §5). Every other field is then
+  // over the whole run (sums) or its time average, as for one long round;
+  // the points after the first are skipped ones (no compute, no re-solve).
+  std::int64_t rounds = 1;
   double compute_seconds = 0.0;   // wall time the policy took at this scheduling point
   bool recomputed = false;        // the share policy re-solved its allocation here
   int active_jobs = 0;            // arrived and unfinished at start

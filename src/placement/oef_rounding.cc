@@ -734,6 +734,8 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     std::stable_sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) {
       return entities[a].key < entities[b].key;
     });
+  old_keys_.swap(dev_keys_);  // kept with their capacity, for credits_steady_
+  old_dev_.swap(dev_);
   dev_keys_.clear();
   dev_.clear();
   for (std::size_t e : by_key) {
@@ -744,6 +746,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t t = 0; t < k; ++t)
       dev_.push_back(std::clamp(want(e)[t] - held(e)[t], -cap, cap));
   }
+  credits_steady_ = dev_keys_ == old_keys_ && dev_ == old_dev_;
   in_share_ = std::move(next_in_share);
   waiting_for_capacity_ = std::move(next_waiting);
   return out;

@@ -89,6 +89,12 @@ class OefRoundingPlacer {
   // hold it (whatever it was charged to), so a caller can read its row
   // without reading the job.
   const std::vector<std::size_t>& entities_of_last_place() const { return entity_of_placed_; }
+  // Whether the last place() left every credit as it found it (the same
+  // entities, the same values): held == ideal + credit on every type, or
+  // the credit at its clamp. Its next call on the same state then sees the
+  // same credits (the share policy's stability()).
+  bool credits_steady() const { return credits_steady_; }
+  double quantum_s() const { return options_.quantum_s; }
 
  private:
   RoundingOptions options_;
@@ -96,6 +102,9 @@ class OefRoundingPlacer {
   // ascending, credit_[r * types + t] the credit of dev_keys_[r] on type t.
   std::vector<std::uint64_t> dev_keys_;
   std::vector<double> dev_;
+  bool credits_steady_ = false;
+  std::vector<std::uint64_t> old_keys_;  // place()'s scratch: the credits it found
+  std::vector<double> old_dev_;
   // Per job (sized to the jobs, all zero between rounds; a round clears what
   // it set), so a round costs O(entities' jobs), not O(all jobs ever).
   std::vector<char> flagged_;

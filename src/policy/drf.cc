@@ -68,6 +68,9 @@ Vec demand(const Job& j) {
 class Drf final : public TimeSharingPolicy {
  public:
   explicit Drf(const PolicyOptions& o) : TimeSharingPolicy(o) {}
+  // With no job queued every decidable job is a lease-ended running one
+  // whose demand fits what it held: each is granted (its own devices).
+  bool grants_all_when_none_waits() const override { return true; }
 
   RoundPlan plan(const SchedulerState& s) override {
     if (!checked_) check_demands(s);

@@ -38,6 +38,17 @@ class GandivaStride final : public RoundPolicy {
   std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
 
+  // Stable while no job waits and no gang is spread: every decidable job is
+  // granted on its own devices at every point and every active job's pass
+  // grows by 1, which keeps their order and the newcomers' (they join at the
+  // smallest pass): skipped points change no decision. Else as a gang policy
+  // whose plan is {} while nothing is worth planning.
+  Stability stability(const SchedulerState& s) const override {
+    if (TimeSharingPolicy::none_waits_unspread(s))
+      return {std::numeric_limits<double>::infinity(), interval_, kUnset};
+    return gang_stability(s, gang_round_, kUnset);
+  }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round(s, gang_round_);
     if (!round.worth_planning()) return {};

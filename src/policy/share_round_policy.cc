@@ -164,7 +164,27 @@ class ShareRoundPolicy final : public RoundPolicy {
       plan.run = placement::gavel_priority_round(s, jobs_, x_jobs_, lease_end, gavel_round_);
     }
     if (midround_.on) order_waiting(s, plan);
+    steady_ = steady(s, plan);
     return plan;
+  }
+
+  // Event-cost simulation. Stable from a plan that, at a point with no
+  // event since the last (no re-solve: the same rows and shares), found no
+  // job waiting and renewed every running job on its own devices, each on
+  // one node, where
+  //   - tenant level: no job is within its quantum any more (the quantum
+  //     keeps only jobs younger than it) and the placer's credits came out
+  //     as they went in (held == ideal + credit, or clamped);
+  //   - job level: each job's share is on one type only, the type it runs
+  //     on (so Gavel's priorities, which age with time, order one pair per
+  //     job, all of which fit as now).
+  // The next point then gives the placer the same inputs (the state, the
+  // shares, the credits; time enters only through the quantum, passed, and
+  // the starvation order, which a shift of time keeps), hence the same
+  // renewals, and so on until an event. The estimate stays in force.
+  Stability stability(const SchedulerState&) const override {
+    if (!steady_) return {};
+    return {std::numeric_limits<double>::infinity(), interval_, estimated_};
   }
 
   bool starts_midround() const override { return midround_.on; }
@@ -266,6 +286,32 @@ class ShareRoundPolicy final : public RoundPolicy {
     double best = 0.0;
     for (double r : j.rate_one_node) best = std::max(best, r);
     return gavel_round_.spread_min * best;
+  }
+
+  // Whether `plan` at s.now starts the stretch stability() describes.
+  bool steady(const SchedulerState& s, const RoundPlan& plan) const {
+    if (s.changed || plan.recomputed || plan.run.size() != s.running.size() ||
+        s.active.size() != s.running.size())
+      return false;
+    const double quantum = placer_.quantum_s();
+    for (const Assignment& a : plan.run) {
+      const Job& j = s.jobs[a.job];
+      if (j.state != JobState::kRunning || a.devices != j.devices || !a.resources.empty() ||
+          !std::isnan(a.rate_multiplier) || a.finish_at_lease_end ||
+          a.lease_end != s.now + interval_)
+        return false;
+      for (DeviceRef d : j.devices)
+        if (d.node != j.devices.front().node) return false;
+      if (tenant_level_ && s.now - j.run_start < quantum - 1e-9) return false;
+    }
+    if (tenant_level_) return placer_.credits_steady();
+    if (x_jobs_.rows() != jobs_.size()) return false;
+    for (std::size_t r = 0; r < jobs_.size(); ++r) {
+      const Job& j = s.jobs[jobs_[r]];
+      for (std::size_t t = 0; t < x_jobs_.cols(); ++t)
+        if ((x_jobs_(r, t) / j.workers >= 1e-6) != (t == j.placement_type)) return false;
+    }
+    return true;
   }
 
   // Demands. Job level: every job is capped at its gang (the policies' own
@@ -978,6 +1024,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   double stranded_limit_;     // resolve_stranded: see stranded_past()
   double solved_total_ = 0.0;  // sum of x_ when it was solved
   bool solved_ = false;
+  bool steady_ = false;  // stability(): the last plan was steady()
   double solved_at_ = 0.0;
   ShareProblem problem_;
   // Per row of problem_ (entity; at job level also its tenant):

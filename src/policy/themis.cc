@@ -38,6 +38,28 @@ class Themis final : public TimeSharingPolicy {
  public:
   explicit Themis(const PolicyOptions& o) : TimeSharingPolicy(o), filter_(o.number("filter")) {}
 
+  // With no job queued every decidable job is granted: an eligible one on
+  // its pairs by speedup (the first that fits), the others anywhere. A
+  // running job on one node of the first type of its best speedup tries its
+  // own type first, so it keeps its devices (no start can take them): then
+  // the plan is the renewals, and rho (which ages) only reorders them.
+  Stability stability(const SchedulerState& s) const override {
+    if (none_waits_unspread(s)) {
+      bool best = true;
+      for (std::size_t i : s.running) {
+        const Job& j = s.jobs[i];
+        std::size_t first = j.rate_best.size();
+        for (std::size_t t = 0; t < j.rate_best.size(); ++t)
+          if (j.runs_on(t) && (first == j.rate_best.size() ||
+                               j.rate_best[t] / j.ref_rate > j.rate_best[first] / j.ref_rate))
+            first = t;
+        best &= first == j.placement_type;
+      }
+      if (best) return {std::numeric_limits<double>::infinity(), lease(), kUnset};
+    }
+    return TimeSharingPolicy::stability(s);
+  }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};

@@ -87,12 +87,12 @@ inline RoundPolicy::Stability gang_stability(const SchedulerState& s,
       for (DeviceRef d : j.devices) spread |= d.node != j.devices.front().node;
     }
     if ((!queued || free == 0) && !spread)
-      return {std::numeric_limits<double>::infinity(), renewal_s};
+      return {std::numeric_limits<double>::infinity(), renewal_s, kUnset};
   }
   if (round.worth_planning()) return {};
   double first = std::numeric_limits<double>::infinity();
   for (std::size_t i : s.running) first = std::min(first, s.jobs[i].lease_end);
-  return {first - 1e-6, std::numeric_limits<double>::quiet_NaN()};
+  return {first - 1e-6, std::numeric_limits<double>::quiet_NaN(), kUnset};
 }
 
 // Name (the full specifier), level "job", interval and lease (keys round
@@ -114,7 +114,26 @@ class TimeSharingPolicy : public RoundPolicy {
     return placement::GangRound(s, gang_round_);
   }
   Stability stability(const SchedulerState& s) const override {
+    if (grants_all_when_none_waits() && none_waits_unspread(s))
+      return {std::numeric_limits<double>::infinity(), lease(), kUnset};
     return gang_stability(s, gang_round_, renews_first() ? lease() : kUnset);
+  }
+  // Whether plan() grants every decidable job (kBestType or its own type)
+  // when none is queued, and changes nothing of its own then: its plan is
+  // the renewals of the ended leases in place (GangRound keeps a running
+  // job's devices when no start took them) to now + lease(), at every point
+  // until an event, so it is stable while no job waits and no gang is
+  // spread (GangRound may move one onto one node).
+  virtual bool grants_all_when_none_waits() const { return false; }
+  static bool none_waits_unspread(const SchedulerState& s) {
+    for (std::size_t i : s.active)
+      if (s.jobs[i].state == JobState::kQueued) return false;
+    for (std::size_t i : s.running) {
+      const Job& j = s.jobs[i];
+      for (DeviceRef d : j.devices)
+        if (d.node != j.devices.front().node) return false;
+    }
+    return true;
   }
   // Whether plan() renews every ended lease on its own devices to now +
   // lease() first and only then looks at queued jobs (non-preemptive), so

@@ -35,6 +35,10 @@ class Tiresias final : public TimeSharingPolicy {
   explicit Tiresias(const PolicyOptions& o)
       : TimeSharingPolicy(o), thresholds_(o.numbers("thresholds")), promote_(o.number("promote")) {}
 
+  // With no job queued every decidable job is granted, and base_ changes
+  // only for queued jobs.
+  bool grants_all_when_none_waits() const override { return true; }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};

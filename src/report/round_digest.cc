@@ -215,6 +215,7 @@ void RoundDigest::begin(const SimResult& setup) {
   totals_.tenant_integral.assign(tenants_, 0.0);
   totals_.tenant_active_s.assign(tenants_, 0.0);
   window_gpu_seconds_.clear();
+  merged_windows_.clear();
   series_.reset();
   if (options_.tenants_csv || options_.utilisation_csv)
     series_ = std::make_unique<SeriesWriter>(setup, options_.series_window_s,
@@ -233,7 +234,8 @@ void RoundDigest::add(const RoundSample& round) {
   // A round's throughput values are time averages over the round, so value
   // x length is the exact integral over it.
   const double len = round.end - round.start;
-  ++s.rounds;
+  s.rounds += round.rounds;
+  ++s.records;
   if (round.recomputed) ++s.recomputations;
   s.compute_seconds.push_back(round.compute_seconds);
   s.compute_total_s += round.compute_seconds;
@@ -270,17 +272,37 @@ void RoundDigest::add(const RoundSample& round) {
   if (len > 0) {
     const double w = options_.fairness_window_s;
     auto window_start = [&](std::size_t i) { return origin_ + static_cast<double>(i) * w; };
-    auto i = static_cast<std::size_t>(std::max(0.0, std::floor((round.start - origin_) / w)));
-    while (i > 0 && window_start(i) > round.start) --i;  // round-off in the division
-    while (window_start(i + 1) <= round.start) ++i;
+    auto window_of = [&](double x) {
+      auto i = static_cast<std::size_t>(std::max(0.0, std::floor((x - origin_) / w)));
+      while (i > 0 && window_start(i) > x) --i;  // round-off in the division
+      while (window_start(i + 1) <= x) ++i;
+      return i;
+    };
+    std::size_t i = window_of(round.start);
+    // A run of stable rounds: the whole windows inside it are one window
+    // (its GPU-seconds constant in time), so a run costs O(1), not
+    // O(windows) (a 1e16 s job's run spans 3e12 windows of an hour).
+    std::size_t merged_from = 0, merged_to = 0;
+    if (round.rounds > 1) {
+      const std::size_t first = window_start(i) < round.start ? i + 1 : i;
+      const std::size_t last = window_of(round.end);  // the window holding the end
+      if (last > first + 1) {
+        merged_from = first;
+        merged_to = last;
+        merged_windows_[first] = last;
+      }
+    }
     for (; window_start(i) < round.end; ++i) {
+      const std::size_t next = i == merged_from && merged_to > i ? merged_to : i + 1;
       const double overlap =
-          std::min(round.end, window_start(i + 1)) - std::max(round.start, window_start(i));
+          std::min(round.end, window_start(next)) - std::max(round.start, window_start(i));
+      const std::size_t at = i;
+      i = next - 1;
       if (!(overlap > 0)) continue;
       for_each_tenant(round, types_, [&](std::size_t t, int, double, const double* gpus) {
         double held = 0.0;
         for (std::size_t j = 0; j < types_; ++j) held += gpus[j];
-        if (held > 0) window_gpu_seconds_[{i, t}] += held * overlap;
+        if (held > 0) window_gpu_seconds_[{at, t}] += held * overlap;
       });
     }
   }

@@ -349,10 +349,19 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, const RoundDigest& 
   // boundary comes out the same for every round and piece that touches it
   // (RoundDigest::add computes them so too).
   auto window_start = [&](std::size_t i) { return origin + static_cast<double>(i) * window_s; };
-  auto window_of = [&](double x) {  // i with window_start(i) <= x < window_start(i + 1)
+  // Whole windows inside a run of stable rounds are one (RoundDigest::
+  // merged_windows()): the window after i, and the window holding x.
+  const std::map<std::size_t, std::size_t>& merged = digest.merged_windows();
+  auto next_window = [&](std::size_t i) {
+    const auto it = merged.find(i);
+    return it == merged.end() ? i + 1 : it->second;
+  };
+  auto window_of = [&](double x) {  // i with window_start(i) <= x < window_start(next_window(i))
     auto i = static_cast<std::size_t>(std::max(0.0, std::floor((x - origin) / window_s)));
     while (i > 0 && window_start(i) > x) --i;  // round-off in the division
     while (window_start(i + 1) <= x) ++i;
+    auto it = merged.upper_bound(i);
+    if (it != merged.begin() && (--it)->second > i) i = it->first;
     return i;
   };
 
@@ -361,9 +370,9 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, const RoundDigest& 
   std::map<std::pair<std::size_t, std::size_t>, double> fair;
   for (std::size_t t = 0; t < n; ++t)
     for (const FairPiece& p : pieces[t])
-      for (std::size_t i = window_of(p.start); window_start(i) < p.end; ++i)
-        fair[{i, t}] +=
-            p.rate * (std::min(p.end, window_start(i + 1)) - std::max(p.start, window_start(i)));
+      for (std::size_t i = window_of(p.start); window_start(i) < p.end; i = next_window(i))
+        fair[{i, t}] += p.rate * (std::min(p.end, window_start(next_window(i))) -
+                                  std::max(p.start, window_start(i)));
 
   // GPU-seconds held come from the digest (rounds split at the boundaries).
   // Both maps are ordered by window, then tenant: merge them.
@@ -379,7 +388,8 @@ std::vector<TenantWindow> tenant_windows(const SimResult& r, const RoundDigest& 
     if (take_f) ++f;
     if (!(held > 0 || share > 0)) continue;
     const std::size_t i = key.first;
-    out.push_back({window_start(i), std::min(window_start(i + 1), span_end), key.second, held,
+    out.push_back({window_start(i), std::min(window_start(next_window(i)), span_end), key.second,
+                   held,
                    share, share > 0 ? held / share : kUnset});
   }
   return out;
@@ -539,7 +549,23 @@ SimSummary summarise(const SimResult& r, const SummaryOptions& options) {
   s.contended_s = t.contended_s;
   s.idle_waiting_gpu_hours = t.idle_waiting_gpu_hours;
   s.plan_idle_waiting_gpu_hours = t.plan_idle_waiting_gpu_hours;
-  s.compute_p50_s = percentile_nearest_rank(t.compute_seconds, 50);
+  // A run's points after its first were not planned: 0 s each, below every
+  // recorded value (nearest rank among them all, without listing them).
+  const auto unplanned = static_cast<std::size_t>(t.rounds - t.records);
+  if (unplanned == 0 || t.compute_seconds.empty()) {
+    s.compute_p50_s = percentile_nearest_rank(t.compute_seconds, 50);
+  } else {
+    const std::size_t all = unplanned + t.compute_seconds.size();
+    const std::size_t rank = (50 * all + 99) / 100;  // nearest_rank's, >= 1
+    if (rank <= unplanned) {
+      s.compute_p50_s = 0.0;
+    } else {
+      std::vector<double> v = t.compute_seconds;
+      auto nth = v.begin() + static_cast<std::ptrdiff_t>(rank - unplanned - 1);
+      std::nth_element(v.begin(), nth, v.end());
+      s.compute_p50_s = *nth;
+    }
+  }
   s.compute_max_s = max_of(t.compute_seconds);
   s.wall_seconds = r.wall_seconds;
 
