@@ -126,9 +126,19 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   alias("--tiresias-promote", "promote", "tiresias", "alias of tiresias:promote=M");
   alias("--astraea-fair-share", "fair-share", "astraea", "alias of astraea:fair-share=quota|demand");
   c->add_option("--load", s.load,
-                "scale arrival times (durations kept) so the offered load is X: GPU-seconds "
-                "needed on the average GPU per GPU-second over the arrivals' span (e.g. 0.8; "
-                "default: as the trace is)");
+                "scale arrival times (durations kept) so the offered load over the arrival "
+                "window is X: the GPU-seconds the jobs, each alone on the average GPU from its "
+                "arrival, do inside the window (first to last arrival), per GPU-second of it; "
+                "what a work-conserving policy's utilisation over the window is while below 1 "
+                "(e.g. 0.8; default: as the trace is). The printed header states it");
+  c->add_option("--censored", s.censored,
+                "Alibaba pods still running when the trace was cut (pod_phase Running; run "
+                "time a lower bound): keep (default: recorded run time) | drop | cap=H (run "
+                "time at most H hours); their count is printed");
+  c->add_option("--arrivals", s.arrivals,
+                "poisson:R: replace a trace's arrivals, in its order, by a Poisson process of "
+                "R jobs per hour from its first arrival (seeded by --seed), e.g. for a batch "
+                "trace whose jobs all arrive at 0; before --load");
   c->add_option("--time-scale", s.time_scale,
                 "multiply arrival times (from the first) by F; F < 1 compresses the trace and "
                 "raises its load (default 1)");
@@ -296,6 +306,8 @@ Json options_json(const SimArgs& a) {
   o["restart_overhead_s"] = s.restart_overhead_s;
   o["load"] = s.load;
   o["time_scale"] = s.time_scale;
+  o["censored"] = s.censored;
+  o["arrivals"] = s.arrivals;
   o["horizon_hours"] = a.horizon_h;
   o["fairness_window_s"] = a.summary.fairness_window_s;
   o["series_window_s"] = a.series_window_s;
