@@ -34,11 +34,16 @@
 namespace fairgpu::cli {
 namespace {
 
+constexpr const char* kDefaultComparePolicies =
+    "oef-noncoop,oef-coop,gavel,gavel:level=tenant,gandiva-fair,max-min";
+
 struct SimArgs {
   ScenarioOptions scenario;
   RoundPolicyOptions policy_options;
   std::string policy = "oef-coop";
-  std::string policies = "oef-noncoop,oef-coop,gavel,gandiva-fair,max-min";
+  // Share policies side by side at the same level by default: gavel both at
+  // its own (job) level and at tenant level, named so.
+  std::string policies = kDefaultComparePolicies;
   std::string out;
   double horizon_h = 0.0;
   bool quiet = false;
@@ -57,8 +62,9 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "default: 3 nodes x 8 GPUs of k80, p100 and v100");
   c->add_option("--cluster-spec", s.cluster_spec,
                 "cluster as Gavel users write it, TYPE:GPUS[:GPUS_PER_NODE] comma-separated, "
-                "e.g. k80:36,p100:36,v100:36:4; GPUS_PER_NODE is Gavel's --num_gpus_per_server "
-                "and defaults to 1 as there (every GPU its own node)");
+                "e.g. k80:36,p100:36,v100:36:4; GPUS_PER_NODE defaults to whole nodes of 8 "
+                "GPUs, the last one holding the rest (k80:36: 4 x 8 + 4); TYPE:GPUS:1 is "
+                "Gavel's default --num_gpus_per_server (every GPU its own node)");
   c->add_flag("--gangs-on-one-node", s.gangs_on_one_node,
               "never spread a gang over nodes or GPU types, as `serve` with the Slurm backend "
               "plans (a Slurm job runs on one node); a gang larger than every node of a type "
