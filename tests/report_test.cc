@@ -304,6 +304,20 @@ TEST_F(ReportTest, ProvenanceNamesVersionSeedInputsOptionsAndParameters) {
   }
   EXPECT_EQ(sha256_file((dir_ / "abc").string()),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // And the others of FIPS 180-2 (empty, two blocks, a million 'a': past the
+  // reader's 1 MiB block): the simulator-only build hashes with its own code.
+  std::ofstream(dir_ / "empty", std::ios::binary).flush();
+  std::ofstream(dir_ / "two", std::ios::binary)
+      << "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  std::ofstream(dir_ / "million", std::ios::binary) << std::string(1000000, 'a') + std::string(1 << 20, 'b');
+  EXPECT_EQ(sha256_file((dir_ / "empty").string()),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_file((dir_ / "two").string()),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  const std::string million_cmd = "sha256sum " + quote((dir_ / "million").string()) + " > " +
+                                  quote((dir_ / "million.sum").string());
+  ASSERT_EQ(std::system(million_cmd.c_str()), 0);
+  EXPECT_EQ(sha256_file((dir_ / "million").string()), slurp(dir_ / "million.sum").substr(0, 64));
 
   json themis = json::parse(slurp(out / "themis_filter-0.5" / "summary.json"));
   ASSERT_TRUE(themis.contains("provenance"));
