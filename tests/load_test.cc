@@ -237,7 +237,9 @@ TEST_F(LoadTest, PoissonArrivalsGiveABatchTraceArrivalsSeeded) {
   for (std::size_t i = 0; i < a.workload.jobs.size(); ++i) {
     EXPECT_EQ(a.workload.jobs[i].id, "b" + std::to_string(i));  // the file's order
     EXPECT_EQ(a.workload.jobs[i].arrival_s, b.workload.jobs[i].arrival_s);
-    if (i > 0) EXPECT_GT(a.workload.jobs[i].arrival_s, a.workload.jobs[i - 1].arrival_s);
+    if (i > 0) {
+      EXPECT_GT(a.workload.jobs[i].arrival_s, a.workload.jobs[i - 1].arrival_s);
+    }
   }
   // 499 exponential gaps of mean 60 s: their mean within 15% (5 sigma).
   EXPECT_NEAR(a.workload.jobs.back().arrival_s / 499, 60, 9);
