@@ -275,7 +275,7 @@ std::string run_sweep(const SweepArgs& a) {
       std::fprintf(stderr, "\rsweep: %zu of %zu runs done (%zu at once), %.0f s   ", done,
                    runs.size(), parallel, wall);
     }
-    if (lines)
+    if (lines && r.status == 0)  // a failed run is the sweep's one error line
       std::fprintf(stderr, "fairgpu: sweep: %s done (%zu of %zu runs), %.0f s\n",
                    r.dir.lexically_relative(out / "runs").string().c_str(), done, runs.size(),
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
