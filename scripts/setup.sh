@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
 # Installs every Debian package fairgpu needs to build, test and benchmark.
 # Idempotent and quiet; run as root (or with sudo available) on Debian 12.
+#   scripts/setup.sh             everything (what scripts/test.sh and CI build)
+#   scripts/setup.sh --sim-only  only what the simulator-only build needs
+#                                (cmake -DFAIRGPU_LIVE=OFF: simulate, compare,
+#                                sweep, report; no live manager, Slurm, PyTorch
+#                                or Chromium) and its tests
 set -euo pipefail
 
+sim_only=0
+case "${1:-}" in
+  "") ;;
+  --sim-only) sim_only=1 ;;
+  *) echo "setup.sh: unknown option '$1' (--sim-only or nothing)" >&2; exit 2 ;;
+esac
+
+# The simulator-only build (-DFAIRGPU_LIVE=OFF -DFAIRGPU_PYTHON=OFF) and its tests.
 packages=(
   build-essential cmake ninja-build pkg-config git
   ccache                                # compiler cache: repeat builds (CI, scripts) compile only what changed
@@ -10,19 +23,24 @@ packages=(
   nlohmann-json3-dev libcli11-dev       # JSON, command line
   libfmt-dev                            # formatting of tables
   liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
-  libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
-  libssl-dev                            # TLS of the HTTP API; SHA-256 of a run's inputs (provenance)
-  libspdlog-dev                         # live manager's and agent's log
   libgsl-dev                            # Student's t quantile: sweep's confidence intervals
   libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
-  chromium                              # headless browser: the test of report.html
   librsvg2-bin                          # rsvg-convert: report figures as PDF (skipped with a note when absent)
-  python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)
-  pybind11-dev python3-dev python3-pytest  # the Python module and `py:` policies (src/python), their pytest suite
-  libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
-  slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
+  libgtest-dev libgmock-dev
 )
+if [ "$sim_only" -eq 0 ]; then
+  packages+=(
+    libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
+    libssl-dev                            # TLS of the HTTP API; SHA-256 of a run's inputs (provenance)
+    libspdlog-dev                         # live manager's and agent's log
+    chromium                              # headless browser: the test of report.html
+    python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)
+    pybind11-dev python3-dev python3-pytest  # the Python module and `py:` policies (src/python), their pytest suite
+    libbenchmark-dev
+    clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
+    slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

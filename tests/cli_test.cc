@@ -374,6 +374,7 @@ TEST_F(CliTest, HelpListsSubcommands) {
 // controls and bytes that are not UTF-8 are shown as \xNN; UTF-8 text and
 // CRLF pass; a lone CR becomes a newline. --raw writes the bytes as they are;
 // -f shows what the default shows.
+#ifdef FAIRGPU_HAVE_LIVE  // `fairgpu logs`: not in the simulator-only build
 TEST_F(CliTest, LogsShowAJobsEscapeSequencesAsText) {
   const auto run_dir = dir_ / "state" / "runs" / "7";
   std::filesystem::create_directories(run_dir);
@@ -400,6 +401,7 @@ TEST_F(CliTest, LogsShowAJobsEscapeSequencesAsText) {
   EXPECT_EQ(r.status, 137);
   EXPECT_EQ(r.out, shown);
 }
+#endif  // FAIRGPU_HAVE_LIVE
 
 }  // namespace
 }  // namespace fairgpu

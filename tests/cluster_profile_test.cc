@@ -145,10 +145,17 @@ TEST(ClusterInput, MissingFileNamesThePath) {
   }
 }
 
-// Gavel's shorthand: TYPE:GPUS[:GPUS_PER_NODE], per node 1 by default (Gavel's
-// --num_gpus_per_server default).
-TEST(ClusterSpec, TypesInOrderNodesOfOneUnlessGiven) {
-  const Cluster c = parse_cluster_spec("k80:36,p100:36,v100:36:4", "--cluster-spec");
+// Gavel's shorthand: TYPE:GPUS[:GPUS_PER_NODE]; without GPUS_PER_NODE whole
+// nodes of 8 GPUs, the last one holding the rest; TYPE:GPUS:1 is Gavel's
+// default (every GPU its own node).
+TEST(ClusterSpec, TypesInOrderNodesOfEightUnlessGiven) {
+  const Cluster eights = parse_cluster_spec("k80:36,p100:16,v100:5", "--cluster-spec");
+  std::vector<int> sizes;
+  for (const Node& n : eights.nodes) sizes.push_back(n.gpus);
+  EXPECT_EQ(sizes, (std::vector<int>{8, 8, 8, 8, 4, 8, 8, 5}));
+  EXPECT_EQ(eights.nodes[4].name, "k80-4");
+  EXPECT_EQ(eights.capacity(), (std::vector<int>{36, 16, 5}));
+  const Cluster c = parse_cluster_spec("k80:36:1,p100:36:1,v100:36:4", "--cluster-spec");
   EXPECT_EQ(c.gpu_types, (std::vector<std::string>{"k80", "p100", "v100"}));
   EXPECT_EQ(c.capacity(), (std::vector<int>{36, 36, 36}));
   ASSERT_EQ(c.nodes.size(), 36u + 36u + 9u);

@@ -387,7 +387,7 @@ TEST_F(FiguresTest, TenantPanelsOfARunShowTheSameTenants) {
 TEST_F(FiguresTest, SweepPlotsEachMetricAgainstTheLoadWithItsIntervalAndItsOwnProvenance) {
   const fs::path out = dir_ / "sweep";
   RunResult r =
-      run({"sweep", "--policies", "fifo,themis", "--seeds", "1-3", "--loads", "0.5,1,2", "--jobs",
+      run({"sweep", "--policies", "fifo,themis", "--seeds", "1-3", "--loads", "0.1,0.2,0.3", "--jobs",
            "30", "--gen-tenants", "3", "--out", out.string(), "-j", "2", "--no-pdf"});
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string page = slurp(out / "report.html");
@@ -408,10 +408,10 @@ TEST_F(FiguresTest, SweepPlotsEachMetricAgainstTheLoadWithItsIntervalAndItsOwnPr
     ++bands;
   EXPECT_EQ(bands, 2u) << "a 95% CI band per policy (three seeds)";
   // The runs' figures are written as SVG, named by their folder.
-  EXPECT_TRUE(fs::exists(out / "figures" / "load-0.5_fifo_seed-1-share.svg"));
+  EXPECT_TRUE(fs::exists(out / "figures" / "load-0.1_fifo_seed-1-share.svg"));
   // The sweep's own provenance: its command line and grid, not a run's.
   EXPECT_TRUE(contains(page,
-                       "fairgpu sweep --policies fifo,themis --seeds 1-3 --loads 0.5,1,2 "
+                       "fairgpu sweep --policies fifo,themis --seeds 1-3 --loads 0.1,0.2,0.3 "
                        "--jobs 30 --gen-tenants 3"))
       << page.substr(0, 3000);
   EXPECT_TRUE(contains(page, "<th>seeds</th><td>1 2 3</td>"));

@@ -482,7 +482,9 @@ TEST(OefPlacer, ModerateLoadRestartsJobsRarely) {
   // once at most on average (231).
   ScenarioOptions o;
   o.seed = 2;
-  o.load = 0.6;
+  // All the work at 0.6 of the cluster over the arrival window (what --load
+  // meant before it counted only the work inside the window).
+  o.time_scale = offered_load(load_scenario(o).model, load_scenario(o).workload) / 0.6;
   const Scenario sc = load_scenario(o);
   auto p = make_round_policy("oef-coop", {});
   const SimResult r = simulate(sc.model, sc.workload, *p, {});

@@ -10,7 +10,9 @@
 #include "fairgpu/input_error.h"
 #include "fairgpu/policy_options.h"
 #include "fairgpu/scheduler.h"
+#ifdef FAIRGPU_HAVE_LIVE
 #include "live/config.h"
+#endif
 
 namespace fairgpu {
 namespace {
@@ -221,6 +223,7 @@ TEST(RoundPolicySpecifier, EveryPolicyDeclaresValidKeys) {
 }
 
 // ---- the serve config -----------------------------------------------------
+#ifdef FAIRGPU_HAVE_LIVE  // not in the simulator-only build
 
 std::string serve_error(const std::string& extra) {
   const std::string text =
@@ -259,6 +262,8 @@ TEST(ServeConfigPolicy, TakesASpecifierAndNamesABadKey) {
             "serve.json: policy_options: policy tiresias: thresholds: must be numbers > 0, "
             "strictly ascending, separated by '/', got '7200/600'");
 }
+
+#endif  // FAIRGPU_HAVE_LIVE
 
 }  // namespace
 }  // namespace fairgpu

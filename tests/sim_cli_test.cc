@@ -345,7 +345,9 @@ TEST_F(SimCliTest, CompareTwoPoliciesPrintsValuesAndRatios) {
   RunResult r = run({"compare", "--policies", "oef-coop,gavel", "--trace", kTrace, "--cluster",
                      kCluster, "--out", out.string()});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.err, "");
+  // A progress line per finished run (tests/sim_defaults_test.cc), nothing else.
+  EXPECT_EQ(count_lines(r.err), 2u) << r.err;
+  EXPECT_TRUE(contains(r.err, "fairgpu: compare: gavel done (2 of 2 runs)")) << r.err;
   // Two blocks (values, then ratios), each with one row per policy.
   std::size_t ratio = r.out.find("\nratio to oef-coop");
   ASSERT_NE(ratio, std::string::npos) << r.out;

@@ -327,7 +327,7 @@ TEST_F(JsonOutput, ClusterSpecRunsAsItsJsonFile) {
   const fs::path file = dir_ / "cluster.json";
   {
     std::ofstream f(file);
-    f << R"({"k80": {"nodes": 8, "gpus_per_node": 1}, "p100": {"nodes": 8, "gpus_per_node": 1},
+    f << R"({"k80": {"nodes": 1, "gpus_per_node": 8}, "p100": {"nodes": 8, "gpus_per_node": 1},
              "v100": {"nodes": 2, "gpus_per_node": 4}})";
   }
   const std::vector<std::string> base = {"simulate", "--quiet", "--trace", kTrace, "--json"};
@@ -337,7 +337,8 @@ TEST_F(JsonOutput, ClusterSpecRunsAsItsJsonFile) {
     args.insert(args.end(), {"--out", (dir_ / out).string()});
     return run(args);
   };
-  const RunResult spec = with({"--cluster-spec", "k80:8,p100:8,v100:8:4"}, "spec");
+  // k80:8 is one node of 8 (the default), p100:8:1 eight of one (Gavel's).
+  const RunResult spec = with({"--cluster-spec", "k80:8,p100:8:1,v100:8:4"}, "spec");
   const RunResult json_file = with({"--cluster", file.string()}, "file");
   ASSERT_EQ(spec.status, 0) << spec.err;
   ASSERT_EQ(json_file.status, 0) << json_file.err;

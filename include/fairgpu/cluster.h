@@ -50,8 +50,9 @@ Cluster read_cluster_file(const std::string& path);
 
 // Gavel-style shorthand (--cluster-spec): "TYPE:GPUS[:GPUS_PER_NODE],..."
 // e.g. "k80:36,p100:36,v100:36:4". GPUS_PER_NODE is Gavel's
-// --num_gpus_per_server for that type and, as there, defaults to 1 (every
-// GPU its own node); GPUS must be a multiple of it. Nodes are named
+// --num_gpus_per_server for that type (GPUS must be a multiple of it; 1 as
+// Gavel's default: every GPU its own node). Without it: nodes of 8 GPUs, the
+// last one holding the rest (k80:36 is 4 x 8 + 1 x 4). Nodes are named
 // "<type>-<i>", without CPU or memory figures. Throws InputError naming
 // `source` and the entry or type on anything else (a repeated type, a count
 // that is not a whole number >= 1, Gavel's unnamed "36:36:36").

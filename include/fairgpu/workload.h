@@ -67,12 +67,27 @@ struct Workload {
   std::vector<std::string> notes = {};
 };
 
+// What a reader does with a censored run time: a job still running when the
+// trace was cut (Alibaba's pod_phase = Running), whose recorded run time is
+// only a lower bound of its real one. keep: run it for the recorded time (the
+// default); drop: leave the job out; cap: run it for min(recorded, cap_s).
+struct CensoredDurations {
+  enum class Mode { kKeep, kDrop, kCap };
+  Mode mode = Mode::kKeep;
+  double cap_s = 0.0;  // kCap only: > 0
+};
+// "keep" | "drop" | "cap=H" (H hours, > 0); anything else is an InputError
+// naming the option.
+CensoredDurations parse_censored(const std::string& text);
+std::string censored_text(const CensoredDurations& c);  // back to "keep" etc.
+
 // Options shared by readers of traces that carry no tenants or job types.
 struct TraceOptions {
   int tenants = 0;          // > 0: spread tenant-less jobs round-robin over N tenants "t0".."tN-1"
   std::uint64_t seed = 1;   // for drawn job types (Alibaba)
   // Job types to draw from when the trace has none (Alibaba); default: the catalogue's.
   std::vector<std::string> job_types;
+  CensoredDurations censored = {};  // Alibaba: pods still running when the trace was cut
 };
 
 // Native CSV, header required:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fairgpu/html_report.h"
+#include "fairgpu/scenario.h"
 
 namespace fairgpu::cli {
 
@@ -44,6 +45,17 @@ std::vector<std::string> split_policies(const std::string& list);
 void add_serve_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 void add_agent_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
+// `shockwave-eval`'s runs: compare's (the same files, progress lines and
+// report) with Shockwave's table printed instead of compare's.
+struct ShockwaveCompareArgs {
+  ScenarioOptions scenario;
+  std::string policies;
+  std::string out;  // "" = fairgpu-out/shockwave-eval
+  bool quiet = false;
+  bool plan_times = false;
+  ReportOptions report;
+};
+std::string run_shockwave_compare(const ShockwaveCompareArgs& args);
 // `shockwave-eval` (src/cli/shockwave_command.cc).
 void add_shockwave_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>& commands);
 

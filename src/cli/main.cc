@@ -226,9 +226,11 @@ int run(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, cli::Command>> commands;
   cli::add_sim_commands(app, commands);
   cli::add_sweep_command(app, commands);
+#ifdef FAIRGPU_HAVE_LIVE  // off in the simulator-only build (-DFAIRGPU_LIVE=OFF)
   cli::add_agent_command(app, commands);
   cli::add_serve_command(app, commands);
   cli::add_client_commands(app, commands);
+#endif
   cli::add_shockwave_command(app, commands);
 
   try {

@@ -3,7 +3,8 @@
 // JCT, utilisation, worst FTF ρ and unfair fractions with the static
 // contention N = jobs / GPUs at thresholds 1.0, 1.05 and 1.1, beside the
 // time-averaged ρ of docs/design.md §6), plan times by active-job count; and with
-// --predictor the regime predictor's accuracy on the trace (Fig. 5).
+// --predictor the regime predictor's accuracy on the trace (Fig. 5). The runs
+// are compare's (run_shockwave_compare): the same files and progress lines.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,17 +31,17 @@ struct EvalArgs {
       "allox:alpha=0.2:round=120,max-sum-throughput:level=job:round=120";
   bool predictor = false;
   bool plan_times = false;
+  std::string out;
+  bool quiet = false;
+  ReportOptions report;
 };
 
 std::string pct(double v) { return std::isnan(v) ? "-" : fmt::format("{:.1f}%", 100 * v); }
-std::string num(double v, int digits = 2) {
-  return std::isnan(v) ? "-" : fmt::format("{:.{}f}", v, digits);
-}
 
 std::string run_eval(const EvalArgs& a) {
-  Scenario sc = load_scenario(a.scenario);
-  std::string out = sc.description + "\n";
   if (a.predictor) {
+    Scenario sc = load_scenario(a.scenario);
+    std::string out = sc.description + "\n";
     out += "predictor accuracy (Fig. 5): adaptive jobs with >= 2 regimes\n";
     out += fmt::format("{:<22} {:>6} {:>12} {:>18} {:>22}\n", "predictor", "jobs", "regime ends",
                        "run-time accuracy", "regime-duration error");
@@ -52,45 +53,16 @@ std::string run_eval(const EvalArgs& a) {
     }
     return out;
   }
-  std::vector<std::string> names;
-  std::stringstream ss(a.policies);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) names.push_back(item);
-  out += fmt::format("{:<44} {:>9} {:>9} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8}\n",
-                     "policy", "makespan", "avg JCT", "util", "worst", "unf>1", "unf>1.05",
-                     "unf>1.1", "worst~", "unf~>1", "plans", "wall s");
-  std::string timing;
-  for (const std::string& name : names) {
-    auto policy = make_round_policy(name, {});
-    SimOptions so;
-    SimResult r = simulate(sc.model, sc.workload, *policy, so);
-    SimSummary s = summarise(r);
-    FtfFigures st = ftf_static_figures(r), avg = ftf_time_averaged_figures(r);
-    out += fmt::format(
-        "{:<44} {:>9.0f} {:>9.0f} {:>6.3f} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8.1f}\n",
-        name, s.makespan_s, s.avg_jct_s, s.utilisation, num(st.worst_rho), pct(st.unfair_1),
-        pct(st.unfair_105), pct(st.unfair_11), num(avg.worst_rho), pct(avg.unfair_1),
-        s.recomputations, r.wall_seconds);
-    if (a.plan_times) {
-      // Scheduler compute time of the points that re-planned, by active jobs.
-      std::map<int, std::vector<double>> by_bucket;
-      for (const RoundSample& round : r.rounds)
-        if (round.recomputed)
-          by_bucket[round.active_jobs / 20 * 20].push_back(round.compute_seconds);
-      timing += name + ": plan time by active jobs (p50 / max, s):";
-      for (auto& [bucket, v] : by_bucket) {
-        std::sort(v.begin(), v.end());
-        timing += fmt::format(" [{}-{}) n={} {:.3f}/{:.3f}", bucket, bucket + 20, v.size(),
-                              v[(v.size() - 1) / 2], v.back());
-      }
-      timing += "\n";
-    }
-  }
-  out += fmt::format(
-      "worst / unf: FTF rho with the static contention N = jobs / GPUs = {:.2f} (the authors' "
-      "figures); worst~ / unf~: with the time-averaged N (docs/design.md §6)\n",
-      std::max(1.0, double(sc.workload.jobs.size()) / sc.model.total_gpus));
-  return out + timing;
+  // The runs go through compare: the same files (compare.csv, report.html,
+  // figures/, <policy>/...), a progress line per finished run, --quiet.
+  ShockwaveCompareArgs c;
+  c.scenario = a.scenario;
+  c.policies = a.policies;
+  c.out = a.out;
+  c.quiet = a.quiet;
+  c.plan_times = a.plan_times;
+  c.report = a.report;
+  return run_shockwave_compare(c);
 }
 
 }  // namespace
@@ -116,6 +88,11 @@ void add_shockwave_command(CLI::App& app, std::vector<std::pair<CLI::App*, Comma
   c->add_option("--policies", args->policies, "comma-separated policy specifiers");
   c->add_flag("--predictor", args->predictor, "report the regime predictor's accuracy instead");
   c->add_flag("--plan-times", args->plan_times, "also print plan times by active-job count");
+  c->add_option("--out", args->out,
+                "folder for the outputs, as compare writes them (default "
+                "fairgpu-out/shockwave-eval): compare.csv, report.html, figures/, <policy>/");
+  c->add_flag("--quiet", args->quiet, "no progress lines on stderr (one per finished run)");
+  add_report_options(c, args->report);
   commands.push_back({c, [args] { return run_eval(*args); }});
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@
 #include "fairgpu/policy_options.h"
 #include "fairgpu/provenance.h"
 #include "fairgpu/scenario.h"
+#include "fairgpu/shockwave_eval.h"
 #include "fairgpu/sim_report.h"
 #include "fairgpu/simulator.h"
 #include "fairgpu/synergy.h"
@@ -34,11 +36,16 @@
 namespace fairgpu::cli {
 namespace {
 
+constexpr const char* kDefaultComparePolicies =
+    "oef-noncoop,oef-coop,gavel,gavel:level=tenant,gandiva-fair,max-min";
+
 struct SimArgs {
   ScenarioOptions scenario;
   RoundPolicyOptions policy_options;
   std::string policy = "oef-coop";
-  std::string policies = "oef-noncoop,oef-coop,gavel,gandiva-fair,max-min";
+  // Share policies side by side at the same level by default: gavel both at
+  // its own (job) level and at tenant level, named so.
+  std::string policies = kDefaultComparePolicies;
   std::string out;
   double horizon_h = 0.0;
   bool quiet = false;
@@ -48,6 +55,11 @@ struct SimArgs {
   double series_window_s = 600.0;
   bool json = false;  // stdout: JSON instead of the tables
   ReportOptions report;  // report.html's figures
+  // compare: Shockwave's table (shockwave-eval) after compare's, and with
+  // plan_times its plan times by active-job count.
+  bool shockwave_table = false;
+  bool plan_times = false;
+  std::string command = "compare";  // the name in provenance and progress lines
 };
 
 void add_scenario_options(CLI::App* c, SimArgs& a) {
@@ -57,8 +69,9 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "default: 3 nodes x 8 GPUs of k80, p100 and v100");
   c->add_option("--cluster-spec", s.cluster_spec,
                 "cluster as Gavel users write it, TYPE:GPUS[:GPUS_PER_NODE] comma-separated, "
-                "e.g. k80:36,p100:36,v100:36:4; GPUS_PER_NODE is Gavel's --num_gpus_per_server "
-                "and defaults to 1 as there (every GPU its own node)");
+                "e.g. k80:36,p100:36,v100:36:4; GPUS_PER_NODE defaults to whole nodes of 8 "
+                "GPUs, the last one holding the rest (k80:36: 4 x 8 + 4); TYPE:GPUS:1 is "
+                "Gavel's default --num_gpus_per_server (every GPU its own node)");
   c->add_flag("--gangs-on-one-node", s.gangs_on_one_node,
               "never spread a gang over nodes or GPU types, as `serve` with the Slurm backend "
               "plans (a Slurm job runs on one node); a gang larger than every node of a type "
@@ -126,9 +139,19 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
   alias("--tiresias-promote", "promote", "tiresias", "alias of tiresias:promote=M");
   alias("--astraea-fair-share", "fair-share", "astraea", "alias of astraea:fair-share=quota|demand");
   c->add_option("--load", s.load,
-                "scale arrival times (durations kept) so the offered load is X: GPU-seconds "
-                "needed on the average GPU per GPU-second over the arrivals' span (e.g. 0.8; "
-                "default: as the trace is)");
+                "scale arrival times (durations kept) so the offered load over the arrival "
+                "window is X: the GPU-seconds the jobs, each alone on the average GPU from its "
+                "arrival, do inside the window (first to last arrival), per GPU-second of it; "
+                "what a work-conserving policy's utilisation over the window is while below 1 "
+                "(e.g. 0.8; default: as the trace is). The printed header states it");
+  c->add_option("--censored", s.censored,
+                "Alibaba pods still running when the trace was cut (pod_phase Running; run "
+                "time a lower bound): keep (default: recorded run time) | drop | cap=H (run "
+                "time at most H hours); their count is printed");
+  c->add_option("--arrivals", s.arrivals,
+                "poisson:R: replace a trace's arrivals, in its order, by a Poisson process of "
+                "R jobs per hour from its first arrival (seeded by --seed), e.g. for a batch "
+                "trace whose jobs all arrive at 0; before --load");
   c->add_option("--time-scale", s.time_scale,
                 "multiply arrival times (from the first) by F; F < 1 compresses the trace and "
                 "raises its load (default 1)");
@@ -137,7 +160,9 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "its own)");
   c->add_option("--horizon-hours", a.horizon_h,
                 "stop after this much simulated time (unfinished jobs are reported)");
-  c->add_flag("--quiet", a.quiet, "no progress line on stderr");
+  c->add_flag("--quiet", a.quiet,
+              "no progress on stderr (on a terminal a line rewritten while a run goes; compare: "
+              "a line per finished run, on a terminal or not)");
   c->add_option("--series-window", a.series_window_s,
                 "seconds per row of tenants.csv and utilisation.csv: the rounds in each window "
                 "averaged over time (default 600); 0 writes every round");
@@ -209,8 +234,26 @@ class StreamedFiles {
 // Runs one policy with its rounds folded into a RoundDigest as they come,
 // tenants.csv and utilisation.csv (and resources.csv if `resources`)
 // streamed into `dir`: memory does not grow with the number of rounds.
+// Plan times of the rounds that re-planned, by active jobs (shockwave-eval's
+// --plan-times), gathered beside the digest.
+class PlanTimes : public RoundSink {
+ public:
+  void chain(RoundSink* next) { next_ = next; }
+  void begin(const SimResult& setup) override { next_->begin(setup); }
+  void add(const RoundSample& round) override {
+    if (round.recomputed) by_bucket[round.active_jobs / 20 * 20].push_back(round.compute_seconds);
+    next_->add(round);
+  }
+  void end(const SimResult& result) override { next_->end(result); }
+  std::map<int, std::vector<double>> by_bucket;
+
+ private:
+  RoundSink* next_ = nullptr;
+};
+
 SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimArgs& a,
-                  const std::string& dir, StreamedFiles& files, bool resources = false) {
+                  const std::string& dir, StreamedFiles& files, bool resources = false,
+                  PlanTimes* plan_times = nullptr) {
   auto policy = make_round_policy(policy_name, a.policy_options);
   RoundDigest::Options digest_options;
   digest_options.fairness_window_s = a.summary.fairness_window_s;
@@ -224,6 +267,10 @@ SimResult run_one(const Scenario& sc, const std::string& policy_name, const SimA
   options.on_progress = progress_printer(policy_name, a.quiet);
   options.sparse_tenant_series = true;  // per-round work follows active tenants, not all
   options.round_sink = digest.get();
+  if (plan_times) {
+    plan_times->chain(digest.get());
+    options.round_sink = plan_times;
+  }
   SimResult r = simulate(sc.model, sc.workload, *policy, options);
   r.digest = std::move(digest);
   end_progress(static_cast<bool>(options.on_progress));
@@ -296,6 +343,8 @@ Json options_json(const SimArgs& a) {
   o["restart_overhead_s"] = s.restart_overhead_s;
   o["load"] = s.load;
   o["time_scale"] = s.time_scale;
+  o["censored"] = s.censored;
+  o["arrivals"] = s.arrivals;
   o["horizon_hours"] = a.horizon_h;
   o["fairness_window_s"] = a.summary.fairness_window_s;
   o["series_window_s"] = a.series_window_s;
@@ -444,6 +493,49 @@ void remove_stale_policy_folders(const std::string& dir, const std::vector<std::
   }
 }
 
+// Does any job type of the model carry CPU/memory sensitivity (Synergy)? Then
+// a run also writes resources.csv and job_speedups.csv.
+bool sensitive_model(const ClusterModel& m) {
+  return std::any_of(m.profiles.job_types.begin(), m.profiles.job_types.end(),
+                     [](const JobTypeProfile& p) { return !p.sensitivity.empty(); });
+}
+
+// Shockwave's table (NSDI'23 §8): the authors' figures per run, FTF rho with
+// the static contention N = jobs / GPUs beside the time-averaged one.
+struct ShockwaveRows {
+  std::string rows, timing;
+  void add(const std::string& name, const SimResult& r, const SimSummary& s,
+           const PlanTimes* plans) {
+    auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.1f}%", 100 * v); };
+    auto num = [](double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.2f}", v); };
+    const FtfFigures st = ftf_static_figures(r), avg = ftf_time_averaged_figures(r);
+    rows += fmt::format(
+        "{:<44} {:>9.0f} {:>9.0f} {:>6.3f} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8.1f}\n",
+        name, s.makespan_s, s.avg_jct_s, s.utilisation, num(st.worst_rho), pct(st.unfair_1),
+        pct(st.unfair_105), pct(st.unfair_11), num(avg.worst_rho), pct(avg.unfair_1),
+        s.recomputations, r.wall_seconds);
+    if (!plans) return;
+    timing += name + ": plan time by active jobs (p50 / max, s):";
+    for (auto [bucket, v] : plans->by_bucket) {
+      std::sort(v.begin(), v.end());
+      timing += fmt::format(" [{}-{}) n={} {:.3f}/{:.3f}", bucket, bucket + 20, v.size(),
+                            v[(v.size() - 1) / 2], v.back());
+    }
+    timing += "\n";
+  }
+  std::string table(const Scenario& sc) const {
+    return fmt::format("{:<44} {:>9} {:>9} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>8}\n",
+                       "policy", "makespan", "avg JCT", "util", "worst", "unf>1", "unf>1.05",
+                       "unf>1.1", "worst~", "unf~>1", "plans", "wall s") +
+           rows +
+           fmt::format("worst / unf: FTF rho with the static contention N = jobs / GPUs = {:.2f} "
+                       "(the authors' figures); worst~ / unf~: with the time-averaged N "
+                       "(docs/design.md §6)\n",
+                       std::max(1.0, double(sc.workload.jobs.size()) / sc.model.total_gpus)) +
+           timing;
+  }
+};
+
 std::string run_compare(const SimArgs& args) {
   check_args(args);
   auto names = split_policies(args.policies);
@@ -454,23 +546,38 @@ std::string run_compare(const SimArgs& args) {
   std::vector<std::pair<std::string, SimSummary>> runs;
   std::vector<std::vector<std::string>> provenance_rows;
   std::vector<std::pair<std::string, std::string>> files;
-  const std::string dir = a.out.empty() ? "fairgpu-out/compare" : a.out;
+  const std::string dir = a.out.empty() ? "fairgpu-out/" + a.command : a.out;
+  // Every per-policy file simulate writes: Synergy's resources.csv and
+  // job_speedups.csv too where its job types are CPU/memory-sensitive.
+  const bool sensitive = sensitive_model(sc.model);
   StreamedFiles streamed;
   Json json_runs = Json::array();
-  for (const auto& n : names) {
-    const Json prov = provenance_json("compare", a, inputs, n);
-    SimResult r = run_one(sc, n, a, dir + "/" + policy_folder_name(n), streamed);
+  ShockwaveRows shockwave;
+  const auto started = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    const Json prov = provenance_json(a.command, a, inputs, n);
+    const std::string folder = policy_folder_name(n);
+    PlanTimes plans;
+    SimResult r = run_one(sc, n, a, dir + "/" + folder, streamed, sensitive,
+                          a.plan_times ? &plans : nullptr);
     std::future<std::string> jobs = jobs_csv_beside(r);
     SimSummary s = summarise(r, a.summary);
     std::string label = n + (a.policy_options.level.empty() ? "" : "@" + r.level);
-    const std::string folder = policy_folder_name(n);
     add_run_files(files, folder + "/", jobs, r, a, summary_with_provenance(r, s, prov));
+    if (sensitive) files.push_back({folder + "/job_speedups.csv", job_speedups_csv(r)});
+    if (a.shockwave_table) shockwave.add(n, r, s, a.plan_times ? &plans : nullptr);
     runs.emplace_back(label, s);
     provenance_rows.push_back(provenance_cells(prov, folder));
     if (a.json)
       json_runs.push_back({{"policy", label},
                            {"folder", folder},
-                           {"summary", Json::parse(files.back().second)}});
+                           {"summary", Json::parse(files[files.size() - (sensitive ? 2 : 1)].second)}});
+    // One line per finished run, on a terminal or not (--quiet: none).
+    if (!a.quiet)
+      std::fprintf(stderr, "fairgpu: %s: %s done (%zu of %zu runs), %.1f s\n", a.command.c_str(),
+                   n.c_str(), i + 1, names.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   files.push_back({"compare.csv", compare_csv(runs, kProvenanceColumns, provenance_rows)});
   remove_stale_policy_folders(dir, names);
@@ -490,17 +597,39 @@ std::string run_compare(const SimArgs& args) {
       json_runs[i]["ratios_to_first"] = std::move(ratios);
     }
     Json out;
-    out["command"] = "compare";
+    out["command"] = a.command;
     out["out"] = dir;
     out["files"] = {"compare.csv", "report.html", "figures/"};
     out["runs"] = std::move(json_runs);
     return out.dump(2) + "\n";
   }
-  return fmt::format(
-      "{}\n{}\nwrote {}/ (compare.csv, report.html, figures/, <policy>/: jobs.csv, tenants.csv, "
-      "utilisation.csv, tenant_windows.csv, summary.json)\n",
-      sc.description, compare_table(runs), dir);
+  const std::string per_policy =
+      fmt::format("jobs.csv, tenants.csv, utilisation.csv, tenant_windows.csv, summary.json{}",
+                  sensitive ? ", resources.csv, job_speedups.csv" : "");
+  const std::string wrote = fmt::format(
+      "wrote {}/ (compare.csv, report.html, figures/, <policy>/: {})\n", dir, per_policy);
+  if (a.command == "shockwave-eval")  // its own table, as before, then what it wrote
+    return fmt::format("{}\n{}{}", sc.description, shockwave.table(sc), wrote);
+  return fmt::format("{}\n{}\n{}{}", sc.description, compare_table(runs),
+                     a.shockwave_table ? shockwave.table(sc) + "\n" : "", wrote);
 }
+
+}  // namespace
+
+std::string run_shockwave_compare(const ShockwaveCompareArgs& e) {
+  SimArgs a;
+  a.command = "shockwave-eval";
+  a.scenario = e.scenario;
+  a.policies = e.policies;
+  a.out = e.out;
+  a.quiet = e.quiet;
+  a.report = e.report;
+  a.shockwave_table = true;
+  a.plan_times = e.plan_times;
+  return run_compare(a);
+}
+
+namespace {
 
 struct GenerateArgs {
   GeneratorOptions g = default_generator_options();
@@ -631,8 +760,13 @@ void add_sim_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>&
   compare->add_option("--policies", cmp->policies,
                       "comma-separated, each NAME or NAME:key=value[:key=value...], so variants "
                       "of one policy run side by side under their full names, e.g. "
-                      "allox,allox:alpha=0.2 (default oef-noncoop,oef-coop,gavel,gandiva-fair,"
-                      "max-min); 'fairgpu policies' lists each policy's keys");
+                      "allox,allox:alpha=0.2 (default oef-noncoop,oef-coop,gavel,"
+                      "gavel:level=tenant,gandiva-fair,max-min: gavel at its own job level and "
+                      "at tenant level, where the other share policies run); 'fairgpu policies' "
+                      "lists each policy's keys");
+  compare->add_flag("--shockwave-table", cmp->shockwave_table,
+                    "also print Shockwave's table (shockwave-eval's: makespan, FTF rho with the "
+                    "static and the time-averaged contention, unfair fractions)");
   compare->add_option("--out", cmp->out,
                       "folder for the outputs (default fairgpu-out/compare); each policy's "
                       "files go to a subfolder named by it, ':' written as '_' and '=' as '-' "

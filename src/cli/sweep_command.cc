@@ -247,7 +247,11 @@ std::string run_sweep(const SweepArgs& a) {
   const std::string exe = self_path();
   const std::size_t parallel =
       a.jobs > 0 ? std::size_t(a.jobs) : std::max(1u, std::thread::hardware_concurrency());
-  const bool progress = !a.quiet && isatty(fileno(stderr));
+  // On a terminal one line rewritten in place; elsewhere (a log, CI) one line
+  // per finished run. --quiet: none.
+  const bool tty = isatty(fileno(stderr));
+  const bool progress = !a.quiet && tty;
+  const bool lines = !a.quiet && !tty;
   const auto start = std::chrono::steady_clock::now();
   std::map<pid_t, std::size_t> running;
   std::size_t next = 0, done = 0;
@@ -275,6 +279,10 @@ std::string run_sweep(const SweepArgs& a) {
       std::fprintf(stderr, "\rsweep: %zu of %zu runs done (%zu at once), %.0f s   ", done,
                    runs.size(), parallel, wall);
     }
+    if (lines && r.status == 0)  // a failed run is the sweep's one error line
+      std::fprintf(stderr, "fairgpu: sweep: %s done (%zu of %zu runs), %.0f s\n",
+                   r.dir.lexically_relative(out / "runs").string().c_str(), done, runs.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (progress) std::fprintf(stderr, "\r\033[K");
   if (failed) {
@@ -404,7 +412,9 @@ void add_sweep_command(CLI::App& app, std::vector<std::pair<CLI::App*, Command>>
                     "comma-separated round lengths in seconds, each a variant run with --round S");
   sweep->add_option("--out", args->out, "folder (default fairgpu-out/sweep)");
   sweep->add_option("-j,--jobs-at-once", args->jobs, "runs at once (default: one per core)");
-  sweep->add_flag("--quiet", args->quiet, "no progress line on stderr");
+  sweep->add_flag("--quiet", args->quiet,
+                  "no progress on stderr (by default a line per finished run, rewritten in place "
+                  "on a terminal)");
   add_report_options(sweep, args->report);
   sweep->allow_extras();
   sweep->footer(

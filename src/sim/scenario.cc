@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "fairgpu/input_error.h"
@@ -49,6 +50,106 @@ void scale_arrivals(Workload& w, double factor) {
   for (JobSpec& j : w.jobs) j.arrival_s = first + (j.arrival_s - first) * factor;
 }
 
+// Per job, from its arrival: the offset from the first arrival and the
+// GPU-seconds it needs alone on the average GPU (workers x exclusive_s).
+struct JobWork {
+  double offset = 0.0;
+  double gpu_s = 0.0;
+  int workers = 1;
+};
+
+std::vector<JobWork> job_work(const ClusterModel& model, const Workload& workload) {
+  std::vector<JobWork> out;
+  if (workload.jobs.empty()) return out;
+  const SchedulerState state = make_scheduler_state(model, workload);
+  const double first = workload.jobs.front().arrival_s;
+  out.reserve(state.jobs.size());
+  for (std::size_t i = 0; i < state.jobs.size(); ++i) {
+    const Job& j = state.jobs[i];
+    out.push_back({workload.jobs[i].arrival_s - first, j.workers * j.record.exclusive_s, j.workers});
+  }
+  return out;
+}
+
+// window_load() of the jobs with their offsets multiplied by `factor`: the
+// work done inside [0, factor x span] per GPU-second of it.
+double window_load_scaled(const std::vector<JobWork>& work, double total_gpus, double span,
+                          double factor) {
+  const double window = factor * span;
+  double inside = 0.0;
+  for (const JobWork& w : work)
+    inside += std::min(w.gpu_s, w.workers * (window - factor * w.offset));
+  return inside / (total_gpus * window);
+}
+
+// The arrivals factor that makes window_load() `target`. window_load is
+// non-increasing in the factor (each job's part inside the window, per
+// window second, shrinks as the window grows), at most offered_load /
+// factor, and tends to sum(workers x (1 - offset / span)) / GPUs as the
+// factor tends to 0: a target at or above that limit cannot be reached by
+// moving arrivals (the trace holds too few GPUs' worth of jobs).
+double factor_for_window_load(const std::vector<JobWork>& work, double total_gpus, double span,
+                              double offered, double target) {
+  double limit = 0.0;
+  for (const JobWork& w : work)
+    if (w.gpu_s > 0) limit += w.workers * (1.0 - w.offset / span);
+  limit /= total_gpus;
+  if (!(target < limit))
+    throw InputError(
+        "options", "load",
+        fmt::format("{:g} cannot be reached by moving arrivals: with its arrivals compressed to "
+                    "nothing this workload keeps at most {:.3g} of the {} GPUs busy over its "
+                    "arrival window (its jobs hold too few GPUs); give a smaller cluster or "
+                    "other arrivals (--arrivals poisson:R)",
+                    target, limit, total_gpus));
+  double hi = offered / target;  // window_load(hi) <= offered / hi = target
+  double lo = hi;
+  while (window_load_scaled(work, total_gpus, span, lo) < target) lo /= 2;  // ends: limit > target
+  for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (window_load_scaled(work, total_gpus, span, mid) >= target ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// --arrivals poisson:R: the jobs, in their order, arrive as a Poisson process
+// of R per hour from the first arrival (exponential gaps, seeded by `seed`;
+// a stream of its own, not the job types').
+void replace_arrivals(const std::string& spec, std::uint64_t seed, Workload& w) {
+  const std::string prefix = "poisson:";
+  double rate = 0.0;
+  std::size_t used = 0;
+  if (spec.rfind(prefix, 0) == 0) {
+    try {
+      rate = std::stod(spec.substr(prefix.size()), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+  }
+  if (used == 0 || used != spec.size() - prefix.size() || !(rate > 0) || !std::isfinite(rate))
+    throw InputError("options", "arrivals",
+                     fmt::format("'{}' is not poisson:R (R jobs per hour, a finite number > 0)",
+                                 spec));
+  if (w.jobs.empty()) return;
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  const double mean_gap_s = 3600.0 / rate;
+  double now = w.jobs.front().arrival_s;
+  for (std::size_t k = 0; k < w.jobs.size(); ++k) {
+    if (k > 0) now += -mean_gap_s * std::log1p(-static_cast<double>(rng() >> 11) * 0x1.0p-53);
+    w.jobs[k].arrival_s = now;
+  }
+}
+
+// "; offered load ..." for the description: the load --load sets (over the
+// arrival window) and all the work's.
+std::string load_sentence(const LoadFigures& f) {
+  if (!(f.span_s > 0)) return "; offered load: undefined (all jobs arrive at once)";
+  return fmt::format(
+      "; offered load {:.3g} over the {:.3g} h arrival window (all the work, wherever done: "
+      "{:.3g})",
+      f.window, f.span_s / 3600.0, f.offered);
+}
+
 // --time-scale and --load (see ScenarioOptions).
 void rescale_arrivals(const ScenarioOptions& o, Scenario& sc) {
   if (!(o.time_scale > 0) || !std::isfinite(o.time_scale))
@@ -65,13 +166,18 @@ void rescale_arrivals(const ScenarioOptions& o, Scenario& sc) {
     sc.description += fmt::format("; arrivals x{:g}", o.time_scale);
   }
   if (o.load > 0) {
-    const double before = offered_load(sc.model, sc.workload);
-    if (!(before > 0))
+    const LoadFigures before = load_figures(sc.model, sc.workload);
+    if (!(before.offered > 0))
       throw InputError("options", "load",
-                       "the workload's arrivals span no time, so its load cannot be scaled");
-    scale_arrivals(sc.workload, before / o.load);
-    sc.description += fmt::format("; offered load {:.3g} scaled to {:g} (arrivals x{:.4g})", before,
-                                  o.load, before / o.load);
+                       "the workload's arrivals span no time, so its load cannot be scaled (give "
+                       "a batch trace arrivals with --arrivals poisson:R)");
+    const double factor = factor_for_window_load(job_work(sc.model, sc.workload),
+                                                 sc.model.total_gpus, before.span_s,
+                                                 before.offered, o.load);
+    scale_arrivals(sc.workload, factor);
+    sc.description += fmt::format("; load over the arrival window {:.3g} scaled to {:g} (arrivals "
+                                  "x{:.4g})",
+                                  before.window, o.load, factor);
   }
 }
 
@@ -124,14 +230,25 @@ bool native_has_mode(const std::string& path) {
 
 }  // namespace
 
-double offered_load(const ClusterModel& model, const Workload& workload) {
-  if (workload.jobs.size() < 2) return kUnset;
-  const double span = workload.jobs.back().arrival_s - workload.jobs.front().arrival_s;
-  if (!(span > 0)) return kUnset;
-  const SchedulerState state = make_scheduler_state(model, workload);
+LoadFigures load_figures(const ClusterModel& model, const Workload& workload) {
+  LoadFigures f;
+  if (workload.jobs.size() < 2) return f;
+  f.span_s = workload.jobs.back().arrival_s - workload.jobs.front().arrival_s;
+  if (!(f.span_s > 0)) return f;
+  const std::vector<JobWork> work = job_work(model, workload);
   double gpu_seconds = 0.0;
-  for (const Job& j : state.jobs) gpu_seconds += j.workers * j.record.exclusive_s;
-  return gpu_seconds / (model.total_gpus * span);
+  for (const JobWork& w : work) gpu_seconds += w.gpu_s;
+  f.offered = gpu_seconds / (model.total_gpus * f.span_s);
+  f.window = window_load_scaled(work, model.total_gpus, f.span_s, 1.0);
+  return f;
+}
+
+double offered_load(const ClusterModel& model, const Workload& workload) {
+  return load_figures(model, workload).offered;
+}
+
+double window_load(const ClusterModel& model, const Workload& workload) {
+  return load_figures(model, workload).window;
 }
 
 // The one place the built-in workload is set: `simulate`, `compare` and
@@ -214,6 +331,11 @@ Scenario load_scenario(const ScenarioOptions& o) {
   TraceOptions topt;
   topt.tenants = o.tenants;
   topt.seed = o.seed;
+  topt.censored = parse_censored(o.censored);
+  if (o.trace_path.empty() && !o.arrivals.empty())
+    throw InputError("options", "arrivals",
+                     "applies to a trace (--trace); the generated workload's arrivals are "
+                     "--arrivals-per-hour");
   if (o.trace_path.empty()) {
     GeneratorOptions g = o.generator;
     g.seed = o.seed;
@@ -243,6 +365,10 @@ Scenario load_scenario(const ScenarioOptions& o) {
     }
     sc.description = fmt::format("{} ({} trace, {} jobs)", o.trace_path, format,
                                  sc.workload.jobs.size());
+    if (!o.arrivals.empty()) {
+      replace_arrivals(o.arrivals, o.seed, sc.workload);
+      sc.description += fmt::format("; arrivals {} (seed {})", o.arrivals, o.seed);
+    }
   }
   sc.notes = cluster.notes;
   sc.notes.insert(sc.notes.end(), sc.workload.notes.begin(), sc.workload.notes.end());
@@ -267,6 +393,8 @@ Scenario load_scenario(const ScenarioOptions& o) {
   sc.description += fmt::format("; {}: {} GPUs on {} nodes ({}); profiles: {}", cluster_desc,
                                 sc.model.total_gpus, sc.model.cluster.nodes.size(), types,
                                 profiles.source);
+  sc.load = load_figures(sc.model, sc.workload);
+  sc.description += load_sentence(sc.load);
   return sc;
 }
 

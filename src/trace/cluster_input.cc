@@ -161,6 +161,7 @@ std::int64_t spec_count(std::string_view text, std::int64_t min, std::int64_t ma
 Cluster parse_cluster_spec(std::string_view spec, const std::string& source) {
   constexpr const char* kForm =
       "expected TYPE:GPUS[:GPUS_PER_NODE], comma-separated, e.g. k80:36,p100:36,v100:36:4";
+  constexpr std::int64_t kDefaultGpusPerNode = 8;
   Cluster cluster;
   std::int64_t total = 0;
   std::size_t index = 0;
@@ -193,23 +194,28 @@ Cluster parse_cluster_spec(std::string_view spec, const std::string& source) {
       throw InputError(source, type, "the GPU type is given twice");
     const std::int64_t gpus = spec_count(parts[1], 1, kMaxGpusPerNode * kMaxNodesPerType, source,
                                          type, "GPUS");
-    // Gavel's --num_gpus_per_server defaults to 1 per type: every GPU its own
-    // server.
+    // Without GPUS_PER_NODE: whole servers of 8 GPUs (the last one holding the
+    // rest when GPUS is not a multiple of 8), as real clusters are built, so
+    // gangs of up to 8 fit on one node. Gavel's own --num_gpus_per_server
+    // defaults to 1 (every GPU its own server, every gang spread): write
+    // TYPE:GPUS:1 for that.
+    const bool given = parts.size() == 3;
     const std::int64_t per_node =
-        parts.size() == 3 ? spec_count(parts[2], 1, kMaxGpusPerNode, source, type, "GPUS_PER_NODE")
-                          : 1;
-    if (gpus % per_node != 0)
+        given ? spec_count(parts[2], 1, kMaxGpusPerNode, source, type, "GPUS_PER_NODE")
+              : std::min<std::int64_t>(kDefaultGpusPerNode, gpus);
+    if (given && gpus % per_node != 0)
       throw InputError(source, type,
                        fmt::format("{} GPUs do not fill whole nodes of {}", gpus, per_node));
-    if (gpus / per_node > kMaxNodesPerType)
-      throw InputError(source, type,
-                       fmt::format("{} nodes, at most {}", gpus / per_node, kMaxNodesPerType));
+    const std::int64_t nodes = (gpus + per_node - 1) / per_node;
+    if (nodes > kMaxNodesPerType)
+      throw InputError(source, type, fmt::format("{} nodes, at most {}", nodes, kMaxNodesPerType));
     total += gpus;
     if (total > INT32_MAX) throw InputError(source, type, "more GPUs than fairgpu can count");
     cluster.gpu_types.push_back(type);
-    for (std::int64_t i = 0; i < gpus / per_node; ++i)
+    for (std::int64_t i = 0; i < nodes; ++i)
       cluster.nodes.push_back(Node{fmt::format("{}-{}", type, i), cluster.gpu_types.size() - 1,
-                                   static_cast<int>(per_node), 0.0, 0.0});
+                                   static_cast<int>(std::min(per_node, gpus - i * per_node)), 0.0,
+                                   0.0});
   }
   return cluster;
 }
