@@ -199,6 +199,104 @@ TEST(DiskFull, ASubmissionNotStoredIsAnswered500AndNeverRuns) {
       std::string::npos);
 }
 
+// The race left by the test above: a submission whose commit has not yet
+// failed was already in the policy's state, so a scheduling point in that
+// window gave it a lease, whose rows a retry committed once space returned.
+// A job is planned only once its submit record is durable.
+TEST(DiskFull, ASubmissionIsNotScheduledBeforeItIsDurable) {
+  SmallDisk disk("4m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  const fs::path dir = disk.dir();
+  std::ofstream(dir / "profiles.json") << R"json({"fast": {"('mlp', 1)": {"null": 4.0}}})json";
+  ServeConfig config;
+  config.data_dir = (dir / "data").string();
+  config.checkpoint_dir = (dir / "ckpt").string();
+  config.profiles_file = (dir / "profiles.json").string();
+  config.policy = "fifo";
+  config.policy_options.round_s = 60;
+  config.admin_token = "admin-token";
+  config.tenants = {{"alice", 1.0, "alice-token", "", {}}};
+  double now = 1000.0;
+  auto manager = std::make_unique<Manager>(config, [&] { return now; });
+  auto as = [&](const std::string& token) { return manager->authenticate("Bearer " + token); };
+  const std::string node_token =
+      manager->issue_node_token(as("admin-token"), "f1")["token"].get<std::string>();
+  const std::int64_t epoch = manager->register_agent(
+      as(node_token), {{"node", "f1"}, {"gpu_type", "fast"}, {"devices", {0, 1}}})["epoch"];
+  auto submit = [&] {
+    return manager->submit(as("alice-token"), {{"job_type", "mlp"},
+                                               {"workers", 1},
+                                               {"iterations", 100},
+                                               {"command", {"true"}},
+                                               {"name", std::string(200 << 10, 'n')}});
+  };
+  auto refused_id = [&] {
+    try {
+      submit();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 500) << e.what();
+      return std::string(e.what()).substr(0, std::string(e.what()).find(' '));
+    }
+    ADD_FAILURE() << "a submission was acknowledged on a full disk";
+    return std::string();
+  };
+
+  disk.fill();
+  // A first refusal: the committer now waits Store::kRetryS before its next
+  // attempt, the window in which the next submission waits for its commit.
+  const std::string first = refused_id();
+  std::string second;
+  std::thread submitter([&] { second = refused_id(); });
+  ASSERT_TRUE(wait_for(
+      [&] { return manager->jobs(as("admin-token"), "")["jobs"].size() == 2; }, 20));
+  try {
+    manager->schedule();  // its own commit fails with the submission's
+  } catch (const std::runtime_error&) {
+  }
+  submitter.join();
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(manager->job(as("admin-token"), second)["state"], "failed");
+
+  // Space returns: what was queued is committed; the refused jobs never run.
+  disk.free_space();
+  std::string ok_id;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        try {
+          ok_id = submit()["id"].get<std::string>();
+          return true;
+        } catch (const ApiError&) {
+          return false;
+        }
+      },
+      20));
+  manager->schedule();
+  bool launched_ok = false;
+  for (int beat = 0; beat < 3; ++beat) {
+    const json answer = manager->heartbeat(
+        as(node_token), {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+    for (const json& a : answer["actions"])
+      if (a["action"] == "launch") {
+        EXPECT_NE(a["job"], first) << a.dump();
+        EXPECT_NE(a["job"], second) << a.dump();
+        launched_ok |= a["job"] == ok_id;
+      }
+  }
+  EXPECT_TRUE(launched_ok) << "the stored submission was not launched";
+  manager.reset();
+  Store store(config.data_dir);
+  const StoreSnapshot snap = store.load();
+  for (const StoredLease& l : snap.leases) {
+    EXPECT_NE(l.job, first) << "lease " << l.id << " (" << l.status << ")";
+    EXPECT_NE(l.job, second) << "lease " << l.id << " (" << l.status << ")";
+  }
+  for (const StoredJob& j : snap.jobs) {
+    if (j.id == first || j.id == second) {
+      EXPECT_EQ(j.state, "failed") << j.id;
+    }
+  }
+}
+
 TEST(DiskFull, APidFileThatCannotBeWrittenIsTheNodesFault) {
   SmallDisk disk("1m");
   if (!disk.mounted()) GTEST_SKIP() << disk.why();

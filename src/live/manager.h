@@ -227,6 +227,11 @@ class Manager : private LeaseHost {
     std::string regime_type;
     nlohmann::json regimes = nlohmann::json::array();
     double not_before = 0.0;       // relaunchable from (a lost node's fence time)
+    // Its submit record is durable (issue 30, H9): until then the job is
+    // listed but neither planned, profiled nor sent to Slurm (launchable()),
+    // so a submission answered 500 never runs, even when its row is
+    // committed by a retry once space returns.
+    bool stored = true;
   };
   struct NodeEntry {
     StoredNode s;
@@ -392,8 +397,8 @@ class Manager : private LeaseHost {
   // Revokes every lease on the node (drained, or unusable in Slurm); their
   // jobs wait for their next lease.
   void evict_node(const std::string& node, Tickets& tickets);
-  // A job the executor can start: always for agents; for Slurm once its
-  // held Slurm job exists.
+  // A job the executor can start: once its submit record is durable; for
+  // Slurm also once its held Slurm job exists.
   bool launchable(const JobEntry& e) const;
   // Ids of the leases being revoked.
   std::vector<std::int64_t> revoking_leases() const;

@@ -146,8 +146,7 @@ json Manager::submit(const Caller& c, const json& body) {
     job_index_[s.id] = jobs_.size();
     jobs_.push_back(std::move(e));
     JobEntry& added = jobs_.back();
-    if (slurm_) to_admit_.push_back(added.s.id);  // sbatch --hold at the next tick
-    if (added.s.state == "queued") admit(added);
+    added.stored = false;  // the policy sees it once durable, below
     ++submissions_;
     ticket = persist(added);
     answer = job_json(added);
@@ -163,13 +162,21 @@ json Manager::submit(const Caller& c, const json& body) {
   } catch (const std::exception& error) {
     // Not committed (a full disk: issue 30, H9): the caller hears 500, so
     // the job must never run. The store tries its row again when space
-    // returns; it is ended here first (a start waits for its lease's commit,
-    // so none has reached a node), and that row follows it.
+    // returns; it is ended here first (it was never launchable, so no lease
+    // names it), and that row follows it.
     const std::string id = answer["id"].get<std::string>();
     not_stored(id, error.what());
     throw ApiError(500, fmt::format("{} not stored ({}): it will not run; submit it again once "
                                     "the server's disk has room",
                                     id, error.what()));
+  }
+  // Durable: the job joins the scheduling (unless cancelled meanwhile).
+  std::lock_guard lock(mu_);
+  JobEntry& added = job_by_id(answer["id"].get<std::string>());
+  added.stored = true;
+  if (!terminal(added.s.state)) {
+    if (slurm_) to_admit_.push_back(added.s.id);  // sbatch --hold at the next tick
+    if (added.s.state == "queued" && added.sched == kNone) admit(added);
   }
   return answer;
 }
