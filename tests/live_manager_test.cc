@@ -1983,5 +1983,18 @@ TEST_F(LiveProfiles, AJobWaitingForItsTypesFigureIsQueuedOnceAnotherJobMeasuredI
   EXPECT_EQ(job(a1)["state"], "running");
   EXPECT_EQ(job(a2)["state"], "queued");
 }
+// The round counter (cluster's "round", fairgpu_rounds_total) goes on over a
+// restart (issue 32, item 4): it is stored with every scheduling point.
+TEST_F(LiveManager, TheRoundCounterSurvivesARestart) {
+  start();
+  for (int r = 0; r < 3; ++r) manager_->schedule();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 3);
+  start();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 3);
+  EXPECT_NE(manager_->metrics().find("fairgpu_rounds_total 3"), std::string::npos);
+  manager_->schedule();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 4);
+}
+
 }  // namespace
 }  // namespace fairgpu::live
