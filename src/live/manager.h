@@ -210,6 +210,9 @@ class Manager : private LeaseHost {
   // A node stopped answering: its runs end, their jobs wait until
   // `relaunch_at` (when the node's runs are fenced).
   void node_lost(const std::string& node, double relaunch_at, Tickets& tickets);
+  // A launch on `node` failed for the node's own reason (RunEvent::node_fault):
+  // counted; node_fault_limit in a row drain the node, saying why.
+  void count_node_fault(const std::string& node, const std::string& why, Tickets& tickets);
   // A running run's report: its progress, profiling measurement, the verdict.
   Verdict run_running(const RunEvent& event, Tickets& tickets);
 
@@ -237,6 +240,7 @@ class Manager : private LeaseHost {
     StoredNode s;
     double last_heard = 0.0;
     std::size_t model_index = kNone;  // index in model_->cluster.nodes when in the model
+    int faults = 0;  // launches failed in a row for the node's reason (node_fault_limit)
   };
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   // What pending_reason needs of the cluster, computed once per request in
@@ -394,6 +398,9 @@ class Manager : private LeaseHost {
   // Starts and revokes for the executor: agents at once (their starts wait
   // for their tickets), Slurm at the next tick, once durable.
   void to_executor(std::vector<RunStart> starts, std::vector<std::int64_t> revokes);
+  // Drains (or undrains) a node: its leases revoked, `reason` kept while it
+  // is drained. set_drained() for the admin; count_node_fault() too.
+  void set_node_drained(NodeEntry& n, bool drained, const std::string& reason, Tickets& tickets);
   // Revokes every lease on the node (drained, or unusable in Slurm); their
   // jobs wait for their next lease.
   void evict_node(const std::string& node, Tickets& tickets);

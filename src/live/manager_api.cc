@@ -438,29 +438,36 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     auto it = nodes_.find(node);
     if (it == nodes_.end()) throw ApiError(404, "node " + node + ": no such node");
     NodeEntry& n = it->second;
-    if (drained && n.s.state == "ready") {
-      n.s.state = "drained";
-      refresh_ready_types();
-      evict_node(node, tickets);  // drain evicts: every run on the node checkpoints and stops now
-    } else if (!drained && n.s.state == "drained") {
-      n.s.state = "ready";
-    }
-    // The reason stays while the node is drained ("" after an undrain).
-    const std::string why = drained ? reason : "";
-    if (why.empty())
-      drain_reason_.erase(node);
-    else
-      drain_reason_[node] = why;
-    tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
-    log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
-    refresh_ready_types();  // undrained
-    tickets.push_back(persist(n));
-    rebuild_needed_ = true;
+    set_node_drained(n, drained, reason, tickets);
     answer = {{"name", node}, {"state", n.s.state}};
-    if (!why.empty()) answer["reason"] = why;
+    if (drained && !reason.empty()) answer["reason"] = reason;
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   return answer;
+}
+
+void Manager::set_node_drained(NodeEntry& n, bool drained, const std::string& reason,
+                               Tickets& tickets) {
+  const std::string& node = n.s.name;
+  if (drained && n.s.state == "ready") {
+    n.s.state = "drained";
+    refresh_ready_types();
+    evict_node(node, tickets);  // drain evicts: every run on the node checkpoints and stops now
+  } else if (!drained && n.s.state == "drained") {
+    n.s.state = "ready";
+  }
+  n.faults = 0;  // counted afresh from here
+  // The reason stays while the node is drained ("" after an undrain).
+  const std::string why = drained ? reason : "";
+  if (why.empty())
+    drain_reason_.erase(node);
+  else
+    drain_reason_[node] = why;
+  tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
+  log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
+  refresh_ready_types();  // undrained
+  tickets.push_back(persist(n));
+  rebuild_needed_ = true;
 }
 
 json Manager::issue_node_token(const Caller& c, const std::string& node) {

@@ -56,10 +56,12 @@ json Manager::reload(const ServeConfig& next) {
   differs("metrics_token", next.metrics_token != config_.metrics_token, &changed);
   differs("metrics_open", next.metrics_open != config_.metrics_open, &changed);
   differs("max_retries", next.max_retries != config_.max_retries, &changed);
+  differs("node_fault_limit", next.node_fault_limit != config_.node_fault_limit, &changed);
   config_.admin_token = next.admin_token;
   config_.metrics_token = next.metrics_token;
   config_.metrics_open = next.metrics_open;
   config_.max_retries = next.max_retries;
+  config_.node_fault_limit = next.node_fault_limit;
 
   // Tenants: the rule of a start (manager.h, config_tenants_). The file's
   // win over what the API set before for every tenant it names; the API's
