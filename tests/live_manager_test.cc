@@ -2058,5 +2058,27 @@ TEST_F(LiveManager, TheRoundCounterSurvivesARestart) {
   EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 4);
 }
 
+// The http.* limits are made into listeners and pools at start: a reload
+// that changes one keeps what is in force and names the key as needing a
+// restart, in the answer and in a warning of its own (issue 30, H3's
+// settings).
+TEST_F(LiveManager, AReloadNamesTheHttpLimitsThatNeedARestart) {
+  start();
+  ServeConfig next = config_;
+  next.http.workers = config_.http.workers + 1;
+  next.http.request_timeout_s = config_.http.request_timeout_s * 2;
+  next.max_retries = config_.max_retries + 1;  // reloadable: changed
+  ::testing::internal::CaptureStderr();
+  const json answer = manager_->reload(next);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(answer["restart_needed"], json({"http.request_timeout_s", "http.workers"})) << answer;
+  EXPECT_EQ(answer["changed"], json({"max_retries"})) << answer;
+  EXPECT_NE(log.find("reload_needs_restart key=http.workers"), std::string::npos) << log;
+  EXPECT_NE(log.find("reload_needs_restart key=http.request_timeout_s"), std::string::npos) << log;
+  EXPECT_EQ(manager_->config().http.workers, config_.http.workers);  // kept until a restart
+  // The same file again: nothing new to say about the kept max_retries.
+  EXPECT_EQ(manager_->reload(next)["changed"], json::array());
+}
+
 }  // namespace
 }  // namespace fairgpu::live

@@ -192,8 +192,9 @@ class Manager : private LeaseHost {
   // options (round_s included) and max_retries from `next`. Leases in force
   // are kept; the policy sees the change at the next scheduling point.
   // Settings that need a restart (listen, data_dir, checkpoint_dir, tls,
-  // heartbeat and profiling timings, profiles) are left as they are and named
-  // in the answer's "restart_needed". Throws InputError, changing nothing,
+  // heartbeat and profiling timings, profiles, the http.* limits) are left as
+  // they are and named in the answer's "restart_needed" (http.* also each in
+  // a reload_needs_restart warning). Throws InputError, changing nothing,
   // when `next` is not a valid config (a bad policy).
   nlohmann::json reload(const ServeConfig& next);
 

@@ -35,6 +35,30 @@ json Manager::reload(const ServeConfig& next) {
   differs("profile_iterations", next.profile_iterations != config_.profile_iterations, &restart);
   differs("profile_timeout_s", next.profile_timeout_s != config_.profile_timeout_s, &restart);
   differs("restart_overhead_s", next.restart_overhead_s != config_.restart_overhead_s, &restart);
+  // The HTTP front's limits size its listeners, pools and queues, made at
+  // start: a change waits for a restart, each key named in a warning of its
+  // own so that the operator sees the file and the server disagree.
+  auto http_key = [&](const char* key, double now_value, double next_value) {
+    if (now_value == next_value) return;
+    restart.push_back(key);
+    log::warn("reload_needs_restart",
+              {{"key", key},
+               {"in_force", now_value},
+               {"in_config", next_value},
+               {"why", "the HTTP front's listeners and pools are made at start: restart serve"}});
+  };
+  http_key("http.request_timeout_s", config_.http.request_timeout_s, next.http.request_timeout_s);
+  http_key("http.max_connections_per_peer", config_.http.max_connections_per_peer,
+           next.http.max_connections_per_peer);
+  http_key("http.workers", config_.http.workers, next.http.workers);
+  http_key("http.queue", config_.http.queue, next.http.queue);
+  http_key("http.agent_workers", config_.agent_workers, next.agent_workers);
+  if (next.agent_host != config_.agent_host || next.agent_port != config_.agent_port) {
+    restart.push_back("http.agent_listen");
+    log::warn("reload_needs_restart",
+              {{"key", "http.agent_listen"},
+               {"why", "the agents' listener is bound at start: restart serve"}});
+  }
 
   auto settings = [](const RoundPolicyOptions& o) {
     std::vector<std::string> out;
