@@ -37,7 +37,9 @@
 //     finishes when every part has. Progress is rank 0's. The launch carries
 //     the rendezvous (MASTER_ADDR = rank 0's node address, MASTER_PORT =
 //     kMasterPortBase + gang id mod kMasterPortSpan, WORLD_SIZE, RANK,
-//     NODE_RANK, LOCAL_WORLD_SIZE). A job larger than every same-type pool
+//     NODE_RANK, LOCAL_WORLD_SIZE). Its nodes may be of adjacent GPU types
+//     where the policy's placer spans types (docs/live-protocol.md, "Where
+//     a gang runs"). A job larger than every same-type pool
 //     of GPUs is refused at submission; profiling stays on one node.
 //   - Profiling: a job type with no throughput on some GPU type in the
 //     cluster first runs profile_iterations on that type (one job at a time

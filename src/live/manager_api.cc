@@ -86,8 +86,10 @@ json Manager::submit(const Caller& c, const json& body) {
   {
     std::lock_guard lock(mu_);
     if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
-    // A gang no GPU type's pool can hold would wait forever (a gang runs on
-    // GPUs of one type, over as many nodes as it needs). Every registered
+    // A gang no GPU type's pool can hold is refused: admitted, it can always
+    // run on one type (over as many nodes as it needs); the placer may still
+    // run it over adjacent types meanwhile (docs/live-protocol.md, "Where a
+    // gang runs"). Every registered
     // node counts, drained or lost ones too: they may come back. With no
     // node yet, nothing is known.
     if (const int largest = largest_gang(); largest > 0 && s.workers > largest)
