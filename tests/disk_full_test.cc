@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -20,7 +21,10 @@
 #include "live/manager.h"
 #include "live/process.h"
 #include "live/store.h"
+#include "live_daemon.h"
 #include "polling.h"
+#include "run_binary.h"
+#include "test_paths.h"
 
 namespace fairgpu::live {
 namespace {
@@ -199,6 +203,104 @@ TEST(DiskFull, ASubmissionNotStoredIsAnswered500AndNeverRuns) {
       std::string::npos);
 }
 
+// The race left by the test above: a submission whose commit has not yet
+// failed was already in the policy's state, so a scheduling point in that
+// window gave it a lease, whose rows a retry committed once space returned.
+// A job is planned only once its submit record is durable.
+TEST(DiskFull, ASubmissionIsNotScheduledBeforeItIsDurable) {
+  SmallDisk disk("4m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  const fs::path dir = disk.dir();
+  std::ofstream(dir / "profiles.json") << R"json({"fast": {"('mlp', 1)": {"null": 4.0}}})json";
+  ServeConfig config;
+  config.data_dir = (dir / "data").string();
+  config.checkpoint_dir = (dir / "ckpt").string();
+  config.profiles_file = (dir / "profiles.json").string();
+  config.policy = "fifo";
+  config.policy_options.round_s = 60;
+  config.admin_token = "admin-token";
+  config.tenants = {{"alice", 1.0, "alice-token", "", {}}};
+  double now = 1000.0;
+  auto manager = std::make_unique<Manager>(config, [&] { return now; });
+  auto as = [&](const std::string& token) { return manager->authenticate("Bearer " + token); };
+  const std::string node_token =
+      manager->issue_node_token(as("admin-token"), "f1")["token"].get<std::string>();
+  const std::int64_t epoch = manager->register_agent(
+      as(node_token), {{"node", "f1"}, {"gpu_type", "fast"}, {"devices", {0, 1}}})["epoch"];
+  auto submit = [&] {
+    return manager->submit(as("alice-token"), {{"job_type", "mlp"},
+                                               {"workers", 1},
+                                               {"iterations", 100},
+                                               {"command", {"true"}},
+                                               {"name", std::string(200 << 10, 'n')}});
+  };
+  auto refused_id = [&] {
+    try {
+      submit();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 500) << e.what();
+      return std::string(e.what()).substr(0, std::string(e.what()).find(' '));
+    }
+    ADD_FAILURE() << "a submission was acknowledged on a full disk";
+    return std::string();
+  };
+
+  disk.fill();
+  // A first refusal: the committer now waits Store::kRetryS before its next
+  // attempt, the window in which the next submission waits for its commit.
+  const std::string first = refused_id();
+  std::string second;
+  std::thread submitter([&] { second = refused_id(); });
+  ASSERT_TRUE(wait_for(
+      [&] { return manager->jobs(as("admin-token"), "")["jobs"].size() == 2; }, 20));
+  try {
+    manager->schedule();  // its own commit fails with the submission's
+  } catch (const std::runtime_error&) {
+  }
+  submitter.join();
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(manager->job(as("admin-token"), second)["state"], "failed");
+
+  // Space returns: what was queued is committed; the refused jobs never run.
+  disk.free_space();
+  std::string ok_id;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        try {
+          ok_id = submit()["id"].get<std::string>();
+          return true;
+        } catch (const ApiError&) {
+          return false;
+        }
+      },
+      20));
+  manager->schedule();
+  bool launched_ok = false;
+  for (int beat = 0; beat < 3; ++beat) {
+    const json answer = manager->heartbeat(
+        as(node_token), {{"node", "f1"}, {"epoch", epoch}, {"runs", json::array()}});
+    for (const json& a : answer["actions"])
+      if (a["action"] == "launch") {
+        EXPECT_NE(a["job"], first) << a.dump();
+        EXPECT_NE(a["job"], second) << a.dump();
+        launched_ok |= a["job"] == ok_id;
+      }
+  }
+  EXPECT_TRUE(launched_ok) << "the stored submission was not launched";
+  manager.reset();
+  Store store(config.data_dir);
+  const StoreSnapshot snap = store.load();
+  for (const StoredLease& l : snap.leases) {
+    EXPECT_NE(l.job, first) << "lease " << l.id << " (" << l.status << ")";
+    EXPECT_NE(l.job, second) << "lease " << l.id << " (" << l.status << ")";
+  }
+  for (const StoredJob& j : snap.jobs) {
+    if (j.id == first || j.id == second) {
+      EXPECT_EQ(j.state, "failed") << j.id;
+    }
+  }
+}
+
 TEST(DiskFull, APidFileThatCannotBeWrittenIsTheNodesFault) {
   SmallDisk disk("1m");
   if (!disk.mounted()) GTEST_SKIP() << disk.why();
@@ -220,6 +322,94 @@ TEST(DiskFull, APidFileThatCannotBeWrittenIsTheNodesFault) {
   bad.log_path = (logs / "log2").string();
   EXPECT_FALSE(Process::launch(bad)->node_fault());
   fs::remove_all(logs);
+}
+
+// End to end: an agent whose state dir is a full disk fails every launch
+// for the node's reason ("cannot write pid file"). The server drains the
+// node after node_fault_limit of them in a row, `fairgpu cluster` says why,
+// and the job, never charged a failure (max_retries 0 would fail it at the
+// first), runs on another node.
+TEST(DiskFull, ANodeThatCannotLaunchIsDrainedAndItsJobRunsElsewhere) {
+  SmallDisk disk("2m");
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  std::string tmpl = (fs::temp_directory_path() / "fairgpu-faults-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  // Jobs run as their tenants' users: the agents' state dirs are passed through.
+  fs::permissions(dir, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
+  std::ofstream(dir / "profiles.json") << R"json({"fast": {"('mlp', 1)": {"null": 4.0}}})json";
+  const json config = {{"listen", "127.0.0.1:0"},
+                       {"data_dir", (dir / "data").string()},
+                       {"checkpoint_dir", (dir / "ckpt").string()},
+                       {"policy", "fifo"},
+                       {"round_s", 1},
+                       {"heartbeat_s", 0.2},
+                       {"heartbeat_timeout_s", 5},
+                       {"max_retries", 0},
+                       {"node_fault_limit", 2},
+                       {"profiles", (dir / "profiles.json").string()},
+                       {"admin_token", "admin-token"},
+                       {"tenants", {{{"name", "alice"}, {"token", "alice-token"}}}}};
+  std::ofstream(dir / "serve.json") << config.dump(2);
+  Daemon server({FAIRGPU_BINARY, "serve", "--config", (dir / "serve.json").string(), "--port-file",
+                 (dir / "port").string()},
+                dir / "server.log");
+  ASSERT_TRUE(wait_for([&] { return fs::exists(dir / "port") && fs::file_size(dir / "port") > 0; },
+                       20))
+      << server.text();
+  const int port = std::stoi(testing_support::slurp(dir / "port"));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  httplib::Client cli("127.0.0.1", port);
+  const httplib::Headers admin = {{"Authorization", "Bearer admin-token"}};
+  auto get = [&](const std::string& path) {
+    auto r = cli.Get(path, admin);
+    return r && r->status == 200 ? json::parse(r->body) : json::object();
+  };
+  auto node = [&](const std::string& name) {
+    for (const json& n : get("/v1/cluster").value("nodes", json::array()))
+      if (n["name"] == name) return n;
+    return json::object();
+  };
+  auto agent = [&](const std::string& name, const fs::path& state) {
+    auto r = cli.Post("/v1/nodes/" + name + "/token", admin, "", "application/json");
+    EXPECT_TRUE(r && r->status == 200);
+    const fs::path token = dir / ("token-" + name);
+    std::ofstream(token) << json::parse(r->body)["token"].get<std::string>() << "\n";
+    fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
+    return std::make_unique<Daemon>(
+        std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", url, "--node", name,
+                                 "--gpus", "fast:1", "--token-file", token.string(),
+                                 "--state-dir", state.string()},
+        dir / ("agent-" + name + ".log"));
+  };
+
+  auto bad = agent("bad", disk.dir() / "state");
+  ASSERT_TRUE(wait_for([&] { return node("bad").value("state", "") == "ready"; }, 20))
+      << bad->text();
+  disk.fill();
+  auto r = testing_support::run_binary({"submit", "--server", url, "--token", "alice-token", "--name", "j",
+                                        "--job-type", "mlp", "--workers", "1", "--iterations",
+                                        "10", "--", "/bin/true"},
+                                       dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string id = r.out.substr(0, r.out.find_first_of(" \n"));
+  ASSERT_TRUE(wait_for([&] { return node("bad").value("state", "") == "drained"; }, 30))
+      << node("bad").dump() << "\n" << bad->text();
+  r = testing_support::run_binary({"cluster", "--server", url, "--token", "admin-token"}, dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("node faults: 2 launches in a row"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cannot write pid file"), std::string::npos) << r.out;
+  json job = get("/v1/jobs/" + id);
+  EXPECT_EQ(job["failures"], 0) << job.dump();
+  EXPECT_NE(job["state"], "failed") << job.dump();
+
+  auto good = agent("good", dir / "state-good");
+  ASSERT_TRUE(wait_for([&] { return get("/v1/jobs/" + id).value("state", "") == "finished"; }, 30))
+      << get("/v1/jobs/" + id).dump() << "\n" << good->text();
+  EXPECT_EQ(get("/v1/jobs/" + id)["failures"], 0);
+  good.reset();
+  bad.reset();
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -531,6 +531,68 @@ TEST_F(LiveManager, ALaunchRefusedByAStoppingAgentIsNotTheJobsFailure) {
   EXPECT_EQ(actions(beat("f1", e1), "launch").size(), 1u);  // launched again
 }
 
+// Issue 30, H9's node side: launches a node fails for its own reason
+// ("node_fault", e.g. a full disk) never count against the job, and
+// node_fault_limit of them in a row drain the node, saying why, so its jobs
+// go elsewhere. A launch that works in between starts the count afresh.
+TEST_F(LiveManager, ANodeWhoseLaunchesKeepFailingForItsOwnReasonIsDrained) {
+  config_.node_fault_limit = 3;
+  config_.max_retries = 0;  // one counted failure would fail the job
+  start();
+  const auto bad = reg("bad", "fast", 1);
+  const std::string id = submit("alice-token")["id"];
+  auto fail_once = [&] {
+    now_ += 60;
+    manager_->schedule();
+    auto launches = actions(beat("bad", bad), "launch");
+    if (launches.size() != 1u) return false;
+    beat("bad", bad,
+         {{{"lease", launches[0]["lease"]},
+           {"state", "launch_failed"},
+           {"iterations", 0},
+           {"revoked", true},
+           {"node_fault", true},
+           {"log_tail", "cannot write pid file /state/runs/1/pid"}}});
+    return true;
+  };
+  auto node_state = [&] {
+    return manager_->cluster(as("admin-token"))["nodes"][0];
+  };
+  ASSERT_TRUE(fail_once());
+  ASSERT_TRUE(fail_once());
+  // A run that does start resets the count.
+  now_ += 60;
+  manager_->schedule();
+  auto launches = actions(beat("bad", bad), "launch");
+  ASSERT_EQ(launches.size(), 1u);
+  beat("bad", bad, {running(launches[0]["lease"], 1)});
+  beat("bad", bad, {exited(launches[0]["lease"], 1, 0, true)});
+  ASSERT_TRUE(fail_once());
+  ASSERT_TRUE(fail_once());
+  EXPECT_EQ(node_state()["state"], "ready") << node_state().dump();
+  ASSERT_TRUE(fail_once());
+  const json n = node_state();
+  EXPECT_EQ(n["state"], "drained") << n.dump();
+  EXPECT_NE(n.value("reason", "").find("node faults: 3 launches in a row"), std::string::npos)
+      << n.dump();
+  EXPECT_NE(n.value("reason", "").find("cannot write pid file"), std::string::npos) << n.dump();
+  EXPECT_EQ(job(id)["failures"], 0) << job(id).dump();
+  EXPECT_EQ(job(id)["state"], "queued") << job(id).dump();
+  // Nothing more goes to the drained node; the job runs on another.
+  now_ += 60;
+  manager_->schedule();
+  EXPECT_TRUE(actions(beat("bad", bad), "launch").empty());
+  const auto good = reg("good", "fast", 1);
+  now_ += 60;
+  manager_->schedule();
+  launches = actions(beat("good", good), "launch");
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0]["job"], id);
+  // The drain survives a restart (a reason kept, as the admin's).
+  start();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["nodes"][0]["state"], "drained");
+}
+
 // Review of issue 12: a job whose type has no throughput for its gang on any
 // GPU type that could hold it waits with Resources, not Round/Priority.
 TEST_F(LiveManager, AJobWithNoThroughputAnywhereSaysResources) {
@@ -1681,7 +1743,7 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "colour": 1})"),
             "serve.json: colour: unknown field (expected one of: listen, data_dir, checkpoint_dir, "
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
-            "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
+            "kill_after_s, max_retries, node_fault_limit, profile_iterations, profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, admin_token_file, admin_token_env, agent_token, "
             "tenants, quotas, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, http, "
             "backend, slurm)");
@@ -1983,5 +2045,40 @@ TEST_F(LiveProfiles, AJobWaitingForItsTypesFigureIsQueuedOnceAnotherJobMeasuredI
   EXPECT_EQ(job(a1)["state"], "running");
   EXPECT_EQ(job(a2)["state"], "queued");
 }
+// The round counter (cluster's "round", fairgpu_rounds_total) goes on over a
+// restart (issue 32, item 4): it is stored with every scheduling point.
+TEST_F(LiveManager, TheRoundCounterSurvivesARestart) {
+  start();
+  for (int r = 0; r < 3; ++r) manager_->schedule();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 3);
+  start();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 3);
+  EXPECT_NE(manager_->metrics().find("fairgpu_rounds_total 3"), std::string::npos);
+  manager_->schedule();
+  EXPECT_EQ(manager_->cluster(as("admin-token"))["round"], 4);
+}
+
+// The http.* limits are made into listeners and pools at start: a reload
+// that changes one keeps what is in force and names the key as needing a
+// restart, in the answer and in a warning of its own (issue 30, H3's
+// settings).
+TEST_F(LiveManager, AReloadNamesTheHttpLimitsThatNeedARestart) {
+  start();
+  ServeConfig next = config_;
+  next.http.workers = config_.http.workers + 1;
+  next.http.request_timeout_s = config_.http.request_timeout_s * 2;
+  next.max_retries = config_.max_retries + 1;  // reloadable: changed
+  ::testing::internal::CaptureStderr();
+  const json answer = manager_->reload(next);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(answer["restart_needed"], json({"http.request_timeout_s", "http.workers"})) << answer;
+  EXPECT_EQ(answer["changed"], json({"max_retries"})) << answer;
+  EXPECT_NE(log.find("reload_needs_restart key=http.workers"), std::string::npos) << log;
+  EXPECT_NE(log.find("reload_needs_restart key=http.request_timeout_s"), std::string::npos) << log;
+  EXPECT_EQ(manager_->config().http.workers, config_.http.workers);  // kept until a restart
+  // The same file again: nothing new to say about the kept max_retries.
+  EXPECT_EQ(manager_->reload(next)["changed"], json::array());
+}
+
 }  // namespace
 }  // namespace fairgpu::live

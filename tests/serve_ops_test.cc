@@ -236,12 +236,15 @@ TEST_F(ServeOps, TlsEndToEnd) {
   r = fairgpu({"jobs", "--server", https, "--token", "admin-token"});
   EXPECT_EQ(r.status, 2) << r.err;
 
-  // Plain http to the TLS server gets no answer: the client says so in one
-  // line, and nothing of the API answers in clear.
-  r = fairgpu({"jobs", "--server", url("http"), "--token", "admin-token"});
-  EXPECT_NE(r.status, 0);
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
-  EXPECT_TRUE(contains(r.err, "use https://")) << r.err;
+  // Plain http to the TLS server gets no answer: the client finds that the
+  // server speaks TLS and says so in one line, status 2 (the URL is the
+  // user's to fix), and nothing of the API answers in clear.
+  for (const char* command : {"jobs", "cluster"}) {
+    r = fairgpu({command, "--server", url("http"), "--token", "admin-token"});
+    EXPECT_EQ(r.status, 2) << command << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(contains(r.err, "it speaks TLS: use https://")) << r.err;
+  }
   httplib::Client plain("127.0.0.1", port_);
   plain.set_read_timeout(3, 0);
   auto res = plain.Get("/v1/jobs", {{"Authorization", "Bearer admin-token"}});

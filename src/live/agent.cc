@@ -134,6 +134,7 @@ struct Run {
   std::unique_ptr<Process> process;  // null when the launch never got as far
   std::string failure;               // launch_failed: why
   bool refused_by_node = false;      // launch_failed for the node's reason (its agent stopping)
+  bool node_fault = false;           // ... a fault of the node's (disk full, cgroup): counted
   Clock::time_point lease_end{};
   bool end_logged = false;
   bool slow_end_logged = false;  // its cgroup outlived its leader by kSlowCgroupEndS
@@ -527,6 +528,7 @@ class Agent {
       // Never started for the node's reason: not the job's failure (the
       // protocol's "revoked" on a launch_failed run).
       if (r.refused_by_node) j["revoked"] = true;
+      if (r.node_fault) j["node_fault"] = true;  // counted against the node by the server
       return j;
     }
     Process& p = *r.process;
@@ -644,7 +646,7 @@ class Agent {
     if (r.launch_failed()) {
       // The node's trouble (a full disk: no pid file): reported as never
       // started, not as the job's failure (issue 30, H9).
-      if (r.process && r.process->node_fault()) r.refused_by_node = true;
+      if (r.process && r.process->node_fault()) r.refused_by_node = r.node_fault = true;
       if (r.process)
         log(fmt::format("launch {} failed{}: {}", describe(r),
                         r.refused_by_node ? " (the node's fault, not the job's)" : "",
@@ -758,7 +760,7 @@ class Agent {
     fs::create_directories(job_dir, ec);
     if (ec) {
       // The agent's own state dir: its disk, not the job (issue 30, H9).
-      r.refused_by_node = true;
+      r.refused_by_node = r.node_fault = true;
       return fail("cannot create " + job_dir.string() + ": " + ec.message());
     }
     if (run_as) {

@@ -161,7 +161,7 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
       for (const auto& [key, value] : r.items())
         if (key != "lease" && key != "job" && key != "state" && key != "iterations" &&
             key != "exit_code" && key != "signal" && key != "revoked" && key != "log_tail" &&
-            key != "limits" && key != "batch_size")
+            key != "limits" && key != "batch_size" && key != "node_fault")
           bad(at + "." + key, "unknown field");
       if (r.contains("job")) {
         if (!r["job"].is_string()) bad(at + ".job", "expected a string");
@@ -181,6 +181,10 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
       if (r.contains("revoked")) {
         if (!r["revoked"].is_boolean()) bad(at + ".revoked", "expected true or false");
         ev.revoked = r["revoked"].get<bool>();
+      }
+      if (r.contains("node_fault")) {
+        if (!r["node_fault"].is_boolean()) bad(at + ".node_fault", "expected true or false");
+        ev.node_fault = r["node_fault"].get<bool>() && ev.launch_failed;
       }
       if (r.contains("limits")) {
         if (!r["limits"].is_string() || r["limits"].get<std::string>().size() > 1024)

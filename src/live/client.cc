@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -59,6 +60,21 @@ httplib::Result send(Client& c, double timeout_s, const std::string& token,
   // that parses every POST body still sees valid JSON.
   return c.Post(path, body ? body->dump() : std::string("{}"), "application/json");
 }
+
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+// Whether host:port completes a TLS handshake: asked when an http:// request
+// got no answer, so that a URL naming a TLS server with the wrong scheme is
+// the user's mistake, said at once (issue 32, item 4). No certificate check
+// and no token: nothing is sent but a bare GET.
+bool speaks_tls(const std::string& host, int port, double timeout_s) {
+  httplib::SSLClient c(host, port);
+  c.enable_server_certificate_verification(false);
+  httplib::Result res = send(c, std::min(timeout_s, 3.0), "", "GET", "/", nullptr);
+  // Read: the handshake passed and the answer did not come; a plain server
+  // fails the handshake (SSLConnection).
+  return res || res.error() == httplib::Error::Read;
+}
+#endif
 
 // ---- job specifications ----------------------------------------------------
 
@@ -188,6 +204,13 @@ json LiveClient::request(const std::string& method, const std::string& path, con
       if (e == httplib::Error::SSLConnection) why += " (is the server's URL http://?)";
       throw InputError("cannot reach server " + url_, "", why);
     }
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    if (!https_ && (e == httplib::Error::Read || e == httplib::Error::Write) &&
+        speaks_tls(host_, port_, timeout_s_))
+      throw InputError("server " + url_, "",
+                       "it speaks TLS: use https:// (--ca names its CA when the system's do not "
+                       "know it)");
+#endif
     // Down, unreachable or not answering: may pass (exit status 3).
     std::string why = describe_http_error(e, timeout_s_);
     if (e == httplib::Error::Read && !https_) why += " (if the server speaks TLS, use https://)";

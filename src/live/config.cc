@@ -131,6 +131,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
                "grace_s",
                "kill_after_s",
                "max_retries",
+               "node_fault_limit",
                "profile_iterations",
                "profile_timeout_s",
                "profiles",
@@ -301,6 +302,11 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > 1000)
       r.fail("max_retries", "expected an integer in 0..1000");
     c.max_retries = v->get<int>();
+  }
+  if (auto* v = r.optional(doc, "node_fault_limit")) {
+    if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > 1000)
+      r.fail("node_fault_limit", "expected an integer in 0..1000 (0: never drain)");
+    c.node_fault_limit = v->get<int>();
   }
   if (auto* v = r.optional(doc, "profiles"))
     c.profiles_file = config_relative_path(base_dir, r.name(*v, "profiles"));

@@ -78,6 +78,10 @@ struct ServeConfig {
   double grace_s = 30.0;
   double kill_after_s = 5.0;
   int max_retries = 2;  // a failing job is run at most 1 + max_retries times
+  // A node whose launches fail this many times in a row for the node's own
+  // reason (a full disk, a cgroup it cannot make; never the job's) is
+  // drained, its reason saying why, until the admin undrains it (0: never).
+  int node_fault_limit = 3;
   // A job type without a profile on some GPU type first runs this many
   // iterations there (a profiling lease), at most profile_timeout_s.
   double profile_iterations = 50.0;

@@ -91,6 +91,9 @@ struct RunEvent {
   int signal = 0;                  // kEnded
   bool revoked = false;            // kEnded: it ended because it was revoked
   bool launch_failed = false;      // kEnded: it never ran (exec error)
+  // kEnded with launch_failed: for the node's own reason (its disk full, a
+  // cgroup it cannot make), counted against the node (node_fault_limit).
+  bool node_fault = false;
   bool never_started = false;      // kEnded: revoked before it was started
   std::string detail;              // kEnded: why, in a few words (the log tail)
   std::int64_t batch_size = 0;     // kProgress: the batch size the job reports (0: none)

@@ -54,6 +54,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   std::string slurm_instance;
   for (const auto& [key, value] : snap.meta) {
     if (key == "slurm_instance") slurm_instance = value;
+    if (key == "rounds") rounds_ = std::stoull(value);  // the count goes on over restarts
     if (key.rfind("node_token:", 0) == 0) node_tokens_[key.substr(11)] = value;
     if (key.rfind("drain_reason:", 0) == 0 && !value.empty()) drain_reason_[key.substr(13)] = value;
     if (key.rfind("tenant_slot:", 0) == 0) tenant_slot_[key.substr(12)] = std::stoi(value);

@@ -37,7 +37,9 @@
 //     finishes when every part has. Progress is rank 0's. The launch carries
 //     the rendezvous (MASTER_ADDR = rank 0's node address, MASTER_PORT =
 //     kMasterPortBase + gang id mod kMasterPortSpan, WORLD_SIZE, RANK,
-//     NODE_RANK, LOCAL_WORLD_SIZE). A job larger than every same-type pool
+//     NODE_RANK, LOCAL_WORLD_SIZE). Its nodes may be of adjacent GPU types
+//     where the policy's placer spans types (docs/live-protocol.md, "Where
+//     a gang runs"). A job larger than every same-type pool
 //     of GPUs is refused at submission; profiling stays on one node.
 //   - Profiling: a job type with no throughput on some GPU type in the
 //     cluster first runs profile_iterations on that type (one job at a time
@@ -192,8 +194,9 @@ class Manager : private LeaseHost {
   // options (round_s included) and max_retries from `next`. Leases in force
   // are kept; the policy sees the change at the next scheduling point.
   // Settings that need a restart (listen, data_dir, checkpoint_dir, tls,
-  // heartbeat and profiling timings, profiles) are left as they are and named
-  // in the answer's "restart_needed". Throws InputError, changing nothing,
+  // heartbeat and profiling timings, profiles, the http.* limits) are left as
+  // they are and named in the answer's "restart_needed" (http.* also each in
+  // a reload_needs_restart warning). Throws InputError, changing nothing,
   // when `next` is not a valid config (a bad policy).
   nlohmann::json reload(const ServeConfig& next);
 
@@ -210,6 +213,9 @@ class Manager : private LeaseHost {
   // A node stopped answering: its runs end, their jobs wait until
   // `relaunch_at` (when the node's runs are fenced).
   void node_lost(const std::string& node, double relaunch_at, Tickets& tickets);
+  // A launch on `node` failed for the node's own reason (RunEvent::node_fault):
+  // counted; node_fault_limit in a row drain the node, saying why.
+  void count_node_fault(const std::string& node, const std::string& why, Tickets& tickets);
   // A running run's report: its progress, profiling measurement, the verdict.
   Verdict run_running(const RunEvent& event, Tickets& tickets);
 
@@ -227,11 +233,17 @@ class Manager : private LeaseHost {
     std::string regime_type;
     nlohmann::json regimes = nlohmann::json::array();
     double not_before = 0.0;       // relaunchable from (a lost node's fence time)
+    // Its submit record is durable (issue 30, H9): until then the job is
+    // listed but neither planned, profiled nor sent to Slurm (launchable()),
+    // so a submission answered 500 never runs, even when its row is
+    // committed by a retry once space returns.
+    bool stored = true;
   };
   struct NodeEntry {
     StoredNode s;
     double last_heard = 0.0;
     std::size_t model_index = kNone;  // index in model_->cluster.nodes when in the model
+    int faults = 0;  // launches failed in a row for the node's reason (node_fault_limit)
   };
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   // What pending_reason needs of the cluster, computed once per request in
@@ -389,11 +401,14 @@ class Manager : private LeaseHost {
   // Starts and revokes for the executor: agents at once (their starts wait
   // for their tickets), Slurm at the next tick, once durable.
   void to_executor(std::vector<RunStart> starts, std::vector<std::int64_t> revokes);
+  // Drains (or undrains) a node: its leases revoked, `reason` kept while it
+  // is drained. set_drained() for the admin; count_node_fault() too.
+  void set_node_drained(NodeEntry& n, bool drained, const std::string& reason, Tickets& tickets);
   // Revokes every lease on the node (drained, or unusable in Slurm); their
   // jobs wait for their next lease.
   void evict_node(const std::string& node, Tickets& tickets);
-  // A job the executor can start: always for agents; for Slurm once its
-  // held Slurm job exists.
+  // A job the executor can start: once its submit record is durable; for
+  // Slurm also once its held Slurm job exists.
   bool launchable(const JobEntry& e) const;
   // Ids of the leases being revoked.
   std::vector<std::int64_t> revoking_leases() const;

@@ -86,8 +86,10 @@ json Manager::submit(const Caller& c, const json& body) {
   {
     std::lock_guard lock(mu_);
     if (!tenant_index_.count(s.tenant)) bad("tenant", "unknown tenant '" + s.tenant + "'");
-    // A gang no GPU type's pool can hold would wait forever (a gang runs on
-    // GPUs of one type, over as many nodes as it needs). Every registered
+    // A gang no GPU type's pool can hold is refused: admitted, it can always
+    // run on one type (over as many nodes as it needs); the placer may still
+    // run it over adjacent types meanwhile (docs/live-protocol.md, "Where a
+    // gang runs"). Every registered
     // node counts, drained or lost ones too: they may come back. With no
     // node yet, nothing is known.
     if (const int largest = largest_gang(); largest > 0 && s.workers > largest)
@@ -146,8 +148,7 @@ json Manager::submit(const Caller& c, const json& body) {
     job_index_[s.id] = jobs_.size();
     jobs_.push_back(std::move(e));
     JobEntry& added = jobs_.back();
-    if (slurm_) to_admit_.push_back(added.s.id);  // sbatch --hold at the next tick
-    if (added.s.state == "queued") admit(added);
+    added.stored = false;  // the policy sees it once durable, below
     ++submissions_;
     ticket = persist(added);
     answer = job_json(added);
@@ -163,13 +164,21 @@ json Manager::submit(const Caller& c, const json& body) {
   } catch (const std::exception& error) {
     // Not committed (a full disk: issue 30, H9): the caller hears 500, so
     // the job must never run. The store tries its row again when space
-    // returns; it is ended here first (a start waits for its lease's commit,
-    // so none has reached a node), and that row follows it.
+    // returns; it is ended here first (it was never launchable, so no lease
+    // names it), and that row follows it.
     const std::string id = answer["id"].get<std::string>();
     not_stored(id, error.what());
     throw ApiError(500, fmt::format("{} not stored ({}): it will not run; submit it again once "
                                     "the server's disk has room",
                                     id, error.what()));
+  }
+  // Durable: the job joins the scheduling (unless cancelled meanwhile).
+  std::lock_guard lock(mu_);
+  JobEntry& added = job_by_id(answer["id"].get<std::string>());
+  added.stored = true;
+  if (!terminal(added.s.state)) {
+    if (slurm_) to_admit_.push_back(added.s.id);  // sbatch --hold at the next tick
+    if (added.s.state == "queued" && added.sched == kNone) admit(added);
   }
   return answer;
 }
@@ -431,29 +440,36 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
     auto it = nodes_.find(node);
     if (it == nodes_.end()) throw ApiError(404, "node " + node + ": no such node");
     NodeEntry& n = it->second;
-    if (drained && n.s.state == "ready") {
-      n.s.state = "drained";
-      refresh_ready_types();
-      evict_node(node, tickets);  // drain evicts: every run on the node checkpoints and stops now
-    } else if (!drained && n.s.state == "drained") {
-      n.s.state = "ready";
-    }
-    // The reason stays while the node is drained ("" after an undrain).
-    const std::string why = drained ? reason : "";
-    if (why.empty())
-      drain_reason_.erase(node);
-    else
-      drain_reason_[node] = why;
-    tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
-    log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
-    refresh_ready_types();  // undrained
-    tickets.push_back(persist(n));
-    rebuild_needed_ = true;
+    set_node_drained(n, drained, reason, tickets);
     answer = {{"name", node}, {"state", n.s.state}};
-    if (!why.empty()) answer["reason"] = why;
+    if (drained && !reason.empty()) answer["reason"] = reason;
   }
   store_->wait(*std::max_element(tickets.begin(), tickets.end()));
   return answer;
+}
+
+void Manager::set_node_drained(NodeEntry& n, bool drained, const std::string& reason,
+                               Tickets& tickets) {
+  const std::string& node = n.s.name;
+  if (drained && n.s.state == "ready") {
+    n.s.state = "drained";
+    refresh_ready_types();
+    evict_node(node, tickets);  // drain evicts: every run on the node checkpoints and stops now
+  } else if (!drained && n.s.state == "drained") {
+    n.s.state = "ready";
+  }
+  n.faults = 0;  // counted afresh from here
+  // The reason stays while the node is drained ("" after an undrain).
+  const std::string why = drained ? reason : "";
+  if (why.empty())
+    drain_reason_.erase(node);
+  else
+    drain_reason_[node] = why;
+  tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
+  log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
+  refresh_ready_types();  // undrained
+  tickets.push_back(persist(n));
+  rebuild_needed_ = true;
 }
 
 json Manager::issue_node_token(const Caller& c, const std::string& node) {

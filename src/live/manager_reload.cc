@@ -35,6 +35,30 @@ json Manager::reload(const ServeConfig& next) {
   differs("profile_iterations", next.profile_iterations != config_.profile_iterations, &restart);
   differs("profile_timeout_s", next.profile_timeout_s != config_.profile_timeout_s, &restart);
   differs("restart_overhead_s", next.restart_overhead_s != config_.restart_overhead_s, &restart);
+  // The HTTP front's limits size its listeners, pools and queues, made at
+  // start: a change waits for a restart, each key named in a warning of its
+  // own so that the operator sees the file and the server disagree.
+  auto http_key = [&](const char* key, double now_value, double next_value) {
+    if (now_value == next_value) return;
+    restart.push_back(key);
+    log::warn("reload_needs_restart",
+              {{"key", key},
+               {"in_force", now_value},
+               {"in_config", next_value},
+               {"why", "the HTTP front's listeners and pools are made at start: restart serve"}});
+  };
+  http_key("http.request_timeout_s", config_.http.request_timeout_s, next.http.request_timeout_s);
+  http_key("http.max_connections_per_peer", config_.http.max_connections_per_peer,
+           next.http.max_connections_per_peer);
+  http_key("http.workers", config_.http.workers, next.http.workers);
+  http_key("http.queue", config_.http.queue, next.http.queue);
+  http_key("http.agent_workers", config_.agent_workers, next.agent_workers);
+  if (next.agent_host != config_.agent_host || next.agent_port != config_.agent_port) {
+    restart.push_back("http.agent_listen");
+    log::warn("reload_needs_restart",
+              {{"key", "http.agent_listen"},
+               {"why", "the agents' listener is bound at start: restart serve"}});
+  }
 
   auto settings = [](const RoundPolicyOptions& o) {
     std::vector<std::string> out;
@@ -57,10 +81,12 @@ json Manager::reload(const ServeConfig& next) {
   differs("metrics_token", next.metrics_token != config_.metrics_token, &changed);
   differs("metrics_open", next.metrics_open != config_.metrics_open, &changed);
   differs("max_retries", next.max_retries != config_.max_retries, &changed);
+  differs("node_fault_limit", next.node_fault_limit != config_.node_fault_limit, &changed);
   config_.admin_token = next.admin_token;
   config_.metrics_token = next.metrics_token;
   config_.metrics_open = next.metrics_open;
   config_.max_retries = next.max_retries;
+  config_.node_fault_limit = next.node_fault_limit;
 
   // Tenants: the rule of a start (manager.h, config_tenants_). The file's
   // win over what the API set before for every tenant it names; the API's

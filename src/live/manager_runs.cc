@@ -114,7 +114,30 @@ LeaseHost::Verdict Manager::report(const RunEvent& event, Tickets& tickets) {
   } else {
     run_ended(lit->second, event, tickets);
   }
+  if (event.launch_failed && event.node_fault && event.refused.empty())
+    count_node_fault(node, event.detail, tickets);
   return {false, "", 0.0, true};
+}
+
+void Manager::count_node_fault(const std::string& node, const std::string& why,
+                               Tickets& tickets) {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return;
+  NodeEntry& n = it->second;
+  ++n.faults;
+  const std::string last = why.size() > 200 ? why.substr(0, 200) + "..." : why;
+  log::warn("node_fault", {{"node", node},
+                           {"faults", n.faults},
+                           {"limit", config_.node_fault_limit},
+                           {"error", last}});
+  if (config_.node_fault_limit <= 0 || n.faults < config_.node_fault_limit ||
+      n.s.state != "ready")
+    return;
+  set_node_drained(n, true,
+                   fmt::format("node faults: {} launches in a row failed for the node's reason "
+                               "(last: {}); undrain once fixed",
+                               n.faults, last),
+                   tickets);
 }
 
 // A run ended (the executor's report): the job finishes, fails, retries or
@@ -139,7 +162,8 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
   // A refused report (issue 30, H2) is the job's fault: a failure, even
   // after the stop we asked for.
   const bool refused = !r.refused.empty();
-  const bool revoked = r.revoked && !refused;
+  // A launch the node failed for its own reason is not the job's failure.
+  const bool revoked = (r.revoked || r.node_fault) && !refused;
   const double iterations = r.iterations;
   if (l.rank == 0 && iterations > e.s.done) e.s.done = std::min(iterations, e.s.iterations);
   // A run shorter than a heartbeat is never reported running: it started
@@ -228,6 +252,7 @@ LeaseHost::Verdict Manager::run_running(const RunEvent& r, Tickets& tickets) {
   StoredLease& l = lit->second;
   JobEntry* e = job_index_.count(l.job) ? &jobs_[job_index_.at(l.job)] : nullptr;
   if (!e) return {};
+  nodes_.at(node).faults = 0;  // a launch there worked: node faults counted in a row
   const double t = now();
   const double iterations = r.iterations;
   if (l.rank == 0 && !r.limits.empty()) e->limits = r.limits;

@@ -183,7 +183,7 @@ std::int64_t Manager::slurm_job(const std::string& job) const {
 }
 
 bool Manager::launchable(const JobEntry& e) const {
-  return !slurm_ || slurm_ids_.count(e.s.id) > 0;
+  return e.stored && (!slurm_ || slurm_ids_.count(e.s.id) > 0);
 }
 
 ExecutorJob Manager::executor_job(const JobEntry& e) const {

@@ -462,7 +462,8 @@ std::unique_ptr<Process> Process::launch(const LaunchSpec& spec) {
       return fail(fmt::format("cannot pin to CPUs {}: {}", cpu_list_text(spec.cpu_affinity),
                               errno_text(report[1])));
     if (report[0] == kStageCgroup)
-      return fail(fmt::format("cannot join cgroup {}: {}", spec.cgroup_dir, errno_text(report[1])));
+      return fail_node(
+          fmt::format("cannot join cgroup {}: {}", spec.cgroup_dir, errno_text(report[1])));
     if (report[0] == kStageSetsid)
       return fail(fmt::format("cannot start a session: {}", errno_text(report[1])));
     if (report[0] == kStageNproc)
