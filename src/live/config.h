@@ -78,6 +78,9 @@ struct ServeConfig {
   double grace_s = 30.0;
   double kill_after_s = 5.0;
   int max_retries = 2;  // a failing job is run at most 1 + max_retries times
+  // A job finished, failed or cancelled this long ago leaves the default
+  // job listing (kept in the store; listed with all=1). Reloadable.
+  double job_retention_s = 7 * 86400.0;
   // A job type without a profile on some GPU type first runs this many
   // iterations there (a profiling lease), at most profile_timeout_s.
   double profile_iterations = 50.0;

@@ -188,7 +188,34 @@ void HttpServer::add_routes(httplib::Server& s, bool agents_only) {
     if (res.status == 200) res.status = 201;
   }));
   s.Get("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_->jobs(who(req), req.get_param_value("state")); });
+    handle(res, [&] {
+      Manager::JobsQuery q;
+      for (const auto& [key, value] : req.params)
+        if (key != "state" && key != "since" && key != "until" && key != "all")
+          throw ApiError(400, key + ": unknown parameter");
+      q.state = req.get_param_value("state");
+      q.since = req.get_param_value("since");
+      q.until = req.get_param_value("until");
+      const std::string all = req.get_param_value("all");
+      if (req.has_param("all") && all != "1" && all != "true" && all != "0" && all != "false")
+        throw ApiError(400, "all: expected 1 or 0");
+      q.all = all == "1" || all == "true";
+      return manager_->jobs(who(req), q);
+    });
+  });
+  // Accounting: GPU-seconds over a window by tenant or job and GPU type.
+  s.Get("/v1/usage", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] {
+      Manager::UsageQuery q;
+      for (const auto& [key, value] : req.params)
+        if (key != "since" && key != "until" && key != "tenant" && key != "by")
+          throw ApiError(400, key + ": unknown parameter");
+      q.since = req.get_param_value("since");
+      q.until = req.get_param_value("until");
+      q.tenant = req.get_param_value("tenant");
+      if (req.has_param("by")) q.by = req.get_param_value("by");
+      return manager_->usage(who(req), q);
+    });
   });
   s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->job(who(req), req.matches[1]); });
