@@ -390,7 +390,9 @@ std::string run_submit(const SubmitArgs& a) {
 
 struct JobsArgs {
   ServerArgs server;
-  std::string state;
+  std::string state;  // comma-separated
+  std::string since, until;
+  bool all = false;
   std::string tenant;
   std::string format;  // comma-separated column keys; "" = the default columns
   bool noheader = false;
@@ -512,6 +514,23 @@ std::string job_detail(const json& j) {
        {"restarts", cell(j, "restarts")},
        {"preemptions", cell(j, "preemptions")},
        {"failures", cell(j, "failures")}});
+  // The job's history: every run, where, how long and why it stopped.
+  if (const json* runs = member(j, "runs"); runs && runs->is_array() && !runs->empty()) {
+    Table t({">lease", "node", "gpu type", "devices", "start", "end", ">gpu-hours", "stopped",
+             ">exit"});
+    for (const auto& r : *runs) {
+      std::string exit = "-";
+      if (const json* sig = member(r, "signal"); sig && sig->is_number() && sig->get<int>() != 0)
+        exit = "signal " + cell(sig);
+      else if (member(r, "exit_code"))
+        exit = cell(r, "exit_code");
+      t.add({cell(r, "lease"), cell(r, "node"), cell(r, "gpu_type"), cell(r, "devices"),
+             when(r, "start"), when(r, "end"),
+             number(number_or(r, "gpu_seconds", 0) / 3600.0, 3),
+             cell(r, "reason") + (number_or(r, "profiling", 0) ? " (profiling)" : ""), exit});
+    }
+    out += "runs:\n" + t.render();
+  }
   const json* tail = member(j, "log_tail");
   if (state.rfind("failed", 0) == 0 && tail && tail->is_string() &&
       !tail->get<std::string>().empty()) {
@@ -529,12 +548,16 @@ std::string job_detail(const json& j) {
 }
 
 std::string run_jobs(const JobsArgs& a) {
-  if (!a.state.empty()) {
+  for (std::size_t pos = 0; !a.state.empty() && pos <= a.state.size();) {
+    std::size_t comma = a.state.find(',', pos);
+    if (comma == std::string::npos) comma = a.state.size();
+    const std::string one = a.state.substr(pos, comma - pos);
     const auto& states = live::job_states();
-    if (std::find(states.begin(), states.end(), a.state) == states.end())
+    if (std::find(states.begin(), states.end(), one) == states.end())
       throw InputError(
           "options", "--state",
-          fmt::format("unknown state '{}' (valid: {})", a.state, fmt::join(states, ", ")));
+          fmt::format("unknown state '{}' (valid: {})", one, fmt::join(states, ", ")));
+    pos = comma + 1;
   }
   const std::vector<const JobColumn*> columns = parse_job_format(a.format);
   live::LiveClient client = connect(a.server);
@@ -542,7 +565,10 @@ std::string run_jobs(const JobsArgs& a) {
     json job = client.job(a.id);
     return a.server.json ? pretty(job) : job_detail(job);
   }
-  json answer = client.jobs(a.state);
+  json answer = client.jobs({{"state", a.state},
+                             {"since", a.since},
+                             {"until", a.until},
+                             {"all", a.all ? "1" : ""}});
   if (!a.tenant.empty()) {  // the server lists what the token may see; keep one tenant's
     json& all = answer["jobs"];
     if (all.is_array())
@@ -554,8 +580,71 @@ std::string run_jobs(const JobsArgs& a) {
   const json& jobs = list(answer, "jobs", "GET /v1/jobs");
   if (a.noheader) return jobs_table(jobs, columns, false);
   if (jobs.empty()) return a.state.empty() ? "no jobs\n" : "no " + a.state + " jobs\n";
+  // (Jobs that ended over job_retention_s ago are listed with --all.)
   return jobs_table(jobs, columns, true) + "\n" + plural(jobs.size(), "job") + " (" +
          tally(jobs, "state") + ")\n";
+}
+
+// ---- usage -----------------------------------------------------------------
+
+struct UsageArgs {
+  ServerArgs server;
+  std::string since, until, tenant;
+  std::string by = "tenant";
+  std::string format = "table";
+};
+
+// A CSV field: quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string run_usage(const UsageArgs& a) {
+  if (a.format != "table" && a.format != "csv" && a.format != "json")
+    throw InputError("options", "--format",
+                     fmt::format("unknown format '{}' (valid: table, csv, json)", a.format));
+  if (a.by != "tenant" && a.by != "job")
+    throw InputError("options", "--by",
+                     fmt::format("unknown grouping '{}' (valid: tenant, job)", a.by));
+  json answer = connect(a.server).usage(
+      {{"since", a.since}, {"until", a.until}, {"tenant", a.tenant}, {"by", a.by}});
+  if (a.server.json || a.format == "json") return pretty(answer);
+  const json& rows = list(answer, "usage", "GET /v1/usage");
+  const bool by_job = a.by == "job";
+  if (a.format == "csv") {
+    std::string out = by_job ? "job,tenant,gpu_type,gpu_seconds,gpu_hours,runs\n"
+                             : "tenant,gpu_type,gpu_seconds,gpu_hours,runs\n";
+    for (const auto& r : rows) {
+      const auto text = [&r](const char* key) {
+        const json* v = member(r, key);
+        return v && v->is_string() ? v->get<std::string>() : std::string();
+      };
+      if (by_job) out += csv_field(text("job")) + ",";
+      out += fmt::format("{},{},{:.3f},{:.6f},{}\n", csv_field(text("tenant")),
+                         csv_field(text("gpu_type")), number_or(r, "gpu_seconds", 0),
+                         number_or(r, "gpu_hours", 0), cell(r, "runs"));
+    }
+    return out;
+  }
+  std::string out = fmt::format("GPU usage from {} to {}\n", when(answer, "since"),
+                                when(answer, "until"));
+  if (rows.empty()) return out + "no runs in the window\n";
+  std::vector<std::string> titles = {"tenant", "gpu type", ">gpu-hours", ">gpu-seconds", ">runs"};
+  if (by_job) titles.insert(titles.begin(), "job");
+  Table t(titles);
+  for (const auto& r : rows) {
+    std::vector<std::string> row = {cell(r, "tenant"), cell(r, "gpu_type"),
+                                    fmt::format("{:.3f}", number_or(r, "gpu_hours", 0)),
+                                    fmt::format("{:.0f}", number_or(r, "gpu_seconds", 0)),
+                                    cell(r, "runs")};
+    if (by_job) row.insert(row.begin(), cell(r, "job"));
+    t.add(row);
+  }
+  return out + t.render() +
+         fmt::format("\ntotal {:.3f} GPU-hours\n", number_or(answer, "gpu_seconds", 0) / 3600.0);
 }
 
 // ---- cancel ----------------------------------------------------------------
@@ -937,7 +1026,15 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
   add_server_options(jobs, jobs_args->server);
   auto* state = jobs->add_option(
       "--state", jobs_args->state,
-      "only jobs in this state: profiling | queued | running | finished | failed | cancelled");
+      "only jobs in these states, comma-separated: profiling, queued, running, finished, "
+      "failed, cancelled");
+  auto* since = jobs->add_option(
+      "--since", jobs_args->since,
+      "only jobs not ended before T (unix seconds or ISO-8601, e.g. 2026-11-27T03:00:00Z)");
+  auto* until = jobs->add_option("--until", jobs_args->until, "only jobs submitted before T");
+  auto* all = jobs->add_flag("--all", jobs_args->all,
+                             "list jobs that ended longer ago than the server's job_retention_s "
+                             "too (a --since/--until window lists them as well)");
   auto* tenant_filter = jobs->add_option("--tenant", jobs_args->tenant, "only this tenant's jobs");
   auto* format = jobs->add_option(
       "--format", jobs_args->format,
@@ -947,12 +1044,33 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
           kDefaultJobColumns + ")");
   auto* noheader = jobs->add_flag("--noheader", jobs_args->noheader,
                                   "no header line and no summary line (for scripts)");
-  jobs->add_option("id", jobs_args->id, "a job id: show that job in detail")
+  jobs->add_option("id", jobs_args->id,
+                   "a job id: show that job in detail, with every run (node, GPU type, "
+                   "devices, start, end, GPU-hours, why it stopped, exit)")
       ->excludes(state)
+      ->excludes(since)
+      ->excludes(until)
+      ->excludes(all)
       ->excludes(tenant_filter)
       ->excludes(format)
       ->excludes(noheader);
   commands.push_back({jobs, [jobs_args] { return run_jobs(*jobs_args); }});
+
+  auto usage_args = std::make_shared<UsageArgs>();
+  auto* usage = app.add_subcommand(
+      "usage",
+      "GPU-hours by tenant (or job) and GPU type over a window, from the runs the server "
+      "stores; a run counts the part of it inside the window (the admin sees every tenant, a "
+      "tenant its own)");
+  add_server_options(usage, usage_args->server);
+  usage->add_option("--since", usage_args->since,
+                    "window start: unix seconds or ISO-8601 (2026-11-27, 2026-11-27T03:00:00Z, "
+                    "...; no offset: UTC; default: the beginning)");
+  usage->add_option("--until", usage_args->until, "window end, as --since (default: now)");
+  usage->add_option("--tenant", usage_args->tenant, "one tenant's only (admin)");
+  usage->add_option("--by", usage_args->by, "rows per tenant (default) or per job");
+  usage->add_option("--format", usage_args->format, "table (default), csv or json");
+  commands.push_back({usage, [usage_args] { return run_usage(*usage_args); }});
 
   auto cancel_args = std::make_shared<CancelArgs>();
   auto* cancel = app.add_subcommand(
