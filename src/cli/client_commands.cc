@@ -35,6 +35,7 @@
 #include "fairgpu/input_error.h"
 #include "live/client.h"
 #include "live/config.h"
+#include "live/log_relay.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -820,6 +821,7 @@ std::string run_drain(const NodeArgs& a, bool drain) {
 // ---- logs ------------------------------------------------------------------
 
 struct LogsArgs {
+  ServerArgs server;
   std::string job;
   std::string state_dir;
   bool follow = false;
@@ -959,6 +961,86 @@ std::string run_logs(const LogsArgs& a) {
       offsets[lease] = copy_from(dir / "log", offsets[lease], a.raw);
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_s));
+  }
+}
+
+// Through the server (a tenant's view, any node): each run's log in lease
+// order, fetched in chunks (GET /v1/jobs/{id}/log); on Slurm the job's one
+// log. -f: then what the latest run writes, and later runs, until
+// interrupted.
+std::string run_logs_server(const LogsArgs& a) {
+  live::LiveClient client = connect(a.server);
+  std::string out;
+  // Escaped as they arrive: a character split between chunks waits for the
+  // rest (escape_for_terminal's `more`).
+  auto emit = [&](std::string& pending, const std::string& bytes, bool more) {
+    pending += bytes;
+    std::string shown;
+    std::size_t used = pending.size();
+    if (a.raw)
+      shown = pending;
+    else
+      used = escape_for_terminal(pending, more, shown);
+    pending.erase(0, used);
+    if (a.follow) {
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
+      std::fflush(stdout);
+    } else {
+      out += shown;
+    }
+  };
+  auto decoded = [&](const json& chunk) {
+    const json* data = member(chunk, "data");
+    std::optional<std::string> bytes =
+        data && data->is_string() ? live::LogRelay::unbase64(data->get<std::string>())
+                                  : std::nullopt;
+    if (!bytes)
+      throw std::runtime_error(fmt::format("server {}: GET /v1/jobs/{}/log: no base64 \"data\"",
+                                           a.server.url, a.job));
+    return *bytes;
+  };
+  struct Stream {
+    std::int64_t offset = 0;
+    std::string pending;
+    bool done = false;
+  };
+  std::map<std::int64_t, Stream> streams;  // by lease (0: Slurm's one log)
+  bool header = false;
+  for (;;) {
+    const json latest = client.job_log(a.job, 0, 0);
+    std::vector<std::pair<std::int64_t, bool>> runs;  // (lease, running)
+    if (cell(latest, "source") == "slurm") {
+      runs.push_back({0, true});
+    } else if (const json* list = member(latest, "runs"); list && list->is_array()) {
+      for (const auto& r : *list) runs.push_back({r.value("lease", 0LL), r.value("running", false)});
+    }
+    header = header || runs.size() > 1;
+    for (const auto& [lease, running] : runs) {
+      Stream& s = streams[lease];
+      if (s.done) continue;
+      if (header && s.offset == 0 && s.pending.empty()) {
+        const std::string title = fmt::format("==> lease {} <==\n", lease);
+        if (a.follow)
+          std::fputs(title.c_str(), stdout);
+        else
+          out += title;
+      }
+      for (;;) {
+        const json chunk = client.job_log(a.job, lease, s.offset);
+        const std::string bytes = decoded(chunk);
+        s.offset = chunk.value("next_offset", s.offset + static_cast<std::int64_t>(bytes.size()));
+        const bool at_end = bytes.empty() || s.offset >= chunk.value("size", std::int64_t{0});
+        emit(s.pending, bytes, !at_end || (a.follow && running));
+        if (at_end) break;
+      }
+      s.done = !running || !a.follow;
+    }
+    if (!a.follow) {
+      if (runs.empty())
+        throw InputError("logs", "", fmt::format("job {} has not run yet: no output", a.job));
+      return out;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::max(a.poll_s, 1.0)));
   }
 }
 
@@ -1134,18 +1216,26 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
     auto logs_args = std::make_shared<LogsArgs>();
     auto* logs = app.add_subcommand(
         "logs",
-        "print a job's output (stdout and stderr of each of its runs, in lease order), read on "
-        "the node where it ran from the agent's state dir; -f follows it, new runs included, "
-        "until interrupted");
+        "print a job's output (stdout and stderr of each of its runs, in lease order): with a "
+        "token (--token, --token-file or their variables) through the server, from whichever "
+        "node ran it (a tenant's own jobs; on Slurm the job's log file); else, or with "
+        "--state-dir, read on the node where it ran from the agent's state dir; -f follows it, "
+        "new runs included, until interrupted");
+    add_server_options(logs, logs_args->server);
     logs->add_option("job", logs_args->job, "job id")->required();
     logs->add_option("--state-dir", logs_args->state_dir,
-                     "the agent's --state-dir (default: ./fairgpu-agent-<host name>)");
+                     "read on this node: the agent's --state-dir (default, without a token: "
+                     "./fairgpu-agent-<host name>)");
     logs->add_flag("-f,--follow", logs_args->follow, "keep printing what the job writes");
     logs->add_flag("--raw", logs_args->raw,
                    "write the output's bytes as they are (default: control characters other "
                    "than newline and tab, and bytes that are not UTF-8, are shown as \\xNN, so "
                    "that a job's escape sequences never reach the terminal)");
     commands.push_back({logs, [logs_args] {
+                          const ServerArgs& server = logs_args->server;
+                          if (logs_args->state_dir.empty() &&
+                              (!server.token.empty() || !server.token_file.empty()))
+                            return run_logs_server(*logs_args);
                           if (logs_args->state_dir.empty()) {
                             char host[256] = {};
                             gethostname(host, sizeof host - 1);

@@ -237,8 +237,11 @@ json LiveClient::usage(const std::vector<std::pair<std::string, std::string>>& p
   return request("GET", "/v1/usage" + query_string(params), nullptr);
 }
 
-json LiveClient::job_log(const std::string& id, std::int64_t offset) {
-  return request("GET", "/v1/jobs/" + encode(id) + "/log?offset=" + std::to_string(offset),
+json LiveClient::job_log(const std::string& id, std::int64_t lease, std::int64_t offset) {
+  return request("GET",
+                 "/v1/jobs/" + encode(id) + "/log?" +
+                     (lease ? "lease=" + std::to_string(lease) + "&" : std::string()) +
+                     "offset=" + std::to_string(offset),
                  nullptr);
 }
 

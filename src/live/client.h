@@ -53,9 +53,9 @@ class LiveClient {
   nlohmann::json jobs(const std::vector<std::pair<std::string, std::string>>& params);
   // GET /v1/usage (since, until, tenant, by): GPU-seconds over a window.
   nlohmann::json usage(const std::vector<std::pair<std::string, std::string>>& params);
-  // GET /v1/jobs/{id}/log?offset=N: {"job", "offset", "data", "next_offset",
-  // "more"} (a chunk of the job's output; docs/live-protocol.md).
-  nlohmann::json job_log(const std::string& id, std::int64_t offset);
+  // GET /v1/jobs/{id}/log?lease=L&offset=N (lease 0: the latest run): a
+  // chunk of the job's output, base64 in "data" (docs/live-protocol.md).
+  nlohmann::json job_log(const std::string& id, std::int64_t lease, std::int64_t offset);
   // GET /v1/jobs/{id}: the job object.
   nlohmann::json job(const std::string& id);
   // POST /v1/jobs/{id}/cancel: the job object.

@@ -128,6 +128,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     return;
   }
   agents_ = std::make_unique<AgentExecutor>(config_, static_cast<LeaseHost&>(*this), clock_);
+  agents_->set_log_relay(&log_relay_);
   executor_ = agents_.get();
   for (const auto& [name, n] : nodes_) agents_->adopt_node(name, n.s.state == "lost", t);
   // The executor carries on with the runs the store has started (their

@@ -132,6 +132,13 @@ class Manager : private LeaseHost {
     std::string since, until, tenant, by = "tenant";
   };
   nlohmann::json usage(const Caller& c, const UsageQuery& q) const;
+  // GET /v1/jobs/{id}/log (manager_logs.cc): up to 64 KiB of the output of
+  // the job's run under `lease` (0: its latest) from `offset`, base64, from
+  // the run's agent (relayed over its heartbeats; waits up to 3 heartbeats
+  // + 5 s) or, on Slurm, from <checkpoint_dir>/<job>.log. A tenant's own
+  // jobs only (403).
+  nlohmann::json job_log(const Caller& c, const std::string& id, std::int64_t lease,
+                         std::int64_t offset);
   nlohmann::json tenants(const Caller& c) const;
   // Admin: adds a tenant ({"name", "weight"?, "token"}) or changes an
   // existing one's weight (and token, when given). Persisted; the policy sees
@@ -493,6 +500,7 @@ class Manager : private LeaseHost {
   nlohmann::json job_runs(const std::string& id) const;
   // fairgpu_tenant_gpu_seconds_total at `t` by (tenant, GPU type); under mu_.
   std::map<std::pair<std::string, std::string>, double> gpu_seconds_total(double t) const;
+  LogRelay log_relay_;  // tenants' log reads over the agents' heartbeats
   // fairgpu_tenant_gpu_seconds_total: device-seconds of the ended runs by
   // (tenant, GPU type), from the store at start and added at each run's
   // end; the runs in leases_ add theirs so far at each scrape.

@@ -220,6 +220,25 @@ void HttpServer::add_routes(httplib::Server& s, bool agents_only) {
   s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->job(who(req), req.matches[1]); });
   });
+  // A job's output (a tenant's own): a chunk from `offset` of a run's log.
+  s.Get(R"(/v1/jobs/([^/]+)/log)", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] {
+      std::int64_t lease = 0, offset = 0;
+      for (const auto& [key, value] : req.params) {
+        if (key != "lease" && key != "offset") throw ApiError(400, key + ": unknown parameter");
+        std::size_t used = 0;
+        long long v = -1;
+        try {
+          v = std::stoll(value, &used);
+        } catch (const std::exception&) {
+        }
+        if (value.empty() || used != value.size() || v < (key == "lease" ? 1 : 0))
+          throw ApiError(400, key + ": expected an integer >= " + (key == "lease" ? "1" : "0"));
+        (key == "lease" ? lease : offset) = v;
+      }
+      return manager_->job_log(who(req), req.matches[1], lease, offset);
+    });
+  });
   s.Post(R"(/v1/jobs/([^/]+)/cancel)",
          capped([this, who](const httplib::Request& req, httplib::Response& res) {
            handle(res, [&] { return manager_->cancel(who(req), req.matches[1]); });
