@@ -1512,3 +1512,65 @@ TEST_F(LiveEndToEnd, UsageEqualsTheRunsDeviceSecondsPerTenantAndType) {
 
 }  // namespace
 }  // namespace fairgpu
+
+namespace fairgpu {
+namespace {
+
+// Tenants' own logs (issue 32, item 7): `fairgpu logs JOB` with a tenant
+// token reads the job's output through the server from the agent of the
+// node it ran on (more than one 64 KiB chunk, escape sequences shown
+// escaped, bytes exact with --raw); another tenant gets 403 for it; the
+// operator's node-local view still reads the same bytes.
+TEST_F(LiveEndToEnd, TenantsReadTheirOwnJobsLogsThroughTheServerOnly) {
+  start_server(0);
+  start_agent("a-fast", "fast:1");
+  ASSERT_TRUE(wait_for_nodes(1));
+  // 3000 numbered lines of 38 bytes (114 000 bytes: two chunks), then an
+  // escape sequence.
+  auto r = testing_support::run_binary(
+      {"submit", "--server", url(), "--token", "alice-token", "--name", "talker", "--job-type",
+       "mlp", "--workers", "1", "--iterations", "10", "--command",
+       "i=0; while [ $i -lt 3000 ]; do printf 'line %05d ..........................\\n' $i; "
+       "i=$((i+1)); done; printf 'bell\\033]0;title\\007end\\n'"},
+      scratch());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  wait_all(1, 60);
+  ASSERT_FALSE(HasFailure());
+
+  auto logs = testing_support::run_binary(
+      {"logs", id, "--server", url(), "--token", "alice-token"}, scratch());
+  ASSERT_EQ(logs.status, 0) << logs.err;
+  EXPECT_EQ(logs.out.rfind("line 00000 ..........................\n", 0), 0u) << logs.out.substr(0, 200);
+  EXPECT_NE(logs.out.find("line 02999 ..........................\n"), std::string::npos);
+  EXPECT_NE(logs.out.find("bell\\x1b]0;title\\x07end\n"), std::string::npos)
+      << logs.out.substr(logs.out.size() - 100);
+  EXPECT_EQ(logs.out.find('\033'), std::string::npos);
+  // --raw: exactly the node's bytes, as the operator's local view reads them.
+  auto raw = testing_support::run_binary(
+      {"logs", id, "--server", url(), "--token", "alice-token", "--raw"}, scratch());
+  ASSERT_EQ(raw.status, 0) << raw.err;
+  auto local = testing_support::run_binary(
+      {"logs", id, "--state-dir", (dir_ / "agent-a-fast").string(), "--raw"}, scratch());
+  ASSERT_EQ(local.status, 0) << local.err;
+  EXPECT_EQ(raw.out.size(), 3000u * 38 + 18);
+  EXPECT_EQ(raw.out, local.out);
+
+  // Another tenant: refused, over the CLI and the API.
+  auto other = testing_support::run_binary(
+      {"logs", id, "--server", url(), "--token", "bob-token"}, scratch());
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("403"), std::string::npos) << other.err;
+  EXPECT_TRUE(other.out.empty()) << other.out;
+  httplib::Client cli("127.0.0.1", port_);
+  auto res = cli.Get(("/v1/jobs/" + id + "/log").c_str(), {{"Authorization", "Bearer bob-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403) << res->body;
+  EXPECT_EQ(res->body.find("line 0"), std::string::npos);
+  res = cli.Get("/v1/jobs/j-999999/log", {{"Authorization", "Bearer bob-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404) << res->body;
+}
+
+}  // namespace
+}  // namespace fairgpu
