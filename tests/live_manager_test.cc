@@ -1681,11 +1681,14 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "colour": 1})"),
             "serve.json: colour: unknown field (expected one of: listen, data_dir, checkpoint_dir, "
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
-            "kill_after_s, max_retries, profile_iterations, profile_timeout_s, profiles, "
+            "kill_after_s, max_retries, job_retention_s, profile_iterations, profile_timeout_s, "
+            "profiles, "
             "restart_overhead_s, admin_token, admin_token_file, admin_token_env, agent_token, "
             "tenants, quotas, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, http, "
             "backend, slurm)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "job_retention_s": -1})"),
+            "serve.json: job_retention_s: expected seconds >= 0");
   EXPECT_EQ(error("{" + tokens +
                   R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
             "serve.json: tenants[0].weight: must be in [0.0001, 10000], got 1e+300");
