@@ -525,10 +525,12 @@ std::string job_detail(const json& j) {
         exit = "signal " + cell(sig);
       else if (member(r, "exit_code"))
         exit = cell(r, "exit_code");
+      const json* prof = member(r, "profiling");
+      const bool profiling = prof && prof->is_boolean() && prof->get<bool>();
       t.add({cell(r, "lease"), cell(r, "node"), cell(r, "gpu_type"), cell(r, "devices"),
              when(r, "start"), when(r, "end"),
              number(number_or(r, "gpu_seconds", 0) / 3600.0, 3),
-             cell(r, "reason") + (number_or(r, "profiling", 0) ? " (profiling)" : ""), exit});
+             cell(r, "reason") + (profiling ? " (profiling)" : ""), exit});
     }
     out += "runs:\n" + t.render();
   }

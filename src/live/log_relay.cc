@@ -30,6 +30,7 @@ json LogRelay::requests_for(const std::string& node) {
   std::lock_guard lock(mu_);
   json out = json::array();
   for (auto& [key, want] : wants_) {
+    if (out.size() >= kMaxPerHeartbeat) break;  // the rest in the next answer
     if (std::get<0>(key) != node || want.asked || want.got) continue;
     want.asked = true;
     out.push_back({{"lease", std::get<1>(key)}, {"offset", std::get<2>(key)}, {"max", kMaxChunk}});

@@ -21,6 +21,9 @@ namespace fairgpu::live {
 class LogRelay {
  public:
   static constexpr std::int64_t kMaxChunk = 64 * 1024;  // bytes per request
+  // Requests per heartbeat answer: the agent's next heartbeat carries at
+  // most this many chunks (about 1.4 MB in base64, under the 8 MiB body cap).
+  static constexpr std::size_t kMaxPerHeartbeat = 16;
 
   struct Chunk {
     std::string data;       // the bytes, at most kMaxChunk
