@@ -1506,3 +1506,209 @@ TEST_F(LiveEndToEnd, DataDirIsTheConfigFoldersNotTheCurrentDirectorys) {
 
 }  // namespace
 }  // namespace fairgpu
+
+namespace fairgpu {
+namespace {
+
+// Accounting (issue 32, item 6): two tenants' jobs on three GPU types, some
+// preempted. Each job's history (GET /v1/jobs/ID "runs") names the runs
+// the agents launched, within the test's wall-clock span; GET /v1/usage
+// equals the sum of those runs' device-seconds per tenant and GPU type, a
+// window clips them, a tenant sees its own usage only, and the chargeback
+// counter agrees with the store before and after a restart.
+TEST_F(LiveEndToEnd, UsageEqualsTheRunsDeviceSecondsPerTenantAndType) {
+  const double t0 = std::chrono::duration<double>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  start_cluster();
+  ASSERT_TRUE(wait_for_nodes(3));
+  std::map<std::string, std::string> tenant_of;
+  for (int i = 0; i < 8; ++i) tenant_of[submit(i % 2 ? "bob" : "alice", 300 + i, 400)] = i % 2 ? "bob" : "alice";
+  json jobs = wait_all(8, 120);
+  ASSERT_FALSE(HasFailure());
+  const double t1 = std::chrono::duration<double>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+
+  // What the agents launched: "launch lease N job J" in their logs.
+  std::map<long, std::string> launched;
+  const std::regex launch(R"(launch lease (\d+) job (j-\d+))");
+  for (const auto& [node, agent] : agents_) {
+    const std::string log = slurp(agent->log());
+    for (std::sregex_iterator it(log.begin(), log.end(), launch), end; it != end; ++it)
+      launched[std::stol((*it)[1])] = (*it)[2];
+  }
+  std::map<std::pair<std::string, std::string>, double> want;  // (tenant, type) -> device-s
+  std::vector<json> all_runs;
+  std::size_t runs_seen = 0;
+  for (const auto& [id, tenant] : tenant_of) {
+    const json job = get("/v1/jobs/" + id, tenant + "-token");
+    ASSERT_TRUE(job.contains("runs")) << job.dump();
+    int finished = 0;
+    for (const json& r : job["runs"]) {
+      ++runs_seen;
+      EXPECT_EQ(launched.count(r["lease"].get<long>()), 1u) << r.dump();
+      ASSERT_TRUE(r["end"].is_number()) << r.dump();
+      const double start = r["start"], stop = r["end"];
+      EXPECT_GE(start, t0 - 1) << r.dump();
+      EXPECT_LE(stop, t1 + 1) << r.dump();
+      EXPECT_LE(start, stop) << r.dump();
+      EXPECT_EQ(r["devices"].size(), 1u) << r.dump();
+      finished += r["reason"] == "finished";
+      want[{tenant, r["gpu_type"]}] += (stop - start) * static_cast<double>(r["devices"].size());
+      all_runs.push_back(r);
+    }
+    EXPECT_EQ(finished, 1) << job.dump();
+  }
+  // Every launch is some job's run.
+  EXPECT_EQ(runs_seen, launched.size());
+  EXPECT_GT(runs_seen, tenant_of.size()) << "no job ran twice: nothing was preempted";
+
+  auto usage_of = [](const json& answer) {
+    std::map<std::pair<std::string, std::string>, double> got;
+    for (const json& row : answer["usage"]) got[{row["tenant"], row["gpu_type"]}] = row["gpu_seconds"];
+    return got;
+  };
+  const json usage = get("/v1/usage");
+  ASSERT_FALSE(usage.is_null());
+  const auto got = usage_of(usage);
+  ASSERT_EQ(got.size(), want.size()) << usage.dump();
+  for (const auto& [key, seconds] : want) {
+    ASSERT_TRUE(got.count(key)) << key.first << " " << key.second << ": " << usage.dump();
+    EXPECT_NEAR(got.at(key), seconds, 1e-6) << key.first << " " << key.second;
+  }
+
+  // A window from the middle of the first run to the middle of the last:
+  // each run counts its part inside.
+  const double since = (all_runs.front()["start"].get<double>() + all_runs.front()["end"].get<double>()) / 2;
+  const double until = (all_runs.back()["start"].get<double>() + all_runs.back()["end"].get<double>()) / 2;
+  ASSERT_LT(since, until);
+  std::map<std::pair<std::string, std::string>, double> clipped;
+  for (const auto& [id, tenant] : tenant_of) {
+    const json job = get("/v1/jobs/" + id);
+    for (const json& r : job["runs"]) {
+      const double s = std::max(0.0, std::min(r["end"].get<double>(), until) -
+                                         std::max(r["start"].get<double>(), since));
+      if (s > 0) clipped[{tenant, r["gpu_type"]}] += s;
+    }
+  }
+  const json windowed = get("/v1/usage?since=" + json(since).dump() + "&until=" + json(until).dump());
+  const auto got_window = usage_of(windowed);
+  ASSERT_EQ(got_window.size(), clipped.size()) << windowed.dump();
+  for (const auto& [key, seconds] : clipped)
+    EXPECT_NEAR(got_window.at(key), seconds, 1e-3) << key.first << " " << key.second;
+
+  // A tenant sees its own usage only; another tenant's is refused.
+  const json bobs = get("/v1/usage", "bob-token");
+  for (const json& row : bobs["usage"]) EXPECT_EQ(row["tenant"], "bob");
+  EXPECT_FALSE(bobs["usage"].empty()) << bobs.dump();
+  {
+    httplib::Client cli("127.0.0.1", port_);
+    auto r = cli.Get("/v1/usage?tenant=alice", {{"Authorization", "Bearer bob-token"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << r->body;
+    r = cli.Get(("/v1/jobs/" + tenant_of.begin()->first).c_str(),
+                {{"Authorization", "Bearer " + std::string(tenant_of.begin()->second == "bob"
+                                                               ? "alice-token"
+                                                               : "bob-token")}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << r->body;
+  }
+  // The CLI's CSV has the same figures.
+  auto csv = testing_support::run_binary(
+      {"usage", "--server", url(), "--token", "admin-token", "--format", "csv"}, scratch());
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("tenant,gpu_type,gpu_seconds,gpu_hours,runs\n", 0), 0u) << csv.out;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'),
+            static_cast<std::ptrdiff_t>(want.size() + 1))
+      << csv.out;
+
+  // The chargeback counter: every run ended, so it equals the usage, and a
+  // restart (kill -9) carries it on from the store.
+  auto counter = [&] {
+    std::map<std::pair<std::string, std::string>, double> out;
+    httplib::Client cli("127.0.0.1", port_);
+    auto r = cli.Get("/metrics", {{"Authorization", "Bearer admin-token"}});
+    if (!r) return out;
+    const std::regex sample(
+        R"re(fairgpu_tenant_gpu_seconds_total\{tenant="([^"]*)",gpu_type="([^"]*)"\} (\S+))re");
+    for (std::sregex_iterator it(r->body.begin(), r->body.end(), sample), end; it != end; ++it)
+      out[{(*it)[1], (*it)[2]}] = std::stod((*it)[3]);
+    return out;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto metric = counter();
+    ASSERT_EQ(metric.size(), want.size()) << "pass " << pass;
+    for (const auto& [key, seconds] : want)
+      EXPECT_NEAR(metric.at(key), seconds, 1e-3 * seconds) << key.first << " " << key.second;
+    if (pass == 0) {
+      server_->stop(SIGKILL);
+      start_server(port_);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fairgpu
+
+namespace fairgpu {
+namespace {
+
+// Tenants' own logs (issue 32, item 7): `fairgpu logs JOB` with a tenant
+// token reads the job's output through the server from the agent of the
+// node it ran on (more than one 64 KiB chunk, escape sequences shown
+// escaped, bytes exact with --raw); another tenant gets 403 for it; the
+// operator's node-local view still reads the same bytes.
+TEST_F(LiveEndToEnd, TenantsReadTheirOwnJobsLogsThroughTheServerOnly) {
+  start_server(0);
+  start_agent("a-fast", "fast:1");
+  ASSERT_TRUE(wait_for_nodes(1));
+  // 3000 numbered lines of 38 bytes (114 000 bytes: two chunks), then an
+  // escape sequence.
+  auto r = testing_support::run_binary(
+      {"submit", "--server", url(), "--token", "alice-token", "--name", "talker", "--job-type",
+       "mlp", "--workers", "1", "--iterations", "10", "--command",
+       "i=0; while [ $i -lt 3000 ]; do printf 'line %05d ..........................\\n' $i; "
+       "i=$((i+1)); done; printf 'bell\\033]0;title\\007end\\n'"},
+      scratch());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  wait_all(1, 60);
+  ASSERT_FALSE(HasFailure());
+
+  auto logs = testing_support::run_binary(
+      {"logs", id, "--server", url(), "--token", "alice-token"}, scratch());
+  ASSERT_EQ(logs.status, 0) << logs.err;
+  EXPECT_EQ(logs.out.rfind("line 00000 ..........................\n", 0), 0u) << logs.out.substr(0, 200);
+  EXPECT_NE(logs.out.find("line 02999 ..........................\n"), std::string::npos);
+  EXPECT_NE(logs.out.find("bell\\x1b]0;title\\x07end\n"), std::string::npos)
+      << logs.out.substr(logs.out.size() - 100);
+  EXPECT_EQ(logs.out.find('\033'), std::string::npos);
+  // --raw: exactly the node's bytes, as the operator's local view reads them.
+  auto raw = testing_support::run_binary(
+      {"logs", id, "--server", url(), "--token", "alice-token", "--raw"}, scratch());
+  ASSERT_EQ(raw.status, 0) << raw.err;
+  auto local = testing_support::run_binary(
+      {"logs", id, "--state-dir", (dir_ / "agent-a-fast").string(), "--raw"}, scratch());
+  ASSERT_EQ(local.status, 0) << local.err;
+  EXPECT_EQ(raw.out.size(), 3000u * 38 + 18);
+  EXPECT_EQ(raw.out, local.out);
+
+  // Another tenant: refused, over the CLI and the API.
+  auto other = testing_support::run_binary(
+      {"logs", id, "--server", url(), "--token", "bob-token"}, scratch());
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("403"), std::string::npos) << other.err;
+  EXPECT_TRUE(other.out.empty()) << other.out;
+  httplib::Client cli("127.0.0.1", port_);
+  auto res = cli.Get(("/v1/jobs/" + id + "/log").c_str(), {{"Authorization", "Bearer bob-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403) << res->body;
+  EXPECT_EQ(res->body.find("line 0"), std::string::npos);
+  res = cli.Get("/v1/jobs/j-999999/log", {{"Authorization", "Bearer bob-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404) << res->body;
+}
+
+}  // namespace
+}  // namespace fairgpu

@@ -1743,11 +1743,14 @@ TEST(LiveConfig, ExampleParsesAndBadFieldsAreNamed) {
   EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "colour": 1})"),
             "serve.json: colour: unknown field (expected one of: listen, data_dir, checkpoint_dir, "
             "policy, policy_options, round_s, heartbeat_s, heartbeat_timeout_s, grace_s, "
-            "kill_after_s, max_retries, node_fault_limit, profile_iterations, profile_timeout_s, profiles, "
+            "kill_after_s, max_retries, node_fault_limit, job_retention_s, profile_iterations, "
+            "profile_timeout_s, profiles, "
             "restart_overhead_s, admin_token, admin_token_file, admin_token_env, agent_token, "
             "tenants, quotas, tls, metrics_open, metrics_token, metrics_token_file, metrics_token_env, http, "
             "backend, slurm)");
   EXPECT_EQ(error("{" + tokens + "}"), "serve.json: tenants: missing required field");
+  EXPECT_EQ(error("{" + tokens + ", " + tenants + R"(, "job_retention_s": -1})"),
+            "serve.json: job_retention_s: expected seconds >= 0");
   EXPECT_EQ(error("{" + tokens +
                   R"(, "tenants": [{"name": "a", "token": "token-a-00", "weight": 1e300}]})"),
             "serve.json: tenants[0].weight: must be in [0.0001, 10000], got 1e+300");
@@ -2078,6 +2081,120 @@ TEST_F(LiveManager, AReloadNamesTheHttpLimitsThatNeedARestart) {
   EXPECT_EQ(manager_->config().http.workers, config_.http.workers);  // kept until a restart
   // The same file again: nothing new to say about the kept max_retries.
   EXPECT_EQ(manager_->reload(next)["changed"], json::array());
+}
+
+}  // namespace
+}  // namespace fairgpu::live
+
+namespace fairgpu::live {
+namespace {
+
+// Accounting on the manager's clock (issue 32, item 6): a job's runs with
+// where, how long and why each stopped; usage over windows; the chargeback
+// counter as runs accrue; several states and a time window in the listing;
+// retention (reloadable) hides old finished jobs from the default listing.
+TEST_F(LiveManager, RunsUsageCounterListingFiltersAndRetention) {
+  config_.job_retention_s = 3600;
+  config_.max_retries = 0;
+  start();
+  const auto ef = reg("f1", "fast", 2);
+  const std::string a = submit("alice-token")["id"];
+  const std::string b = submit("bob-token")["id"];
+  manager_->schedule();
+  json launch = beat("f1", ef);
+  ASSERT_EQ(actions(launch, "launch").size(), 2u);
+  std::map<std::string, std::int64_t> lease_of;
+  for (const json& l : actions(launch, "launch")) lease_of[l["job"]] = l["lease"];
+  const double started = now_;
+  now_ += 100;
+  beat("f1", ef, {running(lease_of[a], 10), running(lease_of[b], 10)});
+  // As runs accrue: 100 s each on one fast GPU.
+  const std::string metrics = manager_->metrics();
+  EXPECT_NE(metrics.find("fairgpu_tenant_gpu_seconds_total{tenant=\"alice\",gpu_type=\"fast\"} 100\n"),
+            std::string::npos)
+      << metrics;
+  // alice's finishes at +150, bob's fails (exit 3) at +200.
+  now_ += 50;
+  beat("f1", ef, {exited(lease_of[a], 1000, 0, false), running(lease_of[b], 20)});
+  now_ += 50;
+  beat("f1", ef, {exited(lease_of[b], 20, 3, false)});
+  const json runs = job(a)["runs"];
+  ASSERT_EQ(runs.size(), 1u) << runs.dump();
+  EXPECT_EQ(runs[0]["node"], "f1");
+  EXPECT_EQ(runs[0]["gpu_type"], "fast");
+  EXPECT_EQ(runs[0]["start"], started);
+  EXPECT_EQ(runs[0]["end"], started + 150);
+  EXPECT_EQ(runs[0]["reason"], "finished");
+  EXPECT_EQ(runs[0]["exit_code"], 0);
+  EXPECT_EQ(runs[0]["gpu_seconds"], 150.0);
+  const json failed = job(b)["runs"];
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["reason"], "failed");
+  EXPECT_EQ(failed[0]["exit_code"], 3);
+
+  auto usage = [&](const std::string& token, Manager::UsageQuery q) {
+    std::map<std::string, double> out;
+    const json answer = manager_->usage(as(token), q);
+    for (const json& row : answer["usage"])
+      out[row.value("job", row["tenant"].get<std::string>())] = row["gpu_seconds"];
+    return out;
+  };
+  Manager::UsageQuery all;
+  EXPECT_EQ(usage("admin-token", all), (std::map<std::string, double>{{"alice", 150}, {"bob", 200}}));
+  Manager::UsageQuery window;
+  window.since = fmt::format("{}", started + 120);
+  window.until = fmt::format("{}", started + 180);
+  EXPECT_EQ(usage("admin-token", window),
+            (std::map<std::string, double>{{"alice", 30}, {"bob", 60}}));
+  window.by = "job";
+  EXPECT_EQ(usage("admin-token", window), (std::map<std::string, double>{{a, 30}, {b, 60}}));
+  EXPECT_EQ(usage("bob-token", all), (std::map<std::string, double>{{"bob", 200}}));
+  Manager::UsageQuery other;
+  other.tenant = "alice";
+  try {
+    manager_->usage(as("bob-token"), other);
+    ADD_FAILURE() << "bob saw alice's usage";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 403);
+  }
+  Manager::UsageQuery bad_time;
+  bad_time.since = "last tuesday";
+  try {
+    manager_->usage(as("admin-token"), bad_time);
+    ADD_FAILURE() << "accepted a bad time";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(std::string(e.what()).rfind("since: ", 0), 0u) << e.what();
+  }
+
+  // Listing: several states, a window, and retention.
+  const std::string c = submit("alice-token")["id"];  // queued or running
+  auto listed = [&](Manager::JobsQuery q) {
+    std::set<std::string> ids;
+    const json answer = manager_->jobs(as("admin-token"), q);
+    for (const json& j : answer["jobs"]) ids.insert(j["id"]);
+    return ids;
+  };
+  Manager::JobsQuery q;
+  q.state = "finished,failed";
+  EXPECT_EQ(listed(q), (std::set<std::string>{a, b}));
+  q.state = "finished,nonsense";
+  EXPECT_THROW(listed(q), ApiError);
+  q.state.clear();
+  q.since = fmt::format("{}", now_ + 0.5);  // a and b ended before: left out
+  EXPECT_EQ(listed(q), (std::set<std::string>{c}));
+  q.since.clear();
+  EXPECT_EQ(listed(q), (std::set<std::string>{a, b, c}));
+  now_ += 3560;  // a ended 3610 s ago: past retention; b 3560 s ago
+  EXPECT_EQ(listed(q), (std::set<std::string>{b, c}));
+  q.all = true;
+  EXPECT_EQ(listed(q), (std::set<std::string>{a, b, c}));
+  q.all = false;
+  ServeConfig longer = config_;
+  longer.job_retention_s = 7200;
+  manager_->reload(longer);
+  EXPECT_EQ(listed(q), (std::set<std::string>{a, b, c}));
+  EXPECT_EQ(job(a)["state"], "finished");  // one job is always shown
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 #include "fairgpu/input_error.h"
 #include "live/client.h"
 #include "live/config.h"
+#include "live/log_relay.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -390,7 +391,9 @@ std::string run_submit(const SubmitArgs& a) {
 
 struct JobsArgs {
   ServerArgs server;
-  std::string state;
+  std::string state;  // comma-separated
+  std::string since, until;
+  bool all = false;
   std::string tenant;
   std::string format;  // comma-separated column keys; "" = the default columns
   bool noheader = false;
@@ -512,6 +515,25 @@ std::string job_detail(const json& j) {
        {"restarts", cell(j, "restarts")},
        {"preemptions", cell(j, "preemptions")},
        {"failures", cell(j, "failures")}});
+  // The job's history: every run, where, how long and why it stopped.
+  if (const json* runs = member(j, "runs"); runs && runs->is_array() && !runs->empty()) {
+    Table t({">lease", "node", "gpu type", "devices", "start", "end", ">gpu-hours", "stopped",
+             ">exit"});
+    for (const auto& r : *runs) {
+      std::string exit = "-";
+      if (const json* sig = member(r, "signal"); sig && sig->is_number() && sig->get<int>() != 0)
+        exit = "signal " + cell(sig);
+      else if (member(r, "exit_code"))
+        exit = cell(r, "exit_code");
+      const json* prof = member(r, "profiling");
+      const bool profiling = prof && prof->is_boolean() && prof->get<bool>();
+      t.add({cell(r, "lease"), cell(r, "node"), cell(r, "gpu_type"), cell(r, "devices"),
+             when(r, "start"), when(r, "end"),
+             number(number_or(r, "gpu_seconds", 0) / 3600.0, 3),
+             cell(r, "reason") + (profiling ? " (profiling)" : ""), exit});
+    }
+    out += "runs:\n" + t.render();
+  }
   const json* tail = member(j, "log_tail");
   if (state.rfind("failed", 0) == 0 && tail && tail->is_string() &&
       !tail->get<std::string>().empty()) {
@@ -529,12 +551,16 @@ std::string job_detail(const json& j) {
 }
 
 std::string run_jobs(const JobsArgs& a) {
-  if (!a.state.empty()) {
+  for (std::size_t pos = 0; !a.state.empty() && pos <= a.state.size();) {
+    std::size_t comma = a.state.find(',', pos);
+    if (comma == std::string::npos) comma = a.state.size();
+    const std::string one = a.state.substr(pos, comma - pos);
     const auto& states = live::job_states();
-    if (std::find(states.begin(), states.end(), a.state) == states.end())
+    if (std::find(states.begin(), states.end(), one) == states.end())
       throw InputError(
           "options", "--state",
-          fmt::format("unknown state '{}' (valid: {})", a.state, fmt::join(states, ", ")));
+          fmt::format("unknown state '{}' (valid: {})", one, fmt::join(states, ", ")));
+    pos = comma + 1;
   }
   const std::vector<const JobColumn*> columns = parse_job_format(a.format);
   live::LiveClient client = connect(a.server);
@@ -542,7 +568,10 @@ std::string run_jobs(const JobsArgs& a) {
     json job = client.job(a.id);
     return a.server.json ? pretty(job) : job_detail(job);
   }
-  json answer = client.jobs(a.state);
+  json answer = client.jobs({{"state", a.state},
+                             {"since", a.since},
+                             {"until", a.until},
+                             {"all", a.all ? "1" : ""}});
   if (!a.tenant.empty()) {  // the server lists what the token may see; keep one tenant's
     json& all = answer["jobs"];
     if (all.is_array())
@@ -554,8 +583,71 @@ std::string run_jobs(const JobsArgs& a) {
   const json& jobs = list(answer, "jobs", "GET /v1/jobs");
   if (a.noheader) return jobs_table(jobs, columns, false);
   if (jobs.empty()) return a.state.empty() ? "no jobs\n" : "no " + a.state + " jobs\n";
+  // (Jobs that ended over job_retention_s ago are listed with --all.)
   return jobs_table(jobs, columns, true) + "\n" + plural(jobs.size(), "job") + " (" +
          tally(jobs, "state") + ")\n";
+}
+
+// ---- usage -----------------------------------------------------------------
+
+struct UsageArgs {
+  ServerArgs server;
+  std::string since, until, tenant;
+  std::string by = "tenant";
+  std::string format = "table";
+};
+
+// A CSV field: quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string run_usage(const UsageArgs& a) {
+  if (a.format != "table" && a.format != "csv" && a.format != "json")
+    throw InputError("options", "--format",
+                     fmt::format("unknown format '{}' (valid: table, csv, json)", a.format));
+  if (a.by != "tenant" && a.by != "job")
+    throw InputError("options", "--by",
+                     fmt::format("unknown grouping '{}' (valid: tenant, job)", a.by));
+  json answer = connect(a.server).usage(
+      {{"since", a.since}, {"until", a.until}, {"tenant", a.tenant}, {"by", a.by}});
+  if (a.server.json || a.format == "json") return pretty(answer);
+  const json& rows = list(answer, "usage", "GET /v1/usage");
+  const bool by_job = a.by == "job";
+  if (a.format == "csv") {
+    std::string out = by_job ? "job,tenant,gpu_type,gpu_seconds,gpu_hours,runs\n"
+                             : "tenant,gpu_type,gpu_seconds,gpu_hours,runs\n";
+    for (const auto& r : rows) {
+      const auto text = [&r](const char* key) {
+        const json* v = member(r, key);
+        return v && v->is_string() ? v->get<std::string>() : std::string();
+      };
+      if (by_job) out += csv_field(text("job")) + ",";
+      out += fmt::format("{},{},{:.3f},{:.6f},{}\n", csv_field(text("tenant")),
+                         csv_field(text("gpu_type")), number_or(r, "gpu_seconds", 0),
+                         number_or(r, "gpu_hours", 0), cell(r, "runs"));
+    }
+    return out;
+  }
+  std::string out = fmt::format("GPU usage from {} to {}\n", when(answer, "since"),
+                                when(answer, "until"));
+  if (rows.empty()) return out + "no runs in the window\n";
+  std::vector<std::string> titles = {"tenant", "gpu type", ">gpu-hours", ">gpu-seconds", ">runs"};
+  if (by_job) titles.insert(titles.begin(), "job");
+  Table t(titles);
+  for (const auto& r : rows) {
+    std::vector<std::string> row = {cell(r, "tenant"), cell(r, "gpu_type"),
+                                    fmt::format("{:.3f}", number_or(r, "gpu_hours", 0)),
+                                    fmt::format("{:.0f}", number_or(r, "gpu_seconds", 0)),
+                                    cell(r, "runs")};
+    if (by_job) row.insert(row.begin(), cell(r, "job"));
+    t.add(row);
+  }
+  return out + t.render() +
+         fmt::format("\ntotal {:.3f} GPU-hours\n", number_or(answer, "gpu_seconds", 0) / 3600.0);
 }
 
 // ---- cancel ----------------------------------------------------------------
@@ -731,6 +823,7 @@ std::string run_drain(const NodeArgs& a, bool drain) {
 // ---- logs ------------------------------------------------------------------
 
 struct LogsArgs {
+  ServerArgs server;
   std::string job;
   std::string state_dir;
   bool follow = false;
@@ -873,6 +966,86 @@ std::string run_logs(const LogsArgs& a) {
   }
 }
 
+// Through the server (a tenant's view, any node): each run's log in lease
+// order, fetched in chunks (GET /v1/jobs/{id}/log); on Slurm the job's one
+// log. -f: then what the latest run writes, and later runs, until
+// interrupted.
+std::string run_logs_server(const LogsArgs& a) {
+  live::LiveClient client = connect(a.server);
+  std::string out;
+  // Escaped as they arrive: a character split between chunks waits for the
+  // rest (escape_for_terminal's `more`).
+  auto emit = [&](std::string& pending, const std::string& bytes, bool more) {
+    pending += bytes;
+    std::string shown;
+    std::size_t used = pending.size();
+    if (a.raw)
+      shown = pending;
+    else
+      used = escape_for_terminal(pending, more, shown);
+    pending.erase(0, used);
+    if (a.follow) {
+      std::fwrite(shown.data(), 1, shown.size(), stdout);
+      std::fflush(stdout);
+    } else {
+      out += shown;
+    }
+  };
+  auto decoded = [&](const json& chunk) {
+    const json* data = member(chunk, "data");
+    std::optional<std::string> bytes =
+        data && data->is_string() ? live::LogRelay::unbase64(data->get<std::string>())
+                                  : std::nullopt;
+    if (!bytes)
+      throw std::runtime_error(fmt::format("server {}: GET /v1/jobs/{}/log: no base64 \"data\"",
+                                           a.server.url, a.job));
+    return *bytes;
+  };
+  struct Stream {
+    std::int64_t offset = 0;
+    std::string pending;
+    bool done = false;
+  };
+  std::map<std::int64_t, Stream> streams;  // by lease (0: Slurm's one log)
+  bool header = false;
+  for (;;) {
+    const json latest = client.job_log(a.job, 0, 0);
+    std::vector<std::pair<std::int64_t, bool>> runs;  // (lease, running)
+    if (cell(latest, "source") == "slurm") {
+      runs.push_back({0, true});
+    } else if (const json* list = member(latest, "runs"); list && list->is_array()) {
+      for (const auto& r : *list) runs.push_back({r.value("lease", 0LL), r.value("running", false)});
+    }
+    header = header || runs.size() > 1;
+    for (const auto& [lease, running] : runs) {
+      Stream& s = streams[lease];
+      if (s.done) continue;
+      if (header && s.offset == 0 && s.pending.empty()) {
+        const std::string title = fmt::format("==> lease {} <==\n", lease);
+        if (a.follow)
+          std::fputs(title.c_str(), stdout);
+        else
+          out += title;
+      }
+      for (;;) {
+        const json chunk = client.job_log(a.job, lease, s.offset);
+        const std::string bytes = decoded(chunk);
+        s.offset = chunk.value("next_offset", s.offset + static_cast<std::int64_t>(bytes.size()));
+        const bool at_end = bytes.empty() || s.offset >= chunk.value("size", std::int64_t{0});
+        emit(s.pending, bytes, !at_end || (a.follow && running));
+        if (at_end) break;
+      }
+      s.done = !running || !a.follow;
+    }
+    if (!a.follow) {
+      if (runs.empty())
+        throw InputError("logs", "", fmt::format("job {} has not run yet: no output", a.job));
+      return out;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::max(a.poll_s, 1.0)));
+  }
+}
+
 std::string run_node_token(const NodeArgs& a) {
   json answer = connect(a.server).node_token(a.node);
   if (a.server.json) return pretty(answer);
@@ -937,7 +1110,15 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
   add_server_options(jobs, jobs_args->server);
   auto* state = jobs->add_option(
       "--state", jobs_args->state,
-      "only jobs in this state: profiling | queued | running | finished | failed | cancelled");
+      "only jobs in these states, comma-separated: profiling, queued, running, finished, "
+      "failed, cancelled");
+  auto* since = jobs->add_option(
+      "--since", jobs_args->since,
+      "only jobs not ended before T (unix seconds or ISO-8601, e.g. 2026-11-27T03:00:00Z)");
+  auto* until = jobs->add_option("--until", jobs_args->until, "only jobs submitted before T");
+  auto* all = jobs->add_flag("--all", jobs_args->all,
+                             "list jobs that ended longer ago than the server's job_retention_s "
+                             "too (a --since/--until window lists them as well)");
   auto* tenant_filter = jobs->add_option("--tenant", jobs_args->tenant, "only this tenant's jobs");
   auto* format = jobs->add_option(
       "--format", jobs_args->format,
@@ -947,12 +1128,33 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
           kDefaultJobColumns + ")");
   auto* noheader = jobs->add_flag("--noheader", jobs_args->noheader,
                                   "no header line and no summary line (for scripts)");
-  jobs->add_option("id", jobs_args->id, "a job id: show that job in detail")
+  jobs->add_option("id", jobs_args->id,
+                   "a job id: show that job in detail, with every run (node, GPU type, "
+                   "devices, start, end, GPU-hours, why it stopped, exit)")
       ->excludes(state)
+      ->excludes(since)
+      ->excludes(until)
+      ->excludes(all)
       ->excludes(tenant_filter)
       ->excludes(format)
       ->excludes(noheader);
   commands.push_back({jobs, [jobs_args] { return run_jobs(*jobs_args); }});
+
+  auto usage_args = std::make_shared<UsageArgs>();
+  auto* usage = app.add_subcommand(
+      "usage",
+      "GPU-hours by tenant (or job) and GPU type over a window, from the runs the server "
+      "stores; a run counts the part of it inside the window (the admin sees every tenant, a "
+      "tenant its own)");
+  add_server_options(usage, usage_args->server);
+  usage->add_option("--since", usage_args->since,
+                    "window start: unix seconds or ISO-8601 (2026-11-27, 2026-11-27T03:00:00Z, "
+                    "...; no offset: UTC; default: the beginning)");
+  usage->add_option("--until", usage_args->until, "window end, as --since (default: now)");
+  usage->add_option("--tenant", usage_args->tenant, "one tenant's only (admin)");
+  usage->add_option("--by", usage_args->by, "rows per tenant (default) or per job");
+  usage->add_option("--format", usage_args->format, "table (default), csv or json");
+  commands.push_back({usage, [usage_args] { return run_usage(*usage_args); }});
 
   auto cancel_args = std::make_shared<CancelArgs>();
   auto* cancel = app.add_subcommand(
@@ -1016,18 +1218,26 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
     auto logs_args = std::make_shared<LogsArgs>();
     auto* logs = app.add_subcommand(
         "logs",
-        "print a job's output (stdout and stderr of each of its runs, in lease order), read on "
-        "the node where it ran from the agent's state dir; -f follows it, new runs included, "
-        "until interrupted");
+        "print a job's output (stdout and stderr of each of its runs, in lease order): with a "
+        "token (--token, --token-file or their variables) through the server, from whichever "
+        "node ran it (a tenant's own jobs; on Slurm the job's log file); else, or with "
+        "--state-dir, read on the node where it ran from the agent's state dir; -f follows it, "
+        "new runs included, until interrupted");
+    add_server_options(logs, logs_args->server);
     logs->add_option("job", logs_args->job, "job id")->required();
     logs->add_option("--state-dir", logs_args->state_dir,
-                     "the agent's --state-dir (default: ./fairgpu-agent-<host name>)");
+                     "read on this node: the agent's --state-dir (default, without a token: "
+                     "./fairgpu-agent-<host name>)");
     logs->add_flag("-f,--follow", logs_args->follow, "keep printing what the job writes");
     logs->add_flag("--raw", logs_args->raw,
                    "write the output's bytes as they are (default: control characters other "
                    "than newline and tab, and bytes that are not UTF-8, are shown as \\xNN, so "
                    "that a job's escape sequences never reach the terminal)");
     commands.push_back({logs, [logs_args] {
+                          const ServerArgs& server = logs_args->server;
+                          if (logs_args->state_dir.empty() &&
+                              (!server.token.empty() || !server.token_file.empty()))
+                            return run_logs_server(*logs_args);
                           if (logs_args->state_dir.empty()) {
                             char host[256] = {};
                             gethostname(host, sizeof host - 1);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <pwd.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@
 
 #include "fairgpu/input_error.h"
 #include "live/http_util.h"
+#include "live/log_relay.h"
 #include "live/node_resources.h"
 #include "live/log.h"
 #include "live/process.h"
@@ -550,6 +552,8 @@ class Agent {
     json runs = json::array();
     for (auto& [lease, r] : runs_) runs.push_back(report(r));
     json body = {{"node", o_.node}, {"epoch", epoch_}, {"runs", runs}};
+    // The log bytes the server asked for in its last answer (log_relay.h).
+    if (!log_replies_.empty()) body["logs"] = std::exchange(log_replies_, json::array());
     // A job's log may hold bytes that are not UTF-8.
     std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
     auto res = http_.Post(url_.prefix + "/v1/agents/heartbeat", text, "application/json");
@@ -596,6 +600,8 @@ class Agent {
         runs_.erase(it);
       }
     }
+    if (answer.contains("log_requests") && answer["log_requests"].is_array())
+      for (const auto& want : answer["log_requests"]) read_log_for_server(want);
     if (!answer.contains("actions") || !answer["actions"].is_array()) return;
     for (const auto& action : answer["actions"]) {
       try {
@@ -617,6 +623,39 @@ class Agent {
         log(fmt::format("ignoring malformed action {}: {}",
                         action.dump(-1, ' ', false, json::error_handler_t::replace), e.what()));
       }
+    }
+  }
+
+  // A tenant reads its job's output through the server: the bytes of
+  // runs/<lease>/log from `offset`, sent with the next heartbeat. The log
+  // is the agent's own file (the job writes through the descriptor it was
+  // given; a link put in its place is not followed).
+  void read_log_for_server(const json& want) {
+    try {
+      const std::int64_t lease = want.at("lease").get<std::int64_t>();
+      const std::int64_t offset = want.at("offset").get<std::int64_t>();
+      const std::int64_t max =
+          std::min<std::int64_t>(want.at("max").get<std::int64_t>(), LogRelay::kMaxChunk);
+      if (lease < 1 || offset < 0 || max < 0) return;
+      json reply = {{"lease", lease}, {"offset", offset}, {"data", ""}, {"size", 0},
+                    {"found", false}};
+      const fs::path file = state_dir_ / "runs" / std::to_string(lease) / "log";
+      const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd >= 0) {
+        struct stat st {};
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+          std::string bytes(static_cast<std::size_t>(max), '\0');
+          const ssize_t n = offset < st.st_size ? ::pread(fd, bytes.data(), bytes.size(), offset) : 0;
+          bytes.resize(static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+          reply["data"] = LogRelay::base64(bytes);
+          reply["size"] = static_cast<std::int64_t>(st.st_size);
+          reply["found"] = true;
+        }
+        ::close(fd);
+      }
+      log_replies_.push_back(std::move(reply));
+    } catch (const std::exception& e) {
+      log(fmt::format("ignoring malformed log request: {}", e.what()), log::Level::kWarn);
     }
   }
 
@@ -882,6 +921,7 @@ class Agent {
   int failed_beats_ = 0;
   bool shutting_down_ = false;
   bool new_runs_ = false;  // the last answer held a new launch
+  json log_replies_ = json::array();  // for the next heartbeat (read_log_for_server)
   std::map<std::int64_t, Run> runs_;
   std::set<std::int64_t> seen_leases_;  // lease ids are never reused by the server
   std::vector<int> cores_;              // jobs are pinned within these

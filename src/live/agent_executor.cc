@@ -308,6 +308,13 @@ json AgentExecutor::heartbeat(const Caller& c, const json& raw) {
     }
     answer = {{"heartbeat_s", config_.heartbeat_s}, {"ack", ack}, {"actions", actions}};
   }
+  // Tenants' log reads (log_relay.h): what the agent brought, what it is
+  // asked for next (an authenticated node's own runs only).
+  if (relay_) {
+    if (auto logs = raw.find("logs"); logs != raw.end()) relay_->deliver(name, *logs);
+    json wanted = relay_->requests_for(name);
+    if (!wanted.empty()) answer["log_requests"] = std::move(wanted);
+  }
   // Ends and launches are durable before the agent acts on them or forgets.
   if (must_wait) host_.wait(tickets);
   return answer;

@@ -28,6 +28,7 @@
 
 #include "live/config.h"
 #include "live/executor.h"
+#include "live/log_relay.h"
 
 namespace fairgpu::live {
 
@@ -47,6 +48,9 @@ class AgentExecutor : public Executor {
   // A node the store knows after a restart: its heartbeat deadline starts now
   // (its agent kept running while the manager was down).
   void adopt_node(const std::string& node, bool lost, double now);
+  // Relays tenants' log reads over the heartbeats (the manager's; outlives
+  // this executor).
+  void set_log_relay(LogRelay* relay) { relay_ = relay; }
 
   // Executor. Agents push their nodes (LeaseHost::node_up), need no handle
   // per job, and stop runs through heartbeat answers (revokes and cancels
@@ -83,6 +87,7 @@ class AgentExecutor : public Executor {
     std::string node, problem;
   };
   std::map<std::int64_t, Refused> refused_;
+  LogRelay* relay_ = nullptr;
 };
 
 }  // namespace fairgpu::live

@@ -243,6 +243,31 @@ json LiveClient::jobs(const std::string& state) {
   return request("GET", state.empty() ? "/v1/jobs" : "/v1/jobs?state=" + encode(state), nullptr);
 }
 
+namespace {
+std::string query_string(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string q;
+  for (const auto& [key, value] : params)
+    if (!value.empty()) q += (q.empty() ? "?" : "&") + encode(key) + "=" + encode(value);
+  return q;
+}
+}  // namespace
+
+json LiveClient::jobs(const std::vector<std::pair<std::string, std::string>>& params) {
+  return request("GET", "/v1/jobs" + query_string(params), nullptr);
+}
+
+json LiveClient::usage(const std::vector<std::pair<std::string, std::string>>& params) {
+  return request("GET", "/v1/usage" + query_string(params), nullptr);
+}
+
+json LiveClient::job_log(const std::string& id, std::int64_t lease, std::int64_t offset) {
+  return request("GET",
+                 "/v1/jobs/" + encode(id) + "/log?" +
+                     (lease ? "lease=" + std::to_string(lease) + "&" : std::string()) +
+                     "offset=" + std::to_string(offset),
+                 nullptr);
+}
+
 json LiveClient::job(const std::string& id) {
   return request("GET", "/v1/jobs/" + encode(id), nullptr);
 }

@@ -17,8 +17,10 @@
 //   std::runtime_error.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fairgpu::live {
@@ -46,6 +48,14 @@ class LiveClient {
   nlohmann::json submit(const nlohmann::json& job);
   // GET /v1/jobs[?state=S] ("" for every state): {"jobs": [...]}.
   nlohmann::json jobs(const std::string& state = "");
+  // GET /v1/jobs with query parameters (state, since, until, all), those
+  // with a value only: {"jobs": [...]}.
+  nlohmann::json jobs(const std::vector<std::pair<std::string, std::string>>& params);
+  // GET /v1/usage (since, until, tenant, by): GPU-seconds over a window.
+  nlohmann::json usage(const std::vector<std::pair<std::string, std::string>>& params);
+  // GET /v1/jobs/{id}/log?lease=L&offset=N (lease 0: the latest run): a
+  // chunk of the job's output, base64 in "data" (docs/live-protocol.md).
+  nlohmann::json job_log(const std::string& id, std::int64_t lease, std::int64_t offset);
   // GET /v1/jobs/{id}: the job object.
   nlohmann::json job(const std::string& id);
   // POST /v1/jobs/{id}/cancel: the job object.

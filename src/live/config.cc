@@ -1,12 +1,14 @@
 // Reading `fairgpu serve`'s JSON configuration (see config.h).
 #include "live/config.h"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -132,6 +134,7 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
                "kill_after_s",
                "max_retries",
                "node_fault_limit",
+               "job_retention_s",
                "profile_iterations",
                "profile_timeout_s",
                "profiles",
@@ -307,6 +310,11 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > 1000)
       r.fail("node_fault_limit", "expected an integer in 0..1000 (0: never drain)");
     c.node_fault_limit = v->get<int>();
+  }
+  if (auto* v = r.optional(doc, "job_retention_s")) {
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0)
+      r.fail("job_retention_s", "expected seconds >= 0");
+    c.job_retention_s = v->get<double>();
   }
   if (auto* v = r.optional(doc, "profiles"))
     c.profiles_file = config_relative_path(base_dir, r.name(*v, "profiles"));

@@ -82,6 +82,9 @@ struct ServeConfig {
   // reason (a full disk, a cgroup it cannot make; never the job's) is
   // drained, its reason saying why, until the admin undrains it (0: never).
   int node_fault_limit = 3;
+  // A job finished, failed or cancelled this long ago leaves the default
+  // job listing (kept in the store; listed with all=1). Reloadable.
+  double job_retention_s = 7 * 86400.0;
   // A job type without a profile on some GPU type first runs this many
   // iterations there (a profiling lease), at most profile_timeout_s.
   double profile_iterations = 50.0;

@@ -103,7 +103,19 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
   }
   for (StoredLease& l : snap.leases) {
     next_lease_ = std::max(next_lease_, l.id + 1);
-    if (l.status == "ended") continue;
+    if (l.status == "ended") {
+      // The chargeback counter's ended runs, as Store::runs reads them.
+      if (l.reason == "not_started") continue;
+      auto job = job_index_.find(l.job);
+      std::string type = l.gpu_type;
+      if (auto n = nodes_.find(l.node); type.empty() && n != nodes_.end()) type = n->second.s.gpu_type;
+      const double stop = l.stopped >= 0 ? l.stopped : l.end;
+      ended_gpu_seconds_[{job != job_index_.end() ? jobs_[job->second].s.tenant : "", type}] +=
+          std::max(0.0, stop - l.start) * static_cast<double>(l.devices.size());
+      continue;
+    }
+    if (auto n = nodes_.find(l.node); l.gpu_type.empty() && l.status != "pending" && n != nodes_.end())
+      l.gpu_type = n->second.s.gpu_type;  // a run from before the type was recorded
     auto it = job_index_.find(l.job);
     if (it != job_index_.end() && l.status != "revoking") jobs_[it->second].lease = l.gang;
     leases_[l.id] = std::move(l);
@@ -117,6 +129,7 @@ Manager::Manager(ServeConfig config, std::function<double()> clock)
     return;
   }
   agents_ = std::make_unique<AgentExecutor>(config_, static_cast<LeaseHost&>(*this), clock_);
+  agents_->set_log_relay(&log_relay_);
   executor_ = agents_.get();
   for (const auto& [name, n] : nodes_) agents_->adopt_node(name, n.s.state == "lost", t);
   // The executor carries on with the runs the store has started (their
@@ -560,8 +573,20 @@ std::vector<std::int64_t> Manager::part_ids(std::int64_t gang) const {
   return ids;
 }
 
-std::uint64_t Manager::end_lease(StoredLease& l) {
+std::uint64_t Manager::end_lease(StoredLease& l, std::string_view why) {
   if (l.profiling) rebuild_needed_ = true;  // its devices are reserved in the state
+  // The run's record (accounting): a part that never became active was no
+  // run; one that did stops now unless it stopped before (an exited part).
+  if (l.status == "pending") {
+    l.reason = "not_started";
+  } else if (l.reason != "not_started") {
+    if (l.stopped < 0) l.stopped = std::max(l.start, now());
+    if (l.reason.empty()) l.reason = why.empty() ? "ended" : std::string(why);
+    auto job = job_index_.find(l.job);
+    ended_gpu_seconds_[{job != job_index_.end() ? jobs_[job->second].s.tenant : "",
+                        l.gpu_type}] +=
+        (l.stopped - l.start) * static_cast<double>(l.devices.size());
+  }
   l.status = "ended";
   std::uint64_t ticket = persist(l);
   auto it = job_index_.find(l.job);
@@ -672,7 +697,7 @@ std::vector<Manager::JobEntry*> Manager::lose_node_parts(const std::string& node
 
 void Manager::lose_part(StoredLease& l, std::vector<std::uint64_t>& tickets) {
   const std::int64_t gang = l.gang;
-  tickets.push_back(end_lease(l));  // l dangles from here
+  tickets.push_back(end_lease(l, "lost"));  // l dangles from here
   const std::vector<std::int64_t> rest = part_ids(gang);
   if (!rest.empty()) revoke(leases_.at(rest.front()), tickets);
 }
@@ -713,6 +738,7 @@ void Manager::activate_pending(std::vector<std::uint64_t>& tickets) {
       StoredLease& p = leases_.at(part);
       p.status = "active";
       p.start = now();
+      if (auto n = nodes_.find(p.node); n != nodes_.end()) p.gpu_type = n->second.s.gpu_type;
       for (int d : p.devices) held.insert({p.node, d});
       tickets.push_back(persist(p));
       activated[part] = tickets.back();

@@ -116,9 +116,31 @@ class Manager : private LeaseHost {
 
   // The HTTP API (docs/live-protocol.md); each throws ApiError.
   nlohmann::json submit(const Caller& c, const nlohmann::json& body);
-  nlohmann::json jobs(const Caller& c, const std::string& state_filter) const;
+  nlohmann::json jobs(const Caller& c, const std::string& state_filter) const;  // every job
+  // GET /v1/jobs: states comma-separated ("": any); jobs alive in
+  // [since, until) (unix seconds or ISO-8601); without `all` or a window,
+  // jobs that ended over config job_retention_s ago are left out.
+  struct JobsQuery {
+    std::string state, since, until;
+    bool all = false;
+  };
+  nlohmann::json jobs(const Caller& c, const JobsQuery& q) const;
   nlohmann::json job(const Caller& c, const std::string& id) const;
   nlohmann::json cancel(const Caller& c, const std::string& id);
+  // GPU usage over a window (manager_usage.cc, docs/live-protocol.md): since
+  // and until as unix seconds or ISO-8601 ("": all history, now); by
+  // "tenant" or "job"; a tenant token sees its own only (403 for another).
+  struct UsageQuery {
+    std::string since, until, tenant, by = "tenant";
+  };
+  nlohmann::json usage(const Caller& c, const UsageQuery& q) const;
+  // GET /v1/jobs/{id}/log (manager_logs.cc): up to 64 KiB of the output of
+  // the job's run under `lease` (0: its latest) from `offset`, base64, from
+  // the run's agent (relayed over its heartbeats; waits up to 3 heartbeats
+  // + 5 s) or, on Slurm, from <checkpoint_dir>/<job>.log. A tenant's own
+  // jobs only (403).
+  nlohmann::json job_log(const Caller& c, const std::string& id, std::int64_t lease,
+                         std::int64_t offset);
   nlohmann::json tenants(const Caller& c) const;
   // Admin: adds a tenant ({"name", "weight"?, "token"}) or changes an
   // existing one's weight (and token, when given). Persisted; the policy sees
@@ -377,8 +399,9 @@ class Manager : private LeaseHost {
   // refused with ApiError 400 naming the tenant, the quota and the numbers.
   [[noreturn]] void refuse_over_quota(const std::string& tenant, const std::string& quota,
                                       const std::string& detail);
-  // Ends one part lease (the job loses its lease when it was the job's gang).
-  std::uint64_t end_lease(StoredLease& l);
+  // Ends one part lease (the job loses its lease when it was the job's gang)
+  // and records its run's stop: `why` unless the caller set l.reason.
+  std::uint64_t end_lease(StoredLease& l, std::string_view why = "");
   // Revokes every part of l's gang (pending and exited parts end at once).
   void revoke(StoredLease& l, std::vector<std::uint64_t>& tickets);
   // Backend slurm (manager_slurm.cc).
@@ -486,6 +509,17 @@ class Manager : private LeaseHost {
   std::vector<std::size_t> held_;  // jobs_ indices waiting for not_before
   bool rebuild_needed_ = true;
 
+  // The store's runs matching q, once what was decided so far is durable.
+  std::vector<StoredRun> stored_runs(const RunQuery& q) const;
+  // The job's runs as job() shows them ("runs"), by lease id.
+  nlohmann::json job_runs(const std::string& id) const;
+  // fairgpu_tenant_gpu_seconds_total at `t` by (tenant, GPU type); under mu_.
+  std::map<std::pair<std::string, std::string>, double> gpu_seconds_total(double t) const;
+  LogRelay log_relay_;  // tenants' log reads over the agents' heartbeats
+  // fairgpu_tenant_gpu_seconds_total: device-seconds of the ended runs by
+  // (tenant, GPU type), from the store at start and added at each run's
+  // end; the runs in leases_ add theirs so far at each scrape.
+  std::map<std::pair<std::string, std::string>, double> ended_gpu_seconds_;
   // Counters for /metrics.
   std::atomic<std::uint64_t> failed_rounds_ = 0;  // counted by run(), outside mu_
   std::uint64_t rounds_ = 0, submissions_ = 0, preemptions_ = 0, spread_launched_ = 0;

@@ -9,11 +9,13 @@
 #include <map>
 #include <set>
 
+#include "fairgpu/input_error.h"
 #include "fairgpu/provenance.h"
 #include "live/log.h"
 #include "live/manager.h"
 #include "live/random_hex.h"
 #include "live/request.h"
+#include "live/usage.h"
 
 namespace fairgpu::live {
 
@@ -246,13 +248,50 @@ void Manager::measure_checkpoints() {
 }
 
 json Manager::jobs(const Caller& c, const std::string& state_filter) const {
+  JobsQuery q;
+  q.state = state_filter;
+  q.all = true;  // as before retention: every job
+  return jobs(c, q);
+}
+
+json Manager::jobs(const Caller& c, const JobsQuery& q) const {
   require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
+  static const std::set<std::string> kStates = {"profiling", "queued",    "running",
+                                                "finished",  "failed",    "cancelled"};
+  std::set<std::string> states;
+  for (std::size_t pos = 0; !q.state.empty() && pos <= q.state.size();) {
+    std::size_t comma = q.state.find(',', pos);
+    if (comma == std::string::npos) comma = q.state.size();
+    const std::string one = q.state.substr(pos, comma - pos);
+    if (!kStates.count(one))
+      bad("state", fmt::format("unknown state '{}' (valid: profiling, queued, running, finished, "
+                               "failed, cancelled; several comma-separated)",
+                               one));
+    states.insert(one);
+    pos = comma + 1;
+  }
+  const double t = now();
+  double since = -1e300, until = 1e300;
+  try {
+    if (!q.since.empty()) since = parse_time(q.since, "since");
+    if (!q.until.empty()) until = parse_time(q.until, "until");
+  } catch (const InputError& e) {
+    throw ApiError(400, fmt::format("{}: {}", e.source(), e.problem()));
+  }
+  // Retention: a job that ended job_retention_s ago leaves the default
+  // listing; `all` or a time window lists it (it stays in the store).
+  const bool retained_only = !q.all && q.since.empty() && q.until.empty();
   std::lock_guard lock(mu_);
+  const double cutoff = t - config_.job_retention_s;
   json list = json::array();
   const PendingContext ctx = pending_context();  // once, not per job
   for (const JobEntry& e : jobs_) {
     if (c.role == Caller::Role::kTenant && e.s.tenant != c.tenant) continue;
-    if (!state_filter.empty() && e.s.state != state_filter) continue;
+    if (!states.empty() && !states.count(e.s.state)) continue;
+    const bool ended = terminal(e.s.state) && e.s.finished_at >= 0;
+    if (retained_only && ended && e.s.finished_at < cutoff) continue;
+    // In the window: submitted before its end and not ended before its start.
+    if (e.s.submitted_at >= until || (ended && e.s.finished_at < since)) continue;
     list.push_back(job_json(e, ctx));
   }
   return {{"jobs", list}};
@@ -260,11 +299,16 @@ json Manager::jobs(const Caller& c, const std::string& state_filter) const {
 
 json Manager::job(const Caller& c, const std::string& id) const {
   require(c, {Caller::Role::kTenant, Caller::Role::kAdmin});
-  std::lock_guard lock(mu_);
-  const JobEntry* e = find_job(id);
-  if (!e) throw ApiError(404, "job " + id + ": no such job");
-  check_owner(c, *e);
-  return job_json(*e);
+  json j;
+  {
+    std::lock_guard lock(mu_);
+    const JobEntry* e = find_job(id);
+    if (!e) throw ApiError(404, "job " + id + ": no such job");
+    check_owner(c, *e);
+    j = job_json(*e);
+  }
+  j["runs"] = job_runs(id);  // the store's, outside mu_
+  return j;
 }
 
 json Manager::cancel(const Caller& c, const std::string& id) {
@@ -559,6 +603,15 @@ std::string Manager::metrics() const {
     line("fairgpu_quota_refusals_total",
          fmt::format("tenant=\"{}\",quota=\"{}\"", label(key.first), key.second),
          static_cast<double>(n));
+
+  // Counted as runs accrue (a running run up to now), from the store's
+  // runs at start: it carries on across a restart (usage.h).
+  family("fairgpu_tenant_gpu_seconds_total", "counter",
+         "GPU-seconds the tenant's runs have held, by GPU type.");
+  for (const auto& [key, seconds] : gpu_seconds_total(t))
+    line("fairgpu_tenant_gpu_seconds_total",
+         fmt::format("tenant=\"{}\",gpu_type=\"{}\"", label(key.first), label(key.second)),
+         seconds);
 
   family("fairgpu_tenant_checkpoint_bytes", "gauge",
          "Bytes of the tenant's checkpoint folders as last measured (tenants with "

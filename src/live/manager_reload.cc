@@ -87,6 +87,8 @@ json Manager::reload(const ServeConfig& next) {
   config_.metrics_open = next.metrics_open;
   config_.max_retries = next.max_retries;
   config_.node_fault_limit = next.node_fault_limit;
+  differs("job_retention_s", next.job_retention_s != config_.job_retention_s, &changed);
+  config_.job_retention_s = next.job_retention_s;
 
   // Tenants: the rule of a start (manager.h, config_tenants_). The file's
   // win over what the API set before for every tenant it names; the API's

@@ -110,6 +110,7 @@ LeaseHost::Verdict Manager::report(const RunEvent& event, Tickets& tickets) {
   auto lit = leases_.find(event.lease);
   if (lit == leases_.end() || lit->second.node != node) return {};
   if (event.never_started) {
+    lit->second.reason = "not_started";
     tickets.push_back(end_lease(lit->second));
   } else {
     run_ended(lit->second, event, tickets);
@@ -181,6 +182,15 @@ void Manager::run_ended(StoredLease& l, const RunEvent& r, std::vector<std::uint
               {"revoked", revoked},
               {"launch_failed", r.launch_failed}});
   const bool part_finished = clean && (!revoked || e.s.done >= e.s.iterations);
+  // The run's record: how it ended (accounting, job history).
+  l.exit_code = code;
+  l.signal = sig;
+  l.reason = r.never_started   ? "not_started"
+             : r.launch_failed ? "launch_failed"
+             : part_finished   ? "finished"
+             : revoked         ? (profiling ? "profiled" : "revoked")
+                               : "failed";
+  if (l.reason != "not_started") l.stopped = std::max(l.start, t);
   if (part_finished && current && l.parts > 1 && !terminal(e.s.state)) {
     l.status = "exited";
     tickets.push_back(persist(l));

@@ -188,10 +188,56 @@ void HttpServer::add_routes(httplib::Server& s, bool agents_only) {
     if (res.status == 200) res.status = 201;
   }));
   s.Get("/v1/jobs", [this, who](const httplib::Request& req, httplib::Response& res) {
-    handle(res, [&] { return manager_->jobs(who(req), req.get_param_value("state")); });
+    handle(res, [&] {
+      Manager::JobsQuery q;
+      for (const auto& [key, value] : req.params)
+        if (key != "state" && key != "since" && key != "until" && key != "all")
+          throw ApiError(400, key + ": unknown parameter");
+      q.state = req.get_param_value("state");
+      q.since = req.get_param_value("since");
+      q.until = req.get_param_value("until");
+      const std::string all = req.get_param_value("all");
+      if (req.has_param("all") && all != "1" && all != "true" && all != "0" && all != "false")
+        throw ApiError(400, "all: expected 1 or 0");
+      q.all = all == "1" || all == "true";
+      return manager_->jobs(who(req), q);
+    });
+  });
+  // Accounting: GPU-seconds over a window by tenant or job and GPU type.
+  s.Get("/v1/usage", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] {
+      Manager::UsageQuery q;
+      for (const auto& [key, value] : req.params)
+        if (key != "since" && key != "until" && key != "tenant" && key != "by")
+          throw ApiError(400, key + ": unknown parameter");
+      q.since = req.get_param_value("since");
+      q.until = req.get_param_value("until");
+      q.tenant = req.get_param_value("tenant");
+      if (req.has_param("by")) q.by = req.get_param_value("by");
+      return manager_->usage(who(req), q);
+    });
   });
   s.Get(R"(/v1/jobs/([^/]+))", [this, who](const httplib::Request& req, httplib::Response& res) {
     handle(res, [&] { return manager_->job(who(req), req.matches[1]); });
+  });
+  // A job's output (a tenant's own): a chunk from `offset` of a run's log.
+  s.Get(R"(/v1/jobs/([^/]+)/log)", [this, who](const httplib::Request& req, httplib::Response& res) {
+    handle(res, [&] {
+      std::int64_t lease = 0, offset = 0;
+      for (const auto& [key, value] : req.params) {
+        if (key != "lease" && key != "offset") throw ApiError(400, key + ": unknown parameter");
+        std::size_t used = 0;
+        long long v = -1;
+        try {
+          v = std::stoll(value, &used);
+        } catch (const std::exception&) {
+        }
+        if (value.empty() || used != value.size() || v < (key == "lease" ? 1 : 0))
+          throw ApiError(400, key + ": expected an integer >= " + (key == "lease" ? "1" : "0"));
+        (key == "lease" ? lease : offset) = v;
+      }
+      return manager_->job_log(who(req), req.matches[1], lease, offset);
+    });
   });
   s.Post(R"(/v1/jobs/([^/]+)/cancel)",
          capped([this, who](const httplib::Request& req, httplib::Response& res) {

@@ -57,6 +57,11 @@ constexpr AddedColumn kAddedColumns[] = {
     {"leases", "parts", "INTEGER NOT NULL DEFAULT 1"},
     {"leases", "cpus", "REAL NOT NULL DEFAULT 0"},
     {"leases", "memory_gb", "REAL NOT NULL DEFAULT 0"},
+    {"leases", "gpu_type", "TEXT NOT NULL DEFAULT ''"},
+    {"leases", "stopped", "REAL NOT NULL DEFAULT -1"},
+    {"leases", "exit_code", "INTEGER NOT NULL DEFAULT -1"},
+    {"leases", "signal", "INTEGER NOT NULL DEFAULT 0"},
+    {"leases", "reason", "TEXT NOT NULL DEFAULT ''"},
 };
 
 std::string devices_json(const std::vector<int>& d) { return nlohmann::json(d).dump(); }
@@ -166,8 +171,9 @@ Store::Store(const std::string& dir) {
        "address) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"},
       {"lease",
        "INSERT OR REPLACE INTO leases (id, job, node, devices, start, end, status, profiling, "
-       "profile_from, profile_from_t, gang, rank, parts, cpus, memory_gb) VALUES "
-       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"},
+       "profile_from, profile_from_t, gang, rank, parts, cpus, memory_gb, gpu_type, stopped, "
+       "exit_code, signal, reason) VALUES "
+       "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)"},
       {"profile", "INSERT OR REPLACE INTO tenant_profiles VALUES (?1,?2,?3,?4,?5)"},
       {"profile_reset",
        "DELETE FROM tenant_profiles WHERE job_type = ?1 AND (?2 = '' OR gpu_type = ?2) AND "
@@ -181,6 +187,15 @@ Store::Store(const std::string& dir) {
     if (sqlite3_prepare_v2(db_, text, -1, &st, nullptr) != SQLITE_OK) fail("prepare " + name);
     stmts_[name] = st;
   }
+  // Readers see the last commit (WAL) and never block the committer.
+  if (sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK ||
+      sqlite3_busy_timeout(reader_, 5000) != SQLITE_OK) {
+    if (reader_) sqlite3_close(reader_);
+    reader_ = nullptr;
+    for (auto& [name, st] : stmts_) sqlite3_finalize(st);
+    fail("cannot open for reading");
+  }
   committer_ = std::thread([this] { run(); });
 }
 
@@ -192,6 +207,7 @@ Store::~Store() {
   queued_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
   for (auto& [name, st] : stmts_) sqlite3_finalize(st);
+  if (reader_) sqlite3_close(reader_);
   if (db_) sqlite3_close(db_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
@@ -247,7 +263,8 @@ StoreSnapshot Store::load() const {
       });
   each(
       "SELECT id, job, node, devices, start, end, status, profiling, profile_from, "
-      "profile_from_t, gang, rank, parts, cpus, memory_gb FROM leases ORDER BY id",
+      "profile_from_t, gang, rank, parts, cpus, memory_gb, gpu_type, stopped, exit_code, signal, "
+      "reason FROM leases ORDER BY id",
       [&](sqlite3_stmt* st) {
         StoredLease l;
         l.id = sqlite3_column_int64(st, 0);
@@ -265,6 +282,11 @@ StoreSnapshot Store::load() const {
         l.parts = sqlite3_column_int(st, 12);
         l.cpus = sqlite3_column_double(st, 13);
         l.memory_gb = sqlite3_column_double(st, 14);
+        l.gpu_type = col_string(st, 15);
+        l.stopped = sqlite3_column_double(st, 16);
+        l.exit_code = sqlite3_column_int(st, 17);
+        l.signal = sqlite3_column_int(st, 18);
+        l.reason = col_string(st, 19);
         if (l.gang == 0) {  // written before gangs: a lease on its own
           l.gang = l.id;
           l.rank = 0;
@@ -279,6 +301,55 @@ StoreSnapshot Store::load() const {
        });
   each("SELECT key, value FROM meta",
        [&](sqlite3_stmt* st) { out.meta[col_string(st, 0)] = col_string(st, 1); });
+  return out;
+}
+
+std::vector<StoredRun> Store::runs(const RunQuery& q) const {
+  // A run: a part that became active (not pending, not ended unstarted).
+  // Its GPU type is the one recorded at its start, else (a row from before
+  // it was recorded) its node's. A row from before `stopped` was recorded
+  // that has ended stops at its lease's end.
+  constexpr const char* kSql =
+      "SELECT l.id, l.gang, l.rank, l.job, COALESCE(j.tenant, ''), l.node, "
+      "CASE WHEN l.gpu_type = '' THEN COALESCE(n.gpu_type, '') ELSE l.gpu_type END, l.devices, "
+      "l.start, CASE WHEN l.stopped >= 0 THEN l.stopped WHEN l.status = 'ended' THEN l.end "
+      "ELSE -1 END AS stop, l.status, l.reason, l.exit_code, l.signal, l.profiling "
+      "FROM leases l LEFT JOIN jobs j ON j.id = l.job LEFT JOIN nodes n ON n.name = l.node "
+      "WHERE l.status != 'pending' AND l.reason != 'not_started' AND l.start < ?1 "
+      "AND (stop < 0 OR stop > ?2) AND (?3 = '' OR j.tenant = ?3) AND (?4 = '' OR l.job = ?4) "
+      "ORDER BY l.id";
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(reader_, kSql, -1, &st, nullptr) != SQLITE_OK)
+    throw std::runtime_error(fmt::format("{}: runs: {}", path_, sqlite3_errmsg(reader_)));
+  sqlite3_bind_double(st, 1, q.until);
+  sqlite3_bind_double(st, 2, q.since);
+  sqlite3_bind_text(st, 3, q.tenant.c_str(), static_cast<int>(q.tenant.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 4, q.job.c_str(), static_cast<int>(q.job.size()), SQLITE_TRANSIENT);
+  std::vector<StoredRun> out;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    StoredRun r;
+    r.lease = sqlite3_column_int64(st, 0);
+    r.gang = sqlite3_column_int64(st, 1);
+    if (r.gang == 0) r.gang = r.lease;  // written before gangs
+    r.rank = sqlite3_column_int(st, 2);
+    r.job = col_string(st, 3);
+    r.tenant = col_string(st, 4);
+    r.node = col_string(st, 5);
+    r.gpu_type = col_string(st, 6);
+    r.devices = parse_devices(col_text(st, 7));
+    r.start = sqlite3_column_double(st, 8);
+    r.stop = sqlite3_column_double(st, 9);
+    r.status = col_string(st, 10);
+    r.reason = col_string(st, 11);
+    r.exit_code = sqlite3_column_int(st, 12);
+    r.signal = sqlite3_column_int(st, 13);
+    r.profiling = sqlite3_column_int(st, 14) != 0;
+    out.push_back(std::move(r));
+  }
+  const std::string error = rc == SQLITE_DONE ? "" : sqlite3_errmsg(reader_);
+  sqlite3_finalize(st);
+  if (!error.empty()) throw std::runtime_error(fmt::format("{}: runs: {}", path_, error));
   return out;
 }
 
@@ -367,6 +438,11 @@ void Store::write(const StoredRow& row) {
           sqlite3_bind_int(st, 13, r.parts);
           sqlite3_bind_double(st, 14, r.cpus);
           sqlite3_bind_double(st, 15, r.memory_gb);
+          text(16, r.gpu_type);
+          sqlite3_bind_double(st, 17, r.stopped);
+          sqlite3_bind_int(st, 18, r.exit_code);
+          sqlite3_bind_int(st, 19, r.signal);
+          text(20, r.reason);
         } else if constexpr (std::is_same_v<T, StoredProfile>) {
           st = stmts_.at("profile");
           text(1, r.job_type);

@@ -75,6 +75,38 @@ struct StoredLease {
   // 15; 0 = none declared): the agent pins the job and limits its memory.
   double cpus = 0.0;
   double memory_gb = 0.0;
+  // The run's record (issue 32, item 6: accounting and job history). A part
+  // that became active is a run from `start` (its activation) to `stopped`
+  // (-1 while it runs) on `gpu_type`, the node's type when it started; why
+  // it stopped: finished | failed | revoked | lost | ended, or not_started
+  // for a lease that ended before it ran (no run). Rows of a store written
+  // before these columns have gpu_type "" (the node's), stopped -1 and reason
+  // "": an ended one counts until its `end`.
+  std::string gpu_type;
+  double stopped = -1.0;
+  int exit_code = -1, signal = 0;
+  std::string reason;
+};
+
+// One run as the store keeps it (Store::runs): a part lease that ran, with
+// its job's tenant. stop < 0: still running.
+struct StoredRun {
+  std::int64_t lease = 0, gang = 0;
+  int rank = 0;
+  std::string job, tenant, node, gpu_type;
+  std::vector<int> devices;
+  double start = 0.0, stop = -1.0;
+  std::string status, reason;
+  int exit_code = -1, signal = 0;
+  bool profiling = false;
+};
+
+// Which runs Store::runs returns: those overlapping [since, until) (a run
+// still going overlaps every window from its start on), of one tenant
+// and/or one job when not empty.
+struct RunQuery {
+  double since = -1e300, until = 1e300;
+  std::string tenant, job;
 };
 
 // A measured profile (issue 30, M2): one per (job type, GPU type, tenant),
@@ -124,6 +156,9 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   StoreSnapshot load() const;  // call before the first write
+  // The runs that match, by lease id, read from what is committed (a
+  // connection of its own: safe beside the committer, from any thread).
+  std::vector<StoredRun> runs(const RunQuery& q) const;
 
   // Queues a row; returns its ticket. Thread-safe.
   std::uint64_t put(StoredRow row);
@@ -147,6 +182,7 @@ class Store {
   std::string path_;
   int lock_fd_ = -1;  // flock'd <dir>/lock, held while the store is open
   sqlite3* db_ = nullptr;
+  sqlite3* reader_ = nullptr;  // read-only, for runs()
   std::map<std::string, sqlite3_stmt*> stmts_;
 
   mutable std::mutex mu_;
