@@ -1144,6 +1144,7 @@ double Manager::schedule(double at) {
       activate_pending(tickets);
     }
     ++rounds_;
+    record_shares(t);
     last_point_ = t;
     next_point_ = t + interval();  // run() puts it on its grid
     tickets.push_back(store_->put(StoredMeta{"rounds", std::to_string(rounds_)}));

@@ -55,6 +55,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -147,6 +148,10 @@ class Manager : private LeaseHost {
                                 const std::string& peer = "");
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
   std::string metrics() const;
+  // The read-only status page served at / (manager_status.cc,
+  // status_page.h): nodes, the queue with pending reasons, each tenant's
+  // share against its weight over the last hours, recent events. HTML.
+  std::string status_page() const;
   // Whether GET /metrics may be answered: "metrics_open", or the admin
   // token or metrics_token as bearer token.
   bool metrics_allowed(std::string_view authorization_header) const;
@@ -484,6 +489,21 @@ class Manager : private LeaseHost {
   // Submissions refused by quota: (tenant, quota) -> count.
   std::map<std::pair<std::string, std::string>, std::uint64_t> quota_refusals_;
   double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
+
+  // The status page's share history (manager_status.cc): one sample per
+  // scheduling point, each tenant's share of the ready GPUs and the share
+  // its weight entitles it to among the tenants with jobs. Bounded: at
+  // kShareSamples samples the oldest pairs are merged (the history keeps
+  // covering the uptime at a coarser step), and none older than
+  // kShareHistoryS is kept.
+  struct ShareSample {
+    double t = 0.0;
+    std::map<std::string, std::pair<double, double>> share;  // tenant -> (held, entitled)
+  };
+  static constexpr std::size_t kShareSamples = 720;
+  static constexpr double kShareHistoryS = 6 * 3600.0;
+  std::deque<ShareSample> share_history_;
+  void record_shares(double t);  // under mu_
 
   // What runs the jobs: the agents (the only executor so far).
   std::unique_ptr<AgentExecutor> agents_;

@@ -1,0 +1,321 @@
+// The status page `serve` answers at / (issue 32, item 8): token-protected
+// like /metrics, self-contained HTML (no script, no resource from anywhere),
+// rendered in headless Chromium with no console error, showing the nodes,
+// the queue with pending reasons, the tenants' shares and recent events of
+// a small live setup; tenant-supplied strings are escaped.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "live/status_page.h"
+#include "live_daemon.h"
+#include "polling.h"
+#include "run_binary.h"
+#include "test_paths.h"
+
+namespace fairgpu {
+namespace {
+
+using nlohmann::json;
+using testing_support::quote;
+using testing_support::run_binary;
+using testing_support::RunResult;
+using testing_support::slurp;
+using testing_support::wait_for;
+namespace fs = std::filesystem;
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+const std::string kEvil = "<script>alert(\"x\")</script>&'";
+
+TEST(StatusPageHtml, EscapesEveryStringFromTheCluster) {
+  json data = {
+      {"version", "1"},
+      {"policy", "fifo"},
+      {"round", 3},
+      {"round_s", 20},
+      {"now", 1.8e9},
+      {"nodes",
+       {{{"name", "n1"},
+         {"gpu_type", "v100"},
+         {"state", "drained"},
+         {"reason", kEvil},
+         {"devices", {0, 1}},
+         {"devices_busy", 1},
+         {"last_heartbeat_s_ago", 2},
+         {"holders", {{{"device", 0}, {"job", "j-1"}, {"tenant", "alice"}}}}}}},
+      {"jobs",
+       {{{"id", "j-1"},
+         {"name", kEvil},
+         {"tenant", "alice"},
+         {"job_type", kEvil},
+         {"workers", 1},
+         {"state", "queued"},
+         {"submitted_at", 1.8e9 - 60},
+         {"pending", {{"reason", "Resources"}, {"detail", kEvil}}}}}},
+      {"tenants", {{{"name", "alice"}, {"weight", 2}, {"share", 0.5}}}},
+      {"share_history", {{{"t", 1.8e9 - 30}, {"tenants", {{"alice", {0.5, 1.0}}}}}}},
+      {"events", {{{"time", 1.8e9}, {"level", "info"}, {"event", "submit"},
+                   {"fields", {{"name", kEvil}}}}}}};
+  const std::string page = live::render_status_page(data);
+  EXPECT_FALSE(contains(page, "<script")) << page;
+  EXPECT_FALSE(contains(page, "alert(\"x\")")) << page;
+  // Drain reason, job name, job type, pending detail and the event's field.
+  std::size_t escaped = 0;
+  const std::string want = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;";
+  for (std::size_t at = page.find(want); at != std::string::npos; at = page.find(want, at + 1))
+    ++escaped;
+  EXPECT_EQ(escaped, 5u) << page;
+  EXPECT_EQ(live::html_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
+}
+
+// The first program of `names` on PATH, or "".
+std::string find_program(const std::vector<std::string>& names) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::vector<std::string> entries;
+  for (std::string d; std::getline(dirs, d, ':');) entries.push_back(d);
+  for (const auto& name : names)
+    for (const auto& d : entries) {
+      fs::path p = fs::path(d) / name;
+      if (!d.empty() && access(p.c_str(), X_OK) == 0) return p.string();
+    }
+  return "";
+}
+
+// Appended to a copy of the page (which has no script): after layout it
+// writes what the browser shows into the DOM, which --dump-dom prints.
+const char* kChecker = R"(<script>
+(function () {
+  var errors = [];
+  window.addEventListener('error', function (e) {
+    errors.push(String(e.message || (e.target && (e.target.src || e.target.href)) || 'error'));
+  }, true);
+  function rows(cls) {
+    var out = [];
+    document.querySelectorAll('tr.' + cls).forEach(function (tr) {
+      var cells = [];
+      tr.querySelectorAll('td').forEach(function (td) { cells.push(td.textContent); });
+      out.push(cells);
+    });
+    return out;
+  }
+  var out = {errors: errors, scripts: document.scripts.length, nodes: rows('node'),
+             jobs: rows('job'), tenants: rows('tenant'), events: rows('event'), series: []};
+  document.querySelectorAll('svg.plot polyline').forEach(function (line) {
+    var b = line.getBBox();
+    out.series.push({cls: line.getAttribute('class'), name: line.getAttribute('data-series'),
+                     drawn: line.points.numberOfItems,
+                     declared: Number(line.getAttribute('data-points')), h: b.height,
+                     w: b.width});
+  });
+  var svg = document.querySelector('svg.plot');
+  out.plot = svg ? {w: svg.getBoundingClientRect().width,
+                    h: svg.getBoundingClientRect().height} : null;
+  var pre = document.createElement('pre');
+  pre.id = 'fairgpu-check';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+)";
+
+class StatusPage : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "fairgpu-status-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    fs::permissions(dir_, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
+    fs::create_directories(dir_ / "scratch");
+    std::ofstream(dir_ / "profiles.json") << R"json({"slow": {"('mlp', 1)": {"null": 1000},
+      "('mlp', 2)": {"null": 1800}}})json";
+    json config = {{"listen", "127.0.0.1:0"},
+                   {"data_dir", (dir_ / "data").string()},
+                   {"checkpoint_dir", (dir_ / "ckpt").string()},
+                   {"policy", "fifo"},
+                   {"round_s", 0.5},
+                   {"heartbeat_s", 0.2},
+                   {"heartbeat_timeout_s", 5},
+                   {"grace_s", 2},
+                   {"kill_after_s", 1},
+                   {"profiles", (dir_ / "profiles.json").string()},
+                   {"admin_token", "admin-token"},
+                   {"metrics_token", "scrape-token"},
+                   {"tenants",
+                    {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
+                     {{"name", "bob"}, {"token", "bob-token"}}}}};
+    std::ofstream(dir_ / "serve.json") << config.dump(2);
+    server_ = std::make_unique<Daemon>(
+        std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config",
+                                 (dir_ / "serve.json").string(), "--port-file",
+                                 (dir_ / "port").string()},
+        dir_ / "server.log");
+    ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port") &&
+                                      !slurp(dir_ / "port").empty(); }, 10))
+        << server_->text();
+    port_ = std::stoi(slurp(dir_ / "port"));
+    http_ = "http://127.0.0.1:" + std::to_string(port_);
+    RunResult r = fairgpu({"node-token", "n1", "--server", http_, "--token", "admin-token"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::ofstream(dir_ / "n1.token") << r.out;
+    fs::permissions(dir_ / "n1.token", fs::perms::owner_read | fs::perms::owner_write);
+    agent_ = std::make_unique<Daemon>(
+        std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", http_, "--node", "n1",
+                                 "--gpus", "slow:2", "--token-file",
+                                 (dir_ / "n1.token").string(), "--state-dir",
+                                 (dir_ / "agent").string()},
+        dir_ / "agent.log");
+  }
+  void TearDown() override {
+    agent_.reset();
+    server_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  RunResult fairgpu(const std::vector<std::string>& args) {
+    return run_binary(args, dir_ / "scratch", {}, 30);
+  }
+  // A long job of `workers` GPUs; its id.
+  std::string submit(const std::string& token, const std::string& name, int workers) {
+    RunResult r = fairgpu({"submit", "--server", http_, "--token", token, "--name", name,
+                           "--job-type", "mlp", "--workers", std::to_string(workers),
+                           "--iterations", "1000000", "--", FAIRGPU_TRAIN_BINARY, "--iterations",
+                           "1000000", "--base-rate", "200", "--checkpoint-every", "1000"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  json job(const std::string& id) {
+    RunResult q = fairgpu({"jobs", id, "--json", "--server", http_, "--token", "admin-token"});
+    return q.status == 0 ? json::parse(q.out) : json(nullptr);
+  }
+
+  fs::path dir_;
+  int port_ = 0;
+  std::string http_;
+  std::unique_ptr<Daemon> server_, agent_;
+};
+
+TEST_F(StatusPage, ServedBehindTheMetricsTokensAndRenderedInChromium) {
+  // alice's job takes both GPUs (fifo); bob's, named with markup, waits.
+  const std::string running = submit("alice-token", "train-resnet", 2);
+  ASSERT_TRUE(wait_for([&] { return job(running)["state"] == "running"; }, 30))
+      << server_->text();
+  const std::string waiting = submit("bob-token", kEvil, 1);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        json j = job(waiting);
+        return j.is_object() && j["pending"].is_object() && j["pending"]["reason"] != "Profiling";
+      },
+      30))
+      << server_->text();
+
+  httplib::Client c("127.0.0.1", port_);
+  // No token, or a tenant's: 401, with the Basic challenge a browser answers.
+  auto res = c.Get("/");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_TRUE(contains(res->get_header_value("WWW-Authenticate"), "Basic")) << res->body;
+  res = c.Get("/", {{"Authorization", "Bearer alice-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = c.Get("/", {{"Authorization", "Basic YWxpY2U6YWxpY2UtdG9rZW4="}});  // alice:alice-token
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  // The scrape token as bearer; the admin's as Basic password (any user).
+  res = c.Get("/", {{"Authorization", "Bearer scrape-token"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = c.Get("/", {{"Authorization", "Basic b3BzOmFkbWluLXRva2Vu"}});  // ops:admin-token
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_TRUE(contains(res->get_header_value("Content-Type"), "text/html"));
+  EXPECT_TRUE(contains(res->get_header_value("Content-Security-Policy"), "default-src 'none'"));
+  const std::string page = res->body;
+  // Self-contained: no script, no resource from anywhere (URLs appear as
+  // text only: the "listening" event's).
+  for (const char* banned : {"<script", "src=", "href=", "url(", "@import", "<img", "<link"})
+    EXPECT_FALSE(contains(page, banned)) << banned << "\n" << page;
+
+  const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
+  if (chromium.empty())
+    GTEST_SKIP() << "no chromium on PATH (scripts/setup.sh installs Debian's chromium)";
+  std::string probe_page = page;
+  probe_page.insert(probe_page.rfind("</body>"), kChecker);
+  std::ofstream(dir_ / "probe.html", std::ios::binary) << probe_page;
+  const std::string cmd = "timeout -s KILL 120 " + quote(chromium) +
+                          " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                          quote((dir_ / "chromium-profile").string()) +
+                          " --enable-logging=stderr --v=0 --dump-dom " +
+                          quote("file://" + (dir_ / "probe.html").string()) + " >" +
+                          quote((dir_ / "dom.html").string()) + " 2>" +
+                          quote((dir_ / "chromium.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "chromium.log");
+  const std::string log = slurp(dir_ / "chromium.log");
+  EXPECT_FALSE(contains(log, ":CONSOLE")) << log;
+  const std::string dom = slurp(dir_ / "dom.html");
+  const std::string open = "<pre id=\"fairgpu-check\">";
+  const std::size_t at = dom.find(open);
+  ASSERT_NE(at, std::string::npos) << dom.substr(0, 3000) << log;
+  std::string text = dom.substr(at + open.size(), dom.find("</pre>", at) - at - open.size());
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&amp;", "&"}})
+    for (std::size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + 1))
+      text.replace(p, from.size(), to);
+  const json check = json::parse(text);
+  EXPECT_EQ(check["errors"], json::array()) << check.dump();
+  EXPECT_EQ(check["scripts"], 1) << "only the checker runs: " << check.dump();
+
+  // The node, with its state, both GPUs busy and alice's job on it.
+  ASSERT_EQ(check["nodes"].size(), 1u) << check.dump();
+  const json node = check["nodes"][0];
+  EXPECT_EQ(node[0], "n1");
+  EXPECT_EQ(node[1], "slow");
+  EXPECT_EQ(node[2], "ready");
+  EXPECT_EQ(node[3], "2 / 2");
+  EXPECT_TRUE(contains(node[5].get<std::string>(), running)) << node.dump();
+  // The queue: alice's job running on n1, bob's waiting with its reason;
+  // its name shown as the text it is.
+  ASSERT_EQ(check["jobs"].size(), 2u) << check.dump();
+  const json first = check["jobs"][0], second = check["jobs"][1];
+  EXPECT_EQ(first[0], running);
+  EXPECT_EQ(first[5], "running");
+  EXPECT_TRUE(contains(first[7].get<std::string>(), "on n1")) << first.dump();
+  EXPECT_EQ(second[0], waiting);
+  EXPECT_EQ(second[1], kEvil);
+  EXPECT_EQ(second[2], "bob");
+  const json pending = job(waiting)["pending"];
+  EXPECT_TRUE(contains(second[7].get<std::string>(), pending["reason"].get<std::string>() + ": " +
+                                                         pending["detail"].get<std::string>()))
+      << second.dump() << pending.dump();
+  // Tenants with their weights; the chart has a held and an entitled line
+  // per tenant, drawn with every point, alice's held share 1 at the end.
+  ASSERT_EQ(check["tenants"].size(), 2u) << check.dump();
+  EXPECT_EQ(check["tenants"][0][0], "alice");
+  EXPECT_EQ(check["tenants"][0][1], "2");
+  ASSERT_TRUE(check["plot"].is_object()) << check.dump();
+  EXPECT_GT(check["plot"]["w"].get<double>(), 300);
+  ASSERT_EQ(check["series"].size(), 4u) << check.dump();
+  for (const json& s : check["series"]) {
+    EXPECT_GT(s["declared"].get<int>(), 0) << s.dump();
+    EXPECT_EQ(s["drawn"], s["declared"]) << s.dump();
+  }
+  // Recent events: the submissions, bob's with its name as text.
+  bool bob_submit = false;
+  for (const json& e : check["events"])
+    if (e[2] == "submit" && contains(e[3].get<std::string>(), kEvil)) bob_submit = true;
+  EXPECT_TRUE(bob_submit) << check["events"].dump();
+}
+
+}  // namespace
+}  // namespace fairgpu
