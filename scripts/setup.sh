@@ -22,6 +22,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
   slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
+  prometheus                            # promtool: the lint of /metrics' names (the test skips it when absent)
 )
 
 missing=()

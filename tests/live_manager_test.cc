@@ -1559,10 +1559,12 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   const std::string m = manager_->metrics();
   EXPECT_NE(m.find("fairgpu_jobs{state=\"running\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("fairgpu_gpus{gpu_type=\"fast\"} 2"), std::string::npos);
-  EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_tenant_gpu_share_ratio{tenant=\"alice\"} 0.5"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
-  EXPECT_NE(m.find("# TYPE fairgpu_last_round_compute_seconds gauge"), std::string::npos);
-  EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"q\\\"}x\\\\\\n\"} 0\n"), std::string::npos)
+  EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds histogram"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_round_compute_seconds_count 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("fairgpu_tenant_gpu_share_ratio{tenant=\"q\\\"}x\\\\\\n\"} 0\n"),
+            std::string::npos)
       << m;
 }
 

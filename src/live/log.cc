@@ -136,13 +136,19 @@ void write(Level level, std::string_view event, Fields fields) {
 namespace fairgpu::live::log {
 
 void message(Level level, const std::string& text, Fields json_fields) {
+  event_message(level, "message", text, {json_fields.begin(), json_fields.end()});
+}
+
+void event_message(Level level, std::string_view event, const std::string& text,
+                   const std::vector<std::pair<const char*, nlohmann::json>>& fields) {
   if (!enabled(level)) return;
   if (!g_json) {
     logger().log(spdlog_level(level), text);
     return;
   }
-  std::string line = "\"event\":\"message\"";
-  for (const auto& [key, value] : json_fields)
+  std::string line = "\"event\":" + nlohmann::json(event).dump(
+                                        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  for (const auto& [key, value] : fields)
     line += "," + nlohmann::json(key).dump() + ":" +
             value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += ",\"msg\":" +

@@ -1152,7 +1152,7 @@ double Manager::schedule(double at) {
     // on mu_, which is held until the commit.
     if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
     last_round_compute_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    round_compute_sum_ += last_round_compute_;
+    round_compute_.observe(last_round_compute_);
   }
   return last_round_compute_;
 }

@@ -71,6 +71,7 @@
 #include "live/agent_executor.h"
 #include "live/config.h"
 #include "live/executor.h"
+#include "live/histogram.h"
 #include "live/store.h"
 
 namespace fairgpu::live {
@@ -488,7 +489,8 @@ class Manager : private LeaseHost {
   std::mutex measure_mu_;  // one measure at a time
   // Submissions refused by quota: (tenant, quota) -> count.
   std::map<std::pair<std::string, std::string>, std::uint64_t> quota_refusals_;
-  double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
+  double last_round_compute_ = 0.0;
+  DurationHistogram round_compute_;  // fairgpu_round_compute_seconds
 
   // The status page's share history (manager_status.cc): one sample per
   // scheduling point, each tenant's share of the ready GPUs and the share
@@ -519,7 +521,7 @@ class Manager : private LeaseHost {
   std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;
   bool slurm_as_tenants_ = false;   // serve runs as root: jobs run as their tenants' unix_user
   bool slurm_unreachable_ = false;  // the last tick's poll failed (profiling runs not timed out)
-  double slurm_last_exchange_s_ = 0.0;
+  DurationHistogram slurm_exchange_;  // fairgpu_slurm_exchange_seconds
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -90,8 +90,8 @@ std::string nodes_table(const json& nodes) {
       jobs += (jobs.empty() ? "" : ", ") + html_escape(job) + " <span class=\"muted\">(" +
               esc(field(h, "tenant")) + ")</span>";
     }
-    std::string state_cell = "<span class=\"state-" + html_escape(state) + "\">" +
-                             html_escape(state) + "</span>";
+    std::string state_cell =
+        "<span class=\"state-" + html_escape(state) + "\">" + html_escape(state) + "</span>";
     if (!field(n, "reason").is_null())
       state_cell += " <span class=\"muted\">" + esc(field(n, "reason")) + "</span>";
     const json devices = field(n, "devices");
@@ -123,8 +123,8 @@ std::string jobs_table(const json& jobs, const json& not_shown, double now) {
         "class=\"num\">{}</td><td><span class=\"state-{}\">{}</span></td><td class=\"num\">{} "
         "ago</td><td>{}</td></tr>\n",
         esc(field(j, "id")), esc(field(j, "id")), esc(field(j, "name")), esc(field(j, "tenant")),
-        esc(field(j, "job_type")), esc(field(j, "workers")), html_escape(state),
-        html_escape(state), ago(now - number(field(j, "submitted_at"), now)), where);
+        esc(field(j, "job_type")), esc(field(j, "workers")), html_escape(state), html_escape(state),
+        ago(now - number(field(j, "submitted_at"), now)), where);
   }
   out += "</table>\n";
   if (number(not_shown) > 0)
@@ -135,8 +135,7 @@ std::string jobs_table(const json& jobs, const json& not_shown, double now) {
 
 // The share chart: per tenant its share of the ready GPUs (solid) and the
 // share its weight entitles it to (dashed), over the history's span.
-std::string share_chart(const json& history, const std::vector<std::string>& tenants,
-                        double now) {
+std::string share_chart(const json& history, const std::vector<std::string>& tenants, double now) {
   if (!history.is_array() || history.empty())
     return "<p class=\"muted\">No scheduling point yet: the share history starts with the "
            "first.</p>\n";
@@ -181,7 +180,8 @@ std::string share_chart(const json& history, const std::vector<std::string>& ten
         "<polyline class=\"entitled\" data-series=\"{0}\" data-points=\"{1}\" points=\"{5}\" "
         "fill=\"none\" stroke=\"{3}\" stroke-width=\"1.2\" stroke-dasharray=\"6 4\"/>\n"
         "<text class=\"legend\" data-series=\"{0}\" x=\"{6}\" y=\"{7}\" fill=\"{3}\">{0}</text>\n",
-        name, points, held, colour, dash, entitled, kLeft + pw + 12, kTop + 14 + 18.0 * static_cast<double>(i));
+        name, points, held, colour, dash, entitled, kLeft + pw + 12,
+        kTop + 14 + 18.0 * static_cast<double>(i));
   }
   out += fmt::format(
       "<text x=\"{}\" y=\"{}\" class=\"muted\">solid: held</text>"
@@ -193,8 +193,8 @@ std::string share_chart(const json& history, const std::vector<std::string>& ten
 std::string tenants_table(const json& tenants, const json& history) {
   if (!tenants.is_array() || tenants.empty()) return "";
   // The weight's share now: the last sample's entitled figure.
-  const json last = history.is_array() && !history.empty() ? field(history.back(), "tenants")
-                                                           : json::object();
+  const json last =
+      history.is_array() && !history.empty() ? field(history.back(), "tenants") : json::object();
   std::string out =
       "<table class=\"tenants\">\n<tr><th>tenant</th><th>weight</th><th>jobs</th><th>GPUs "
       "held</th><th>share</th><th>weight's share</th></tr>\n";
@@ -280,8 +280,7 @@ std::string render_status_page(const json& data) {
       esc(field(data, "version")), esc(field(data, "policy")), esc(field(data, "round")),
       esc(field(data, "round_s")), html_escape(utc(now)));
   out += "<h2>Nodes</h2>\n" + nodes_table(field(data, "nodes"));
-  out += "<h2>Queue</h2>\n" +
-         jobs_table(field(data, "jobs"), field(data, "jobs_not_shown"), now);
+  out += "<h2>Queue</h2>\n" + jobs_table(field(data, "jobs"), field(data, "jobs_not_shown"), now);
   out += "<h2>Tenants: GPU share against weight</h2>\n" +
          tenants_table(field(data, "tenants"), field(data, "share_history")) +
          share_chart(field(data, "share_history"), tenant_names, now);

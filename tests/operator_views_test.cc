@@ -1,17 +1,23 @@
-// The status page `serve` answers at / (issue 32, item 8): token-protected
-// like /metrics, self-contained HTML (no script, no resource from anywhere),
-// rendered in headless Chromium with no console error, showing the nodes,
-// the queue with pending reasons, the tenants' shares and recent events of
-// a small live setup; tenant-supplied strings are escaped.
+// What an operator watches (issue 32, items 8 and 9). The status page
+// `serve` answers at /: token-protected like /metrics, self-contained HTML
+// (no script, no resource from anywhere), rendered in headless Chromium with
+// no console error, showing the nodes, the queue with pending reasons, the
+// tenants' shares and recent events of a small live setup; tenant-supplied
+// strings are escaped. /metrics follows Prometheus' conventions (promtool's
+// lint when installed, and the checks below).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,8 +72,8 @@ TEST(StatusPageHtml, EscapesEveryStringFromTheCluster) {
          {"pending", {{"reason", "Resources"}, {"detail", kEvil}}}}}},
       {"tenants", {{{"name", "alice"}, {"weight", 2}, {"share", 0.5}}}},
       {"share_history", {{{"t", 1.8e9 - 30}, {"tenants", {{"alice", {0.5, 1.0}}}}}}},
-      {"events", {{{"time", 1.8e9}, {"level", "info"}, {"event", "submit"},
-                   {"fields", {{"name", kEvil}}}}}}};
+      {"events",
+       {{{"time", 1.8e9}, {"level", "info"}, {"event", "submit"}, {"fields", {{"name", kEvil}}}}}}};
   const std::string page = live::render_status_page(data);
   EXPECT_FALSE(contains(page, "<script")) << page;
   EXPECT_FALSE(contains(page, "alert(\"x\")")) << page;
@@ -131,10 +137,10 @@ const char* kChecker = R"(<script>
 </script>
 )";
 
-class StatusPage : public testing::Test {
+class OperatorViews : public testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "fairgpu-status-XXXXXX").string();
+    std::string tmpl = (fs::temp_directory_path() / "fairgpu-views-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
     fs::permissions(dir_, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
@@ -157,13 +163,13 @@ class StatusPage : public testing::Test {
                     {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
                      {{"name", "bob"}, {"token", "bob-token"}}}}};
     std::ofstream(dir_ / "serve.json") << config.dump(2);
-    server_ = std::make_unique<Daemon>(
-        std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config",
-                                 (dir_ / "serve.json").string(), "--port-file",
-                                 (dir_ / "port").string()},
-        dir_ / "server.log");
-    ASSERT_TRUE(wait_for([&] { return fs::exists(dir_ / "port") &&
-                                      !slurp(dir_ / "port").empty(); }, 10))
+    server_ =
+        std::make_unique<Daemon>(std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config",
+                                                          (dir_ / "serve.json").string(),
+                                                          "--port-file", (dir_ / "port").string()},
+                                 dir_ / "server.log");
+    ASSERT_TRUE(
+        wait_for([&] { return fs::exists(dir_ / "port") && !slurp(dir_ / "port").empty(); }, 10))
         << server_->text();
     port_ = std::stoi(slurp(dir_ / "port"));
     http_ = "http://127.0.0.1:" + std::to_string(port_);
@@ -173,9 +179,8 @@ class StatusPage : public testing::Test {
     fs::permissions(dir_ / "n1.token", fs::perms::owner_read | fs::perms::owner_write);
     agent_ = std::make_unique<Daemon>(
         std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", http_, "--node", "n1",
-                                 "--gpus", "slow:2", "--token-file",
-                                 (dir_ / "n1.token").string(), "--state-dir",
-                                 (dir_ / "agent").string()},
+                                 "--gpus", "slow:2", "--token-file", (dir_ / "n1.token").string(),
+                                 "--state-dir", (dir_ / "agent").string()},
         dir_ / "agent.log");
   }
   void TearDown() override {
@@ -188,10 +193,27 @@ class StatusPage : public testing::Test {
   }
   // A long job of `workers` GPUs; its id.
   std::string submit(const std::string& token, const std::string& name, int workers) {
-    RunResult r = fairgpu({"submit", "--server", http_, "--token", token, "--name", name,
-                           "--job-type", "mlp", "--workers", std::to_string(workers),
-                           "--iterations", "1000000", "--", FAIRGPU_TRAIN_BINARY, "--iterations",
-                           "1000000", "--base-rate", "200", "--checkpoint-every", "1000"});
+    RunResult r = fairgpu({"submit",
+                           "--server",
+                           http_,
+                           "--token",
+                           token,
+                           "--name",
+                           name,
+                           "--job-type",
+                           "mlp",
+                           "--workers",
+                           std::to_string(workers),
+                           "--iterations",
+                           "1000000",
+                           "--",
+                           FAIRGPU_TRAIN_BINARY,
+                           "--iterations",
+                           "1000000",
+                           "--base-rate",
+                           "200",
+                           "--checkpoint-every",
+                           "1000"});
     EXPECT_EQ(r.status, 0) << r.err;
     return r.out.substr(0, r.out.find('\n'));
   }
@@ -206,11 +228,10 @@ class StatusPage : public testing::Test {
   std::unique_ptr<Daemon> server_, agent_;
 };
 
-TEST_F(StatusPage, ServedBehindTheMetricsTokensAndRenderedInChromium) {
+TEST_F(OperatorViews, ServedBehindTheMetricsTokensAndRenderedInChromium) {
   // alice's job takes both GPUs (fifo); bob's, named with markup, waits.
   const std::string running = submit("alice-token", "train-resnet", 2);
-  ASSERT_TRUE(wait_for([&] { return job(running)["state"] == "running"; }, 30))
-      << server_->text();
+  ASSERT_TRUE(wait_for([&] { return job(running)["state"] == "running"; }, 30)) << server_->text();
   const std::string waiting = submit("bob-token", kEvil, 1);
   ASSERT_TRUE(wait_for(
       [&] {
@@ -253,13 +274,12 @@ TEST_F(StatusPage, ServedBehindTheMetricsTokensAndRenderedInChromium) {
   std::string probe_page = page;
   probe_page.insert(probe_page.rfind("</body>"), kChecker);
   std::ofstream(dir_ / "probe.html", std::ios::binary) << probe_page;
-  const std::string cmd = "timeout -s KILL 120 " + quote(chromium) +
-                          " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                          quote((dir_ / "chromium-profile").string()) +
-                          " --enable-logging=stderr --v=0 --dump-dom " +
-                          quote("file://" + (dir_ / "probe.html").string()) + " >" +
-                          quote((dir_ / "dom.html").string()) + " 2>" +
-                          quote((dir_ / "chromium.log").string());
+  const std::string cmd =
+      "timeout -s KILL 120 " + quote(chromium) +
+      " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+      quote((dir_ / "chromium-profile").string()) + " --enable-logging=stderr --v=0 --dump-dom " +
+      quote("file://" + (dir_ / "probe.html").string()) + " >" +
+      quote((dir_ / "dom.html").string()) + " 2>" + quote((dir_ / "chromium.log").string());
   ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "chromium.log");
   const std::string log = slurp(dir_ / "chromium.log");
   EXPECT_FALSE(contains(log, ":CONSOLE")) << log;
@@ -315,6 +335,131 @@ TEST_F(StatusPage, ServedBehindTheMetricsTokensAndRenderedInChromium) {
   for (const json& e : check["events"])
     if (e[2] == "submit" && contains(e[3].get<std::string>(), kEvil)) bob_submit = true;
   EXPECT_TRUE(bob_submit) << check["events"].dump();
+}
+
+// What breaks Prometheus' naming conventions in a scrape, or "": names
+// fairgpu_ and snake case; counters _total; a fraction _ratio (a family
+// about a share, fraction or utilisation) with values in [0, 1]; times as
+// _timestamp_seconds (no ages, no gauge of the last duration: durations are
+// histograms); label names from a bounded set (no per-job label) and
+// tenant/node values among the configured tenants and registered nodes.
+std::string convention_problem(const std::string& text, const std::set<std::string>& tenants,
+                               const std::set<std::string>& nodes, double now) {
+  static const std::regex kFamily("fairgpu_[a-z][a-z0-9_]*[a-z0-9]");
+  static const std::regex kSample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+))");
+  static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)")re");
+  static const std::set<std::string> kLabels = {"version",  "state", "tenant", "quota",
+                                                "gpu_type", "node",  "le"};
+  auto ends = [](const std::string& s, const std::string& sfx) {
+    return s.size() >= sfx.size() && s.compare(s.size() - sfx.size(), sfx.size(), sfx) == 0;
+  };
+  std::map<std::string, std::string> type;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream words(line.substr(7));
+      std::string name, t;
+      words >> name >> t;
+      type[name] = t;
+      if (!std::regex_match(name, kFamily)) return "not fairgpu_ snake case: " + name;
+      if (t == "counter" && !ends(name, "_total")) return "counter without _total: " + name;
+      if (t != "counter" && ends(name, "_total")) return t + " named _total: " + name;
+      if (name.find("_age") != std::string::npos) return "an age, not a timestamp: " + name;
+      for (const char* fraction : {"share", "fraction", "utilisation", "utilization"})
+        if (name.find(fraction) != std::string::npos && !ends(name, "_ratio"))
+          return "a fraction without _ratio: " + name;
+      if (t == "gauge" && ends(name, "_seconds") && !ends(name, "_timestamp_seconds"))
+        return "a gauge of a duration (a histogram, or a _timestamp_seconds): " + name;
+      if (t == "gauge" && name.find("_last_") != std::string::npos &&
+          !ends(name, "_timestamp_seconds"))
+        return "a last-value gauge: " + name;
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, kSample)) return "malformed sample: " + line;
+    const std::string name = m[1];
+    const double v = std::stod(m[4]);
+    if (ends(name, "_ratio") && !(v >= 0 && v <= 1)) return "a ratio outside [0, 1]: " + line;
+    if (ends(name, "_timestamp_seconds") && v != 0 && !(v > now - 86400 && v < now + 60))
+      return "not a time in seconds since the epoch: " + line;
+    std::string rest = m[3];
+    while (!rest.empty()) {
+      std::smatch lm;
+      if (!std::regex_search(rest, lm, kLabel) || lm.position(0) != 0)
+        return "malformed labels: " + line;
+      const std::string key = lm[1], value = lm[2];
+      if (!kLabels.count(key)) return "label " + key + " is not in the bounded set: " + line;
+      if (key == "tenant" && !tenants.count(value)) return "unknown tenant label: " + line;
+      if (key == "node" && !nodes.count(value)) return "unknown node label: " + line;
+      rest = lm.suffix();
+      if (!rest.empty() && rest[0] == ',') rest = rest.substr(1);
+    }
+  }
+  return "";
+}
+
+TEST(MetricConventions, CatchWhatTheyShould) {
+  const std::set<std::string> tenants = {"alice"}, nodes = {"n1"};
+  const double now = 1.8e9;
+  auto family = [](const std::string& name, const std::string& t, const std::string& sample) {
+    return "# HELP " + name + " X.\n# TYPE " + name + " " + t + "\n" + sample + "\n";
+  };
+  EXPECT_EQ(convention_problem(family("fairgpu_tenant_gpu_share_ratio", "gauge",
+                                      "fairgpu_tenant_gpu_share_ratio{tenant=\"alice\"} 0.5"),
+                               tenants, nodes, now),
+            "");
+  for (const std::string& bad :
+       {family("fairgpu_tenant_gpu_share", "gauge", "fairgpu_tenant_gpu_share 0.5"),
+        family("fairgpu_x_ratio", "gauge", "fairgpu_x_ratio 1.5"),
+        family("fairgpu_node_heartbeat_age_seconds", "gauge",
+               "fairgpu_node_heartbeat_age_seconds 3"),
+        family("fairgpu_last_round_compute_seconds", "gauge",
+               "fairgpu_last_round_compute_seconds 0.1"),
+        family("fairgpu_x_timestamp_seconds", "gauge", "fairgpu_x_timestamp_seconds 12"),
+        family("fairgpu_jobs", "gauge", "fairgpu_jobs{job=\"j-000001\"} 1"),
+        family("fairgpu_jobs", "gauge", "fairgpu_jobs{tenant=\"mallory\"} 1"),
+        family("fairgpu_jobs", "gauge", "fairgpu_jobs{node=\"n9\"} 1"),
+        family("fairgpu_x", "counter", "fairgpu_x 1"), family("fairgpu_X", "gauge", "fairgpu_X 1")})
+    EXPECT_NE(convention_problem(bad, tenants, nodes, now), "") << bad;
+}
+
+TEST_F(OperatorViews, MetricsFollowPrometheusConventions) {
+  // One job that ran to its end, one that runs.
+  RunResult r =
+      fairgpu({"submit", "--server", http_, "--token", "bob-token", "--name", "short", "--job-type",
+               "mlp", "--workers", "1", "--iterations", "1", "--command", "true"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string done = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(wait_for([&] { return job(done)["state"] == "finished"; }, 30)) << server_->text();
+  const std::string running = submit("alice-token", "long", 1);
+  ASSERT_TRUE(wait_for([&] { return job(running)["state"] == "running"; }, 30)) << server_->text();
+  httplib::Client c("127.0.0.1", port_);
+  auto res = c.Get("/metrics", {{"Authorization", "Bearer scrape-token"}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const std::string& m = res->body;
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_EQ(convention_problem(m, {"alice", "bob"}, {"n1"}, now), "") << m;
+  // What the conventions replaced: histograms of durations, times, ratios.
+  EXPECT_TRUE(contains(m, "# TYPE fairgpu_round_compute_seconds histogram\n")) << m;
+  EXPECT_FALSE(contains(m, "fairgpu_round_compute_seconds_count 0\n")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_last_heartbeat_timestamp_seconds{node=\"n1\"} ")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_tenant_gpu_share_ratio{tenant=\"alice\"} 0.5\n")) << m;
+  EXPECT_FALSE(contains(m, "j-0000")) << "no per-job label: " << m;
+
+  const std::string promtool = find_program({"promtool"});
+  if (promtool.empty()) {
+    GTEST_SKIP() << "no promtool (scripts/setup.sh installs Debian's prometheus): its lint "
+                    "not run";
+  }
+  std::ofstream(dir_ / "scrape.txt") << m;
+  const std::string cmd = quote(promtool) + " check metrics <" +
+                          quote((dir_ / "scrape.txt").string()) + " >" +
+                          quote((dir_ / "promtool.out").string()) + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "promtool.out");
+  EXPECT_EQ(slurp(dir_ / "promtool.out"), "");
 }
 
 }  // namespace
