@@ -15,6 +15,7 @@ packages=(
   libspdlog-dev                         # live manager's and agent's log
   libgsl-dev                            # Student's t quantile: sweep's confidence intervals
   libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
+  help2man                              # man pages from the CLI's help (scripts/make-man.sh)
   chromium                              # headless browser: the test of report.html
   librsvg2-bin                          # rsvg-convert: report figures as PDF (skipped with a note when absent)
   python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)
