@@ -7,6 +7,7 @@
 // lint when installed, and the checks below).
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "live/config.h"
 #include "live/status_page.h"
 #include "live_daemon.h"
 #include "polling.h"
@@ -162,7 +164,22 @@ class OperatorViews : public testing::Test {
                    {"tenants",
                     {{{"name", "alice"}, {"weight", 2}, {"token", "alice-token"}},
                      {{"name", "bob"}, {"token", "bob-token"}}}}};
-    std::ofstream(dir_ / "serve.json") << config.dump(2);
+    config_ = config;
+    start_server();
+    RunResult r = fairgpu({"node-token", "n1", "--server", http_, "--token", "admin-token"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::ofstream(dir_ / "n1.token") << r.out;
+    fs::permissions(dir_ / "n1.token", fs::perms::owner_read | fs::perms::owner_write);
+    agent_ = std::make_unique<Daemon>(
+        std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", http_, "--node", "n1",
+                                 "--gpus", "slow:2", "--token-file", (dir_ / "n1.token").string(),
+                                 "--state-dir", (dir_ / "agent").string()},
+        dir_ / "agent.log");
+  }
+  // Writes config_ and starts serve on it; waits for its port.
+  void start_server() {
+    std::ofstream(dir_ / "serve.json") << config_.dump(2);
+    fs::remove(dir_ / "port");
     server_ =
         std::make_unique<Daemon>(std::vector<std::string>{FAIRGPU_BINARY, "serve", "--config",
                                                           (dir_ / "serve.json").string(),
@@ -173,15 +190,6 @@ class OperatorViews : public testing::Test {
         << server_->text();
     port_ = std::stoi(slurp(dir_ / "port"));
     http_ = "http://127.0.0.1:" + std::to_string(port_);
-    RunResult r = fairgpu({"node-token", "n1", "--server", http_, "--token", "admin-token"});
-    ASSERT_EQ(r.status, 0) << r.err;
-    std::ofstream(dir_ / "n1.token") << r.out;
-    fs::permissions(dir_ / "n1.token", fs::perms::owner_read | fs::perms::owner_write);
-    agent_ = std::make_unique<Daemon>(
-        std::vector<std::string>{FAIRGPU_BINARY, "agent", "--server", http_, "--node", "n1",
-                                 "--gpus", "slow:2", "--token-file", (dir_ / "n1.token").string(),
-                                 "--state-dir", (dir_ / "agent").string()},
-        dir_ / "agent.log");
   }
   void TearDown() override {
     agent_.reset();
@@ -223,6 +231,7 @@ class OperatorViews : public testing::Test {
   }
 
   fs::path dir_;
+  json config_;
   int port_ = 0;
   std::string http_;
   std::unique_ptr<Daemon> server_, agent_;
@@ -335,6 +344,80 @@ TEST_F(OperatorViews, ServedBehindTheMetricsTokensAndRenderedInChromium) {
   for (const json& e : check["events"])
     if (e[2] == "submit" && contains(e[3].get<std::string>(), kEvil)) bob_submit = true;
   EXPECT_TRUE(bob_submit) << check["events"].dump();
+}
+
+// The backup and restore of docs/operator-guide.md ("Backup and restore"):
+// sqlite3's .backup while serve runs and commits, then the copy as the
+// store of a new data_dir: serve starts on it with the jobs and the tenant
+// made through the API.
+TEST_F(OperatorViews, StoreBackedUpWhileServingRestores) {
+  if (std::system("command -v sqlite3 >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no sqlite3 shell (Debian's sqlite3 package)";
+  const std::string running = submit("alice-token", "long", 2);
+  ASSERT_TRUE(wait_for([&] { return job(running)["state"] == "running"; }, 30)) << server_->text();
+  const std::string waiting = submit("bob-token", "waits", 1);
+  RunResult r = fairgpu({"tenant", "carol", "--weight", "3", "--new-token", "carol-token-1",
+                         "--server", http_, "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Online backup while rounds commit (round_s 0.5).
+  const fs::path db = fs::path(config_["data_dir"].get<std::string>()) / "fairgpu.db";
+  const fs::path backup = dir_ / "backup" / "fairgpu.db";
+  fs::create_directories(backup.parent_path());
+  const std::string cmd = "sqlite3 " + quote(db.string()) + " " +
+                          quote(".backup " + backup.string()) + " >" +
+                          quote((dir_ / "backup.log").string()) + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "backup.log");
+  const std::string check = "sqlite3 " + quote(backup.string()) + " 'PRAGMA integrity_check' >" +
+                            quote((dir_ / "check.log").string());
+  ASSERT_EQ(std::system(check.c_str()), 0);
+  EXPECT_EQ(slurp(dir_ / "check.log"), "ok\n");
+  // The server is lost with its data_dir; the copy is restored in a new one.
+  agent_.reset();
+  EXPECT_EQ(server_->stop(SIGTERM), 0);
+  const fs::path restored = dir_ / "restored";
+  fs::create_directories(restored);
+  fs::copy_file(backup, restored / "fairgpu.db");
+  fs::permissions(restored / "fairgpu.db", fs::perms::owner_read | fs::perms::owner_write);
+  config_["data_dir"] = restored.string();
+  start_server();
+  // Both jobs, not ended (the one that ran waits for a node again), and
+  // carol's token, made through the API, answers.
+  for (const std::string& id : {running, waiting}) {
+    const json j = job(id);
+    ASSERT_TRUE(j.is_object()) << id << "\n" << server_->text();
+    EXPECT_TRUE(j["state"] == "queued" || j["state"] == "running") << j.dump();
+  }
+  r = fairgpu({"jobs", "--server", http_, "--token", "carol-token-1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = fairgpu({"tenants", "--json", "--server", http_, "--token", "admin-token"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\"carol\"")) << r.out;
+}
+
+// The Slurm backend's complete example (docs/operator-guide.md) is a valid
+// config once its files exist: every key known, every value accepted.
+TEST(OperatorExamples, SlurmServeConfigIsValid) {
+  std::string tmpl = (fs::temp_directory_path() / "fairgpu-example-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  std::string text = slurp(testing_support::source_path("examples/slurm-serve.json"));
+  for (std::size_t at; (at = text.find("/etc/fairgpu/")) != std::string::npos;)
+    text.replace(at, 13, dir.string() + "/");
+  for (const char* f : {"admin", "metrics", "vision", "nlp"}) {
+    std::ofstream(dir / (std::string(f) + ".token")) << f << "-token-0123\n";
+    fs::permissions(dir / (std::string(f) + ".token"), fs::perms::owner_read);
+  }
+  for (const char* f : {"server.pem", "server.key"}) {
+    std::ofstream(dir / f) << "";
+    fs::permissions(dir / f, fs::perms::owner_read);
+  }
+  std::ofstream(dir / "serve.json") << text;
+  const live::ServeConfig c = live::read_serve_config((dir / "serve.json").string());
+  EXPECT_EQ(c.backend, "slurm");
+  EXPECT_EQ(c.slurm.partition, "main");  // the test cluster's (scripts/slurm-cluster.sh)
+  ASSERT_EQ(c.tenants.size(), 2u);
+  EXPECT_EQ(c.tenants[0].unix_user, "vision");
+  fs::remove_all(dir);
 }
 
 // What breaks Prometheus' naming conventions in a scrape, or "": names
