@@ -1985,5 +1985,38 @@ TEST_F(LiveProfiles, AJobWaitingForItsTypesFigureIsQueuedOnceAnotherJobMeasuredI
   EXPECT_EQ(job(a1)["state"], "running");
   EXPECT_EQ(job(a2)["state"], "queued");
 }
+
+// The status page's share history (issue 32, item 8) stays bounded: at 720
+// samples pairs merge, and none older than 6 hours is kept; the share and
+// the weight's share are each tenant's.
+TEST_F(LiveManager, StatusShareHistoryIsBounded) {
+  config_.policy = "fifo";
+  start();
+  reg("f1", "fast", 2);
+  submit("alice-token");
+  auto points = [&] {
+    const std::string page = manager_->status_page();
+    const std::string key = "class=\"series\" data-series=\"alice\" data-points=\"";
+    const auto at = page.find(key);
+    return at == std::string::npos ? -1 : std::stoi(page.substr(at + key.size()));
+  };
+  for (int i = 0; i < 1000; ++i) {  // 10 s apart: 1000 samples within 6 hours
+    now_ += 10;
+    manager_->schedule();
+  }
+  EXPECT_LE(points(), 720);
+  EXPECT_GE(points(), 360);
+  for (int i = 0; i < 400; ++i) {  // 60 s apart: the first 1000 end up older than 6 hours
+    now_ += 60;
+    manager_->schedule();
+  }
+  EXPECT_LE(points(), 361);
+  EXPECT_GE(points(), 180);
+  const std::string page = manager_->status_page();
+  // alice holds one of two GPUs; her weight entitles her to all (bob has no job).
+  EXPECT_NE(page.find("<td class=\"num\">0.50</td><td class=\"num\">1.00</td>"), std::string::npos)
+      << page;
+}
+
 }  // namespace
 }  // namespace fairgpu::live
