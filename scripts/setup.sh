@@ -39,6 +39,8 @@ if [ "$sim_only" -eq 0 ]; then
     libbenchmark-dev
     clang libclang-rt-dev llvm            # sanitizer build, libFuzzer, llvm-symbolizer (CI stages 2-3)
     slurmctld slurmd slurm-client         # Slurm backend: the test cluster of scripts/slurm-cluster.sh
+    help2man                              # man pages from the CLI's help (scripts/make-man.sh)
+    prometheus                            # promtool: the lint of /metrics' names (the test skips it when absent)
   )
 fi
 

@@ -69,6 +69,16 @@ std::set<std::string> python_module() {
   return out;
 }
 
+// The man pages in the build tree (none without help2man).
+std::set<std::string> man_pages() {
+  std::set<std::string> out;
+  const fs::path dir = fs::path(FAIRGPU_BUILD_DIR) / "man";
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".1") out.insert(e.path().filename().string());
+  return out;
+}
+
 // What the install must hold: the programs, README, every file of docs/ and
 // examples/ (the README demo's store and Python caches aside), the units and
 // the default config.
@@ -82,8 +92,15 @@ std::set<std::string> expected_files() {
                                 "share/fairgpu/fairgpu-agent.default"};
   for (const char* folder : {"docs", "examples"})
     for (const auto& f : files_under(kSource / folder))
-      if (f.rfind("fairgpu-data/", 0) != 0 && f.find("__pycache__") == std::string::npos)
-        want.insert("share/doc/fairgpu/" + std::string(folder) + "/" + f);
+      if (f.rfind("fairgpu-data/", 0) != 0 && f.find("__pycache__") == std::string::npos) {
+        // The PyTorch job where a minimal image keeps it (not under doc/).
+        if (f.rfind("pytorch/", 0) == 0)
+          want.insert("share/fairgpu/examples/" + f);
+        else
+          want.insert("share/doc/fairgpu/" + std::string(folder) + "/" + f);
+      }
+  // The man pages, when built (help2man): fairgpu.1 and fairgpu-SUB.1.
+  for (const auto& f : man_pages()) want.insert("share/man/man1/" + f);
   // The Python module, when built (FAIRGPU_PYTHON), into the Debian
   // interpreter's path.
   for (const auto& f : python_module())
@@ -99,12 +116,20 @@ TEST_F(Install, TreeHasTheProgramsDocsExamplesUnitsAndConfigAndNothingElse) {
   ASSERT_EQ(status, 0) << out;
   const std::set<std::string> want = expected_files();
   EXPECT_TRUE(want.count("share/doc/fairgpu/docs/job-protocol.md"));
-  EXPECT_TRUE(want.count("share/doc/fairgpu/examples/pytorch/train.py"));
+  EXPECT_TRUE(want.count("share/fairgpu/examples/pytorch/train.py"));
   EXPECT_EQ(files_under(prefix), want);
+  // A page for the program and one per subcommand, made from their help.
+  if (!man_pages().empty()) {
+    for (const char* page : {"fairgpu.1", "fairgpu-serve.1", "fairgpu-agent.1", "fairgpu-jobs.1"})
+      EXPECT_TRUE(want.count("share/man/man1/" + std::string(page))) << page;
+    const std::string serve = slurp(prefix / "share/man/man1/fairgpu-serve.1");
+    EXPECT_NE(serve.find("\\-\\-config"), std::string::npos) << serve;  // an option of serve's
+    EXPECT_NE(serve.find(".TH FAIRGPU-SERVE \"1\""), std::string::npos) << serve;
+  }
 
   // The programs run from there; scripts stay executable.
   for (const char* p :
-       {"bin/fairgpu", "bin/fairgpu-train", "share/doc/fairgpu/examples/pytorch/train.py"})
+       {"bin/fairgpu", "bin/fairgpu-train", "share/fairgpu/examples/pytorch/train.py"})
     EXPECT_TRUE(executable(prefix / p)) << p;
   auto [v_status, version] =
       shell(quote((prefix / "bin/fairgpu").string()) + " --version", dir_ / "version.log");

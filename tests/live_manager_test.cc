@@ -1621,10 +1621,12 @@ TEST_F(LiveManager, MetricsInPrometheusFormat) {
   const std::string m = manager_->metrics();
   EXPECT_NE(m.find("fairgpu_jobs{state=\"running\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("fairgpu_gpus{gpu_type=\"fast\"} 2"), std::string::npos);
-  EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"alice\"} 0.5"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_tenant_gpu_share_ratio{tenant=\"alice\"} 0.5"), std::string::npos);
   EXPECT_NE(m.find("fairgpu_rounds_total 1"), std::string::npos);
-  EXPECT_NE(m.find("# TYPE fairgpu_last_round_compute_seconds gauge"), std::string::npos);
-  EXPECT_NE(m.find("fairgpu_tenant_gpu_share{tenant=\"q\\\"}x\\\\\\n\"} 0\n"), std::string::npos)
+  EXPECT_NE(m.find("# TYPE fairgpu_round_compute_seconds histogram"), std::string::npos);
+  EXPECT_NE(m.find("fairgpu_round_compute_seconds_count 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("fairgpu_tenant_gpu_share_ratio{tenant=\"q\\\"}x\\\\\\n\"} 0\n"),
+            std::string::npos)
       << m;
 }
 
@@ -2195,6 +2197,37 @@ TEST_F(LiveManager, RunsUsageCounterListingFiltersAndRetention) {
   manager_->reload(longer);
   EXPECT_EQ(listed(q), (std::set<std::string>{a, b, c}));
   EXPECT_EQ(job(a)["state"], "finished");  // one job is always shown
+
+// The status page's share history (issue 32, item 8) stays bounded: at 720
+// samples pairs merge, and none older than 6 hours is kept; the share and
+// the weight's share are each tenant's.
+TEST_F(LiveManager, StatusShareHistoryIsBounded) {
+  config_.policy = "fifo";
+  start();
+  reg("f1", "fast", 2);
+  submit("alice-token");
+  auto points = [&] {
+    const std::string page = manager_->status_page();
+    const std::string key = "class=\"series\" data-series=\"alice\" data-points=\"";
+    const auto at = page.find(key);
+    return at == std::string::npos ? -1 : std::stoi(page.substr(at + key.size()));
+  };
+  for (int i = 0; i < 1000; ++i) {  // 10 s apart: 1000 samples within 6 hours
+    now_ += 10;
+    manager_->schedule();
+  }
+  EXPECT_LE(points(), 720);
+  EXPECT_GE(points(), 360);
+  for (int i = 0; i < 400; ++i) {  // 60 s apart: the first 1000 end up older than 6 hours
+    now_ += 60;
+    manager_->schedule();
+  }
+  EXPECT_LE(points(), 361);
+  EXPECT_GE(points(), 180);
+  const std::string page = manager_->status_page();
+  // alice holds one of two GPUs; her weight entitles her to all (bob has no job).
+  EXPECT_NE(page.find("<td class=\"num\">0.50</td><td class=\"num\">1.00</td>"), std::string::npos)
+      << page;
 }
 
 }  // namespace

@@ -507,19 +507,32 @@ TEST_F(ServeOps, JsonLogLines) {
     EXPECT_EQ(first[event]["tenant"], "bob") << first[event];
     EXPECT_EQ(first[event]["level"], "info");
   }
-  // The agent's lines too, with the lease, job and tenant as fields.
-  bool launch_seen = false;
+  // The agent's lines too: structured events as the server's (issue 32,
+  // item 9), with the node, and the lease, job and tenant of a run, as
+  // fields; the text line as msg.
+  std::map<std::string, json> agent;  // event -> its first line
   std::istringstream agent_in(slurp(dir_ / "agent-n1.log"));
   for (std::string line; std::getline(agent_in, line);) {
     json j = json::parse(line, nullptr, false);
     ASSERT_TRUE(j.is_object()) << line;
-    if (contains(j.value("msg", ""), "launch lease")) {
-      launch_seen = true;
-      EXPECT_EQ(j["job"], id);
-      EXPECT_EQ(j["tenant"], "bob");
-    }
+    ASSERT_TRUE(j.contains("time") && j.contains("level") && j.contains("msg")) << line;
+    EXPECT_NE(j["event"], "message") << "an agent line without its event: " << line;
+    EXPECT_EQ(j["node"], "n1") << line;
+    agent.emplace(j["event"], j);
   }
-  EXPECT_TRUE(launch_seen) << slurp(dir_ / "agent-n1.log");
+  const std::string agent_log = slurp(dir_ / "agent-n1.log");
+  ASSERT_TRUE(agent.count("registered")) << agent_log;
+  EXPECT_EQ(agent["registered"]["gpu_type"], "slow");
+  EXPECT_EQ(agent["registered"]["devices"], json::array({0}));
+  ASSERT_TRUE(agent.count("launch")) << agent_log;
+  EXPECT_EQ(agent["launch"]["job"], id);
+  EXPECT_EQ(agent["launch"]["tenant"], "bob");
+  EXPECT_EQ(agent["launch"]["devices"], json::array({0}));
+  EXPECT_GT(agent["launch"]["pid"].get<int>(), 0);
+  ASSERT_TRUE(agent.count("exit")) << agent_log;
+  EXPECT_EQ(agent["exit"]["job"], id);
+  EXPECT_EQ(agent["exit"]["exit_code"], 0);
+  EXPECT_EQ(agent["exit"]["revoked"], false);
 }
 
 // ---- metrics ---------------------------------------------------------------
@@ -670,7 +683,7 @@ TEST_F(ServeOps, MetricsPassAStrictExpositionCheck) {
   EXPECT_TRUE(contains(m, "fairgpu_node_state{node=\"n1\",gpu_type=\"slow\",state=\"ready\"} 1\n"))
       << m;
   EXPECT_TRUE(contains(m, "fairgpu_node_devices{node=\"n1\"} 1\n")) << m;
-  EXPECT_TRUE(contains(m, "fairgpu_node_heartbeat_age_seconds{node=\"n1\"} ")) << m;
+  EXPECT_TRUE(contains(m, "fairgpu_node_last_heartbeat_timestamp_seconds{node=\"n1\"} ")) << m;
   EXPECT_TRUE(contains(m, "fairgpu_build_info{version=\"")) << m;
 }
 

@@ -210,19 +210,21 @@ class Agent {
 
   // One line "agent NODE: text", with " tenant=T" when it is about a run
   // whose tenant is known; in JSON, node, lease, job and tenant are fields.
-  void log(const std::string& text, log::Level level = log::Level::kInfo,
-           const Run* run = nullptr) const {
+  // In JSON the line is the event `event` (as the server's lines are), with
+  // node, lease, job and tenant and `fields` as fields, and the text as msg.
+  void log(std::string_view event, const std::string& text, log::Level level = log::Level::kInfo,
+           const Run* run = nullptr, std::vector<std::pair<const char*, json>> fields = {}) const {
     std::string line = "agent " + o_.node + ": " + text;
     if (run && !run->tenant.empty()) line += " tenant=" + run->tenant;
     if (o_.log) {
       o_.log(line);
-    } else if (run) {
-      log::message(
-          level, line,
-          {{"node", o_.node}, {"lease", run->lease}, {"job", run->job}, {"tenant", run->tenant}});
-    } else {
-      log::message(level, line, {{"node", o_.node}});
+      return;
     }
+    fields.insert(fields.begin(), {"node", o_.node});
+    if (run)
+      fields.insert(fields.begin() + 1,
+                    {{"lease", run->lease}, {"job", run->job}, {"tenant", run->tenant}});
+    log::event_message(level, event, line, fields);
   }
 
   std::string describe(const Run& r) const {
@@ -240,15 +242,20 @@ class Agent {
       std::string lease = entry.path().filename().string();
       switch (kill_leftover_group(pid_file.string(), kLeftoverWaitS, &pgid)) {
         case LeftoverResult::kKilled:
-          log(fmt::format("killed leftover process group {} (lease {}) of an earlier agent", pgid,
-                          lease));
+          log("leftover_killed",
+              fmt::format("killed leftover process group {} (lease {}) of an earlier agent", pgid,
+                          lease),
+              log::Level::kInfo, nullptr, {{"pgid", pgid}, {"lease", lease}});
           break;
         case LeftoverResult::kPidReused:
-          log(fmt::format("pid file of lease {} names pid {}, now another process: left alone",
-                          lease, pgid));
+          log("leftover_pid_reused",
+              fmt::format("pid file of lease {} names pid {}, now another process: left alone",
+                          lease, pgid),
+              log::Level::kInfo, nullptr, {{"pid", pgid}, {"lease", lease}});
           break;
         case LeftoverResult::kUnreadable:
-          log(fmt::format("unreadable pid file {}: removed", pid_file.string()));
+          log("leftover_pid_unreadable",
+              fmt::format("unreadable pid file {}: removed", pid_file.string()));
           break;
         case LeftoverResult::kGone:
           break;
@@ -266,11 +273,12 @@ class Agent {
     const std::string& leaf = cgroup_plan_.agent_leaf;
     if (leaf.empty()) return;
     if (std::string e = move_into_cgroup(leaf, getpid()); !e.empty()) {
-      log(e + ": staying in " + own_cgroup_, log::Level::kWarn);
+      log("cgroup_unchanged", e + ": staying in " + own_cgroup_, log::Level::kWarn);
       return;
     }
     own_cgroup_ = leaf;
-    log(fmt::format("moved into cgroup {}; runs' cgroups go beside it", leaf));
+    log("cgroup_moved", fmt::format("moved into cgroup {}; runs' cgroups go beside it", leaf),
+        log::Level::kInfo, nullptr, {{"cgroup", leaf}});
   }
 
   // Once at start, so that an agent that cannot hold jobs to their limits,
@@ -278,17 +286,19 @@ class Agent {
   // run's limits say it again).
   void enable_controllers_for_runs() {
     if (cgroup_parent_.empty()) {
-      log("runs get no cgroup (--cgroup none, or no cgroup v2 hierarchy): a job's process that "
+      log("cgroup_none",
+          "runs get no cgroup (--cgroup none, or no cgroup v2 hierarchy): a job's process that "
           "leaves its process group can outlive its run, and memory and pids limits are not "
           "enforced",
           log::Level::kWarn);
       return;
     }
     if (std::string e = enable_child_controller(cgroup_parent_, "memory"); !e.empty())
-      log("jobs' memory limits will not be enforced: " + e, log::Level::kWarn);
+      log("memory_limits_off", "jobs' memory limits will not be enforced: " + e, log::Level::kWarn);
     if (o_.max_pids == 0) return;
     if (std::string e = enable_child_controller(cgroup_parent_, "pids"); !e.empty())
-      log(fmt::format("jobs' pids.max will not be set: {}{}", e,
+      log("pids_limit_off",
+          fmt::format("jobs' pids.max will not be set: {}{}", e,
                       switch_users_ ? "; RLIMIT_NPROC still limits each job's user" : ""),
           log::Level::kWarn);
   }
@@ -320,16 +330,19 @@ class Agent {
       const pid_t agent = run_cgroup_agent(entry.path().filename().string(), o_.node);
       if (agent == 0) continue;
       if (another_live_agent(agent)) {
-        log(fmt::format("cgroup {}: its agent, pid {}, still runs: left alone", dir, agent),
-            log::Level::kWarn);
+        log("leftover_cgroup_busy",
+            fmt::format("cgroup {}: its agent, pid {}, still runs: left alone", dir, agent),
+            log::Level::kWarn, nullptr, {{"cgroup", dir}, {"pid", agent}});
         continue;
       }
       leftovers.push_back(dir);
       if (!cgroup_populated(dir)) continue;
       if (std::string e = kill_cgroup(dir); !e.empty())
-        log(e, log::Level::kWarn);
+        log("leftover_cgroup_error", e, log::Level::kWarn);
       else
-        log(fmt::format("killed the processes an earlier agent's run left in cgroup {}", dir));
+        log("leftover_cgroup_killed",
+            fmt::format("killed the processes an earlier agent's run left in cgroup {}", dir),
+            log::Level::kInfo, nullptr, {{"cgroup", dir}});
     }
     const auto deadline = Clock::now() + seconds(kLeftoverCgroupWaitS);
     auto any_populated = [&] {
@@ -345,10 +358,11 @@ class Agent {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (const auto& dir : leftovers) {
       if (remove_cgroup(dir)) continue;
-      log(fmt::format("cgroup {} still holds processes {:.0f} s after SIGKILL: registering anyway, "
+      log("leftover_cgroup_stuck",
+          fmt::format("cgroup {} still holds processes {:.0f} s after SIGKILL: registering anyway, "
                       "killing them until they are gone",
                       dir, kLeftoverCgroupWaitS),
-          log::Level::kWarn);
+          log::Level::kWarn, nullptr, {{"cgroup", dir}});
       stale_cgroups_.push_back(dir);
     }
     const std::string leaf = cgroup_parent_ + "/" + agent_leaf_name(o_.node);
@@ -379,9 +393,11 @@ class Agent {
       } else {
         problem = fmt::format("server answered {}: {}", res->status, error_line(*res));
       }
-      log(fmt::format("cannot register with {}: {}; retrying in {:.1f} s", o_.server_url, problem,
+      log("register_failed",
+          fmt::format("cannot register with {}: {}; retrying in {:.1f} s", o_.server_url, problem,
                       backoff),
-          log::Level::kWarn);
+          log::Level::kWarn, nullptr,
+          {{"server", o_.server_url}, {"error", problem}, {"retry_s", backoff}});
       auto until = Clock::now() + seconds(backoff);
       while (!stop_.load() && Clock::now() < until)
         std::this_thread::sleep_for(std::min(seconds(o_.tick_s), until - Clock::now()));
@@ -409,9 +425,16 @@ class Agent {
     heartbeat_timeout_s_ = j["heartbeat_timeout_s"].get<double>();
     last_ok_ = Clock::now();
     failed_beats_ = 0;
-    log(fmt::format("registered with {} (epoch {}, {} x {} on devices {}, heartbeat {} s)",
+    log("registered",
+        fmt::format("registered with {} (epoch {}, {} x {} on devices {}, heartbeat {} s)",
                     o_.server_url, epoch_, o_.devices.size(), o_.gpu_type, join_ints(o_.devices),
-                    heartbeat_s_));
+                    heartbeat_s_),
+        log::Level::kInfo, nullptr,
+        {{"server", o_.server_url},
+         {"epoch", epoch_},
+         {"gpu_type", o_.gpu_type},
+         {"devices", o_.devices},
+         {"heartbeat_s", heartbeat_s_}});
     return "";
   }
 
@@ -423,7 +446,8 @@ class Agent {
       poll_runs();
       if (stop_.load() && !shutting_down_) {
         shutting_down_ = true;
-        log(fmt::format("stopping: {} run(s) to stop", count_running()));
+        log("stopping", fmt::format("stopping: {} run(s) to stop", count_running()),
+            log::Level::kInfo, nullptr, {{"runs", count_running()}});
         stop_all("agent stopping");
       }
       if (shutting_down_ && count_running() == 0) {
@@ -433,7 +457,7 @@ class Agent {
           new_runs_ = false;
           if (heartbeat() != Beat::kOk || !new_runs_) break;
         }
-        log("stopped");
+        log("stopped", "stopped");
         return;
       }
       auto now = Clock::now();
@@ -469,10 +493,11 @@ class Agent {
       if (r.running() && r.process->leader_exited() && !r.slow_end_logged &&
           seconds_between(r.process->leader_exited_at(), Clock::now()) >= kSlowCgroupEndS) {
         r.slow_end_logged = true;
-        log(fmt::format("{}: its process exited {:.0f} s ago, but cgroup {} still holds processes "
+        log("cgroup_slow_end",
+            fmt::format("{}: its process exited {:.0f} s ago, but cgroup {} still holds processes "
                         "after SIGKILL; the run ends when they are gone",
                         describe(r), kSlowCgroupEndS, r.cgroup),
-            log::Level::kWarn, &r);
+            log::Level::kWarn, &r, {{"cgroup", r.cgroup}});
       }
       // In the poll that saw the run end: the runs a 409 makes the agent
       // forget are forgotten right after it.
@@ -483,8 +508,12 @@ class Agent {
       std::string how = p.signal() ? fmt::format("killed by signal {}", p.signal())
                                    : fmt::format("exited with code {}", p.exit_code());
       const bool failed = !p.stop_requested() && (p.signal() || p.exit_code() != 0);
-      log(fmt::format("exit {}: {}{}", describe(r), how, p.stop_requested() ? " (revoked)" : ""),
-          failed ? log::Level::kWarn : log::Level::kInfo, &r);
+      log("exit",
+          fmt::format("exit {}: {}{}", describe(r), how, p.stop_requested() ? " (revoked)" : ""),
+          failed ? log::Level::kWarn : log::Level::kInfo, &r,
+          {{"exit_code", p.signal() ? json(nullptr) : json(p.exit_code())},
+           {"signal", p.signal() ? json(p.signal()) : json(nullptr)},
+           {"revoked", p.stop_requested()}});
     }
   }
 
@@ -498,8 +527,8 @@ class Agent {
   void stop_run(Run& r, const std::string& verb, const std::string& why) {
     // A run whose leader has exited is already being ended (its cgroup killed).
     if (!r.running() || r.process->stop_requested() || r.process->leader_exited()) return;
-    log(fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why), log::Level::kInfo,
-        &r);
+    log(verb, fmt::format("{} {}{}", verb, describe(r), why.empty() ? "" : ": " + why),
+        log::Level::kInfo, &r);
     r.process->stop(grace_s_, kill_after_s_);
   }
 
@@ -562,9 +591,10 @@ class Agent {
     if (!res) {
       problem = "cannot reach the server: " + describe_http_error(res.error(), o_.http_timeout_s);
     } else if (res->status == 409) {
-      log(fmt::format("stale epoch {} (409: {}): stopping {} run(s), then registering again",
+      log("stale_epoch",
+          fmt::format("stale epoch {} (409: {}): stopping {} run(s), then registering again",
                       epoch_, error_line(*res), count_running()),
-          log::Level::kWarn);
+          log::Level::kWarn, nullptr, {{"epoch", epoch_}, {"runs", count_running()}});
       return Beat::kStale;
     } else if (res->status != 200) {
       problem = fmt::format("server answered {}: {}", res->status, error_line(*res));
@@ -572,7 +602,9 @@ class Agent {
       auto answer = json::parse(res->body, nullptr, false);
       if (answer.is_object()) {
         if (failed_beats_ > 0)
-          log(fmt::format("heartbeat answered again after {} failure(s)", failed_beats_));
+          log("heartbeat_recovered",
+              fmt::format("heartbeat answered again after {} failure(s)", failed_beats_),
+              log::Level::kInfo, nullptr, {{"failures", failed_beats_}});
         failed_beats_ = 0;
         last_ok_ = arrived;
         apply(answer, arrived);
@@ -581,8 +613,9 @@ class Agent {
       problem = "heartbeat answer is not a JSON object";
     }
     if (++failed_beats_ == 1)
-      log(fmt::format("heartbeat failed: {}; retrying every {} s", problem, heartbeat_s_),
-          log::Level::kWarn);
+      log("heartbeat_failed",
+          fmt::format("heartbeat failed: {}; retrying every {} s", problem, heartbeat_s_),
+          log::Level::kWarn, nullptr, {{"error", problem}});
     return Beat::kFailed;
   }
 
@@ -617,11 +650,14 @@ class Agent {
           auto it = runs_.find(lease_id(action));
           if (it != runs_.end()) stop_run(it->second, "revoke", "");
         } else {
-          log("ignoring unknown action '" + kind + "'");
+          log("unknown_action", "ignoring unknown action '" + kind + "'", log::Level::kInfo,
+              nullptr, {{"action", kind}});
         }
       } catch (const std::exception& e) {
-        log(fmt::format("ignoring malformed action {}: {}",
-                        action.dump(-1, ' ', false, json::error_handler_t::replace), e.what()));
+        log("malformed_action",
+            fmt::format("ignoring malformed action {}: {}",
+                        action.dump(-1, ' ', false, json::error_handler_t::replace), e.what()),
+            log::Level::kInfo, nullptr, {{"error", e.what()}});
       }
     }
   }
@@ -671,7 +707,8 @@ class Agent {
       r.tenant = action["tenant"].get<std::string>();
     auto fail = [&](const std::string& why) {
       r.failure = why;
-      log(fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn, &r);
+      log("launch_failed", fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn,
+          &r, {{"error", why}});
     };
     if (shutting_down_) {
       r.refused_by_node = true;
@@ -687,15 +724,18 @@ class Agent {
       // started, not as the job's failure (issue 30, H9).
       if (r.process && r.process->node_fault()) r.refused_by_node = r.node_fault = true;
       if (r.process)
-        log(fmt::format("launch {} failed{}: {}", describe(r),
+        log("launch_failed",
+            fmt::format("launch {} failed{}: {}", describe(r),
                         r.refused_by_node ? " (the node's fault, not the job's)" : "",
                         r.process->failure()),
-            log::Level::kWarn, &r);
+            log::Level::kWarn, &r,
+            {{"error", r.process->failure()}, {"node_fault", r.refused_by_node}});
       return;
     }
-    log(fmt::format("launch {} on devices {} (pid {})", describe(r), join_ints(r.devices),
+    log("launch",
+        fmt::format("launch {} on devices {} (pid {})", describe(r), join_ints(r.devices),
                     r.process->pid()),
-        log::Level::kInfo, &r);
+        log::Level::kInfo, &r, {{"devices", r.devices}, {"pid", r.process->pid()}});
   }
 
   // Fills `r` from a launch action and starts it; leaves r.failure set (and
@@ -703,7 +743,8 @@ class Agent {
   void prepare_and_launch(Run& r, const json& action, Clock::time_point arrived) {
     auto fail = [&](const std::string& why) {
       r.failure = why;
-      log(fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn, &r);
+      log("launch_failed", fmt::format("launch {} failed: {}", describe(r), why), log::Level::kWarn,
+          &r, {{"error", why}});
     };
     if (r.job.empty()) return fail("launch action: job: missing or not a string");
     LaunchSpec spec;
@@ -731,8 +772,10 @@ class Agent {
       if (lease != r.lease && other.running())
         for (int d : r.devices)
           if (std::find(other.devices.begin(), other.devices.end(), d) != other.devices.end())
-            log(fmt::format("warning: device {} of {} is still held by {}", d, describe(r),
-                            describe(other)));
+            log("device_still_held",
+                fmt::format("warning: device {} of {} is still held by {}", d, describe(r),
+                            describe(other)),
+                log::Level::kWarn, &r, {{"device", d}});
     std::string gpu_type = action.value("gpu_type", o_.gpu_type);
     const auto workers = integer_in(action.value("workers", json(r.devices.size())), 1, 4096);
     if (!workers) return fail("launch action: workers: not an integer in 1..4096");
@@ -902,7 +945,9 @@ class Agent {
                                          (cg.dir.empty() ? cg.problem : cg.pids_problem));
     }
     for (const auto& h : held) r.limits += (r.limits.empty() ? "" : "; ") + h;
-    if (!r.limits.empty()) log(fmt::format("{}: {}", describe(r), r.limits));
+    if (!r.limits.empty())
+      log("limits", fmt::format("{}: {}", describe(r), r.limits), log::Level::kInfo, nullptr,
+          {{"limits", r.limits}});
     return "";
   }
 

@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -12,6 +14,38 @@ namespace fairgpu::live::log {
 namespace {
 
 std::atomic<bool> g_json{false};
+
+// The recent events (recent()): bounded, behind their own mutex.
+std::mutex g_recent_mu;
+std::deque<nlohmann::json> g_recent;
+
+const char* level_name(Level level) {
+  switch (level) {
+    case Level::kTrace:
+      return "trace";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      break;
+  }
+  return "error";
+}
+
+void remember(Level level, std::string_view event, Fields fields) {
+  nlohmann::json f = nlohmann::json::object();
+  for (const auto& [key, value] : fields) f[key] = value;
+  const double t =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json entry = {
+      {"time", t}, {"level", level_name(level)}, {"event", event}, {"fields", std::move(f)}};
+  std::lock_guard lock(g_recent_mu);
+  g_recent.push_back(std::move(entry));
+  if (g_recent.size() > kRecentEvents) g_recent.pop_front();
+}
 
 std::shared_ptr<spdlog::logger> make_logger() {
   auto logger = std::make_shared<spdlog::logger>("fairgpu",
@@ -72,7 +106,15 @@ std::string configure(const std::string& level, const std::string& format) {
 
 bool enabled(Level level) { return logger().should_log(spdlog_level(level)); }
 
+nlohmann::json recent() {
+  std::lock_guard lock(g_recent_mu);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : g_recent) out.push_back(e);
+  return out;
+}
+
 void write(Level level, std::string_view event, Fields fields) {
+  if (level >= Level::kInfo) remember(level, event, fields);
   if (!enabled(level)) return;
   std::string line;
   if (g_json) {  // the pattern's {"time", "level", %v} closes the object
@@ -94,13 +136,19 @@ void write(Level level, std::string_view event, Fields fields) {
 namespace fairgpu::live::log {
 
 void message(Level level, const std::string& text, Fields json_fields) {
+  event_message(level, "message", text, {json_fields.begin(), json_fields.end()});
+}
+
+void event_message(Level level, std::string_view event, const std::string& text,
+                   const std::vector<std::pair<const char*, nlohmann::json>>& fields) {
   if (!enabled(level)) return;
   if (!g_json) {
     logger().log(spdlog_level(level), text);
     return;
   }
-  std::string line = "\"event\":\"message\"";
-  for (const auto& [key, value] : json_fields)
+  std::string line = "\"event\":" + nlohmann::json(event).dump(
+                                        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  for (const auto& [key, value] : fields)
     line += "," + nlohmann::json(key).dump() + ":" +
             value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line += ",\"msg\":" +

@@ -11,11 +11,13 @@
 // embeds the manager is not flooded with its info lines.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace fairgpu::live::log {
 
@@ -35,6 +37,17 @@ bool enabled(Level level);
 // A line of free text (the agent's): as it is in text, else
 // {"event": "message", "msg": text, fields...}.
 void message(Level level, const std::string& text, Fields json_fields = {});
+// A line of free text that is also an event (the agent's): as it is in
+// text, else {"event": event, fields..., "msg": text}. Not kept by recent().
+void event_message(Level level, std::string_view event, const std::string& text,
+                   const std::vector<std::pair<const char*, nlohmann::json>>& fields);
+
+// The last kRecentEvents events at info level or above, oldest first, kept
+// whatever the configured level (the status page's "recent events"): each
+// {"time": seconds since the epoch, "level", "event", "fields": {...}}.
+// Free-text messages are not kept.
+constexpr std::size_t kRecentEvents = 100;
+nlohmann::json recent();
 
 inline void debug(std::string_view event, Fields fields = {}) {
   write(Level::kDebug, event, fields);

@@ -1192,6 +1192,7 @@ double Manager::schedule(double at) {
       activate_pending(tickets);
     }
     ++rounds_;
+    record_shares(t);
     last_point_ = t;
     next_point_ = t + interval();  // run() puts it on its grid
     tickets.push_back(store_->put(StoredMeta{"rounds", std::to_string(rounds_)}));
@@ -1199,7 +1200,7 @@ double Manager::schedule(double at) {
     // on mu_, which is held until the commit.
     if (!tickets.empty()) store_->wait(*std::max_element(tickets.begin(), tickets.end()));
     last_round_compute_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    round_compute_sum_ += last_round_compute_;
+    round_compute_.observe(last_round_compute_);
   }
   return last_round_compute_;
 }

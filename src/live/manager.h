@@ -57,6 +57,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,6 +73,7 @@
 #include "live/agent_executor.h"
 #include "live/config.h"
 #include "live/executor.h"
+#include "live/histogram.h"
 #include "live/store.h"
 
 namespace fairgpu::live {
@@ -171,6 +173,10 @@ class Manager : private LeaseHost {
                                 const std::string& peer = "");
   nlohmann::json heartbeat(const Caller& c, const nlohmann::json& body);
   std::string metrics() const;
+  // The read-only status page served at / (manager_status.cc,
+  // status_page.h): nodes, the queue with pending reasons, each tenant's
+  // share against its weight over the last hours, recent events. HTML.
+  std::string status_page() const;
   // Whether GET /metrics may be answered: "metrics_open", or the admin
   // token or metrics_token as bearer token.
   bool metrics_allowed(std::string_view authorization_header) const;
@@ -532,7 +538,23 @@ class Manager : private LeaseHost {
   std::mutex measure_mu_;  // one measure at a time
   // Submissions refused by quota: (tenant, quota) -> count.
   std::map<std::pair<std::string, std::string>, std::uint64_t> quota_refusals_;
-  double last_round_compute_ = 0.0, round_compute_sum_ = 0.0;
+  double last_round_compute_ = 0.0;
+  DurationHistogram round_compute_;  // fairgpu_round_compute_seconds
+
+  // The status page's share history (manager_status.cc): one sample per
+  // scheduling point, each tenant's share of the ready GPUs and the share
+  // its weight entitles it to among the tenants with jobs. Bounded: at
+  // kShareSamples samples the oldest pairs are merged (the history keeps
+  // covering the uptime at a coarser step), and none older than
+  // kShareHistoryS is kept.
+  struct ShareSample {
+    double t = 0.0;
+    std::map<std::string, std::pair<double, double>> share;  // tenant -> (held, entitled)
+  };
+  static constexpr std::size_t kShareSamples = 720;
+  static constexpr double kShareHistoryS = 6 * 3600.0;
+  std::deque<ShareSample> share_history_;
+  void record_shares(double t);  // under mu_
 
   // What runs the jobs: the agents (the only executor so far).
   std::unique_ptr<AgentExecutor> agents_;
@@ -548,7 +570,7 @@ class Manager : private LeaseHost {
   std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;
   bool slurm_as_tenants_ = false;   // serve runs as root: jobs run as their tenants' unix_user
   bool slurm_unreachable_ = false;  // the last tick's poll failed (profiling runs not timed out)
-  double slurm_last_exchange_s_ = 0.0;
+  DurationHistogram slurm_exchange_;  // fairgpu_slurm_exchange_seconds
 
   std::mutex run_mu_;
   std::condition_variable run_cv_;

@@ -562,7 +562,6 @@ bool Manager::metrics_allowed(std::string_view header) const {
 
 std::string Manager::metrics() const {
   std::lock_guard lock(mu_);
-  const double t = now();
   std::string out;
   // Every family opens with its HELP and TYPE lines, then its samples.
   auto family = [&](const char* name, const char* type, const char* help) {
@@ -662,11 +661,14 @@ std::string Manager::metrics() const {
   for (const auto& [name, n] : nodes_)
     line("fairgpu_node_devices", fmt::format("node=\"{}\"", label(name)),
          static_cast<double>(n.s.devices.size()));
-  family("fairgpu_node_heartbeat_age_seconds", "gauge",
-         "Seconds since a node's agent was last heard from (registration or heartbeat).");
+  // A time, not an age (Prometheus convention): alert on
+  // time() - fairgpu_node_last_heartbeat_timestamp_seconds.
+  family("fairgpu_node_last_heartbeat_timestamp_seconds", "gauge",
+         "When a node's agent was last heard from (registration or heartbeat), in seconds "
+         "since the epoch.");
   for (const auto& [name, n] : nodes_)
-    line("fairgpu_node_heartbeat_age_seconds", fmt::format("node=\"{}\"", label(name)),
-         std::max(0.0, t - n.last_heard));
+    line("fairgpu_node_last_heartbeat_timestamp_seconds", fmt::format("node=\"{}\"", label(name)),
+         n.last_heard);
 
   int total = 0;
   for (const auto& [type, n] : gpus) total += n;
@@ -687,19 +689,20 @@ std::string Manager::metrics() const {
     }
     line("fairgpu_tenant_normalised_throughput", fmt::format("tenant=\"{}\"", label(tc.name)),
          throughput);
-    share += fmt::format("fairgpu_tenant_gpu_share{{tenant=\"{}\"}} {}\n", label(tc.name),
+    share += fmt::format("fairgpu_tenant_gpu_share_ratio{{tenant=\"{}\"}} {}\n", label(tc.name),
                          total ? double(held) / total : 0.0);
   }
-  family("fairgpu_tenant_gpu_share", "gauge", "Share of ready GPUs a tenant's leases hold.");
+  family("fairgpu_tenant_gpu_share_ratio", "gauge",
+         "Fraction (0 to 1) of the ready GPUs a tenant's leases hold.");
   out += share;
-  // The last decision's time is a gauge of its own name: a gauge
-  // fairgpu_round_compute_seconds beside the counter
-  // fairgpu_round_compute_seconds_total would be one family to a parser.
-  family("fairgpu_last_round_compute_seconds", "gauge",
-         "Seconds the last scheduling decision took.");
-  line("fairgpu_last_round_compute_seconds", "", last_round_compute_);
+  // Each decision's time, not the last one's: a histogram (its _sum is the
+  // seconds spent deciding, its _count the decisions).
+  out += round_compute_.exposition("fairgpu_round_compute_seconds",
+                                   "Seconds each scheduling decision took.");
+  family("fairgpu_last_scheduling_point_timestamp_seconds", "gauge",
+         "When the last scheduling point ran, in seconds since the epoch (0: none yet).");
+  line("fairgpu_last_scheduling_point_timestamp_seconds", "", std::max(0.0, last_point_));
   const std::pair<const char*, const char*> counters_help[] = {
-      {"fairgpu_round_compute_seconds_total", "Seconds spent in scheduling decisions."},
       {"fairgpu_rounds_total", "Scheduling points run."},
       {"fairgpu_submissions_total", "Jobs submitted."},
       {"fairgpu_preemptions_total", "Leases the policy left out (jobs stopped to wait)."},
@@ -712,16 +715,12 @@ std::string Manager::metrics() const {
       {"fairgpu_policy_rebuilds_total",
        "Times the model, state and policy were made anew (nodes came or went, a profile "
        "arrived); the new policy starts without what the old one kept between rounds."}};
-  const double counter_values[] = {round_compute_sum_,
-                                   static_cast<double>(rounds_),
-                                   static_cast<double>(submissions_),
-                                   static_cast<double>(preemptions_),
-                                   static_cast<double>(failed_rounds_.load()),
-                                   static_cast<double>(spread_launched_),
-                                   static_cast<double>(midround_starts_),
-                                   static_cast<double>(regime_changes_),
-                                   static_cast<double>(store_->transactions()),
-                                   static_cast<double>(rebuilds_)};
+  const double counter_values[] = {
+      static_cast<double>(rounds_),          static_cast<double>(submissions_),
+      static_cast<double>(preemptions_),     static_cast<double>(failed_rounds_.load()),
+      static_cast<double>(spread_launched_), static_cast<double>(midround_starts_),
+      static_cast<double>(regime_changes_),  static_cast<double>(store_->transactions()),
+      static_cast<double>(rebuilds_)};
   for (std::size_t i = 0; i < std::size(counters_help); ++i) {
     family(counters_help[i].first, "counter", counters_help[i].second);
     line(counters_help[i].first, "", counter_values[i]);
@@ -734,9 +733,8 @@ std::string Manager::metrics() const {
     family("fairgpu_slurm_errors_total", "counter",
            "Exchanges with Slurm that failed (retried at the next tick).");
     line("fairgpu_slurm_errors_total", "", static_cast<double>(slurm_errors_));
-    family("fairgpu_slurm_last_exchange_seconds", "gauge",
-           "Seconds the last exchange with Slurm took.");
-    line("fairgpu_slurm_last_exchange_seconds", "", slurm_last_exchange_s_);
+    out += slurm_exchange_.exposition("fairgpu_slurm_exchange_seconds",
+                                      "Seconds each exchange with Slurm took.");
     family("fairgpu_slurm_jobs", "gauge", "Slurm jobs fairgpu holds for its jobs.");
     line("fairgpu_slurm_jobs", "", static_cast<double>(slurm_ids_.size()));
   }

@@ -319,7 +319,7 @@ void Manager::tick_slurm() {
   {
     std::lock_guard lock(mu_);
     ++slurm_polls_;
-    slurm_last_exchange_s_ = took;
+    slurm_exchange_.observe(took);
     for (const std::string& job : retry) to_admit_.push_back(job);
     for (const auto& [job, id] : admitted) {
       slurm_ids_[job] = id;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <stdexcept>
+#include <string_view>
 
 #include "fairgpu/input_error.h"
 
@@ -37,6 +38,35 @@ void handle(httplib::Response& res, F&& call) {
   } catch (const std::exception& e) {
     answer(res, 500, {{"error", e.what()}});
   }
+}
+
+// "Basic base64(user:password)" as "Bearer password" (any user), for the
+// status page; any other header as it is.
+std::string bearer_from_basic(const std::string& header) {
+  constexpr std::string_view kBasic = "Basic ";
+  if (header.compare(0, kBasic.size(), kBasic) != 0) return header;
+  std::string decoded;
+  int bits = 0;
+  unsigned value = 0;
+  for (char c : header.substr(kBasic.size())) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else if (c == '=') break;
+    else return "";  // not base64: no credentials
+    value = (value << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      decoded += static_cast<char>((value >> bits) & 0xff);
+    }
+  }
+  const std::size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return "";
+  return "Bearer " + decoded.substr(colon + 1);
 }
 
 json parse_body(const httplib::Request& req) {
@@ -314,6 +344,25 @@ void HttpServer::add_routes(httplib::Server& s, bool agents_only) {
       return;
     }
     res.set_content(manager_->metrics(), "text/plain; version=0.0.4");
+  });
+  // The status page (issue 32, item 8): the same tokens as /metrics, as a
+  // bearer token or as the password of HTTP Basic authentication (which a
+  // browser asks for itself: the 401 says so).
+  s.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+    Listener::Handling handling;
+    if (!manager_->metrics_allowed(bearer_from_basic(req.get_header_value("Authorization")))) {
+      res.set_header("WWW-Authenticate", "Basic realm=\"fairgpu status\", charset=\"UTF-8\"");
+      answer(res, 401,
+             {{"error",
+               "/ needs the admin token or metrics_token, as a bearer token or as the password "
+               "of HTTP Basic authentication (or \"metrics_open\": true in the config)"}});
+      return;
+    }
+    res.set_header("Cache-Control", "no-store");
+    // No script or resource from anywhere, even if a string escaped the
+    // page's escaping.
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+    res.set_content(manager_->status_page(), "text/html; charset=utf-8");
   });
 }
 
