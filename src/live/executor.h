@@ -28,6 +28,11 @@
 
 namespace fairgpu::live {
 
+// A gang's MASTER_PORT: kMasterPortBase + gang id mod kMasterPortSpan
+// (29500..30499; 29500 is torch.distributed's default).
+constexpr int kMasterPortBase = 29500;
+constexpr int kMasterPortSpan = 1000;
+
 // A node as the lease manager may plan it now.
 struct ExecutorNode {
   std::string name;

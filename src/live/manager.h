@@ -96,10 +96,6 @@ struct Caller {
   std::string node;    // kAgent: the node its token was issued for
 };
 
-// A gang's MASTER_PORT: kMasterPortBase + gang id mod kMasterPortSpan
-// (29500..30499; 29500 is torch.distributed's default).
-constexpr int kMasterPortBase = 29500;
-constexpr int kMasterPortSpan = 1000;
 
 class Manager : private LeaseHost {
  public:

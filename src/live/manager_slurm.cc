@@ -7,9 +7,13 @@
 // a slow or restarting slurmctld delays the next tick, not the API.
 //
 // Choices where the issue is silent:
-//   - a Slurm job keeps its shape for life (sbatch --nodes, --gres), so a
-//     job runs on one node: submissions larger than the largest node are
-//     refused, and a start the plan spreads over nodes is ended unstarted;
+//   - a held Slurm job takes a new shape at each pin (NumNodes=,
+//     TresPerNode=), so a gang the plan spreads over nodes is one Slurm job
+//     over them (its part leases end together, with the job's one run), and
+//     a gang larger than every node runs when a GPU type's pool holds it.
+//     Slurm counts GPUs per node: a start spread with unequal counts per
+//     node is ended unstarted (slurm_uneven_spread in the log) and the job
+//     waits for its next lease;
 //   - a node Slurm does not offer (drained, down, not responding, GPUs of
 //     several types) is "lost" here: its leases are revoked, and the
 //     executor reports each run ended only once Slurm shows its processes
@@ -195,8 +199,10 @@ ExecutorJob Manager::executor_job(const JobEntry& e) const {
   else
     j.shell_command = e.command.get<std::string>();
   j.env.assign(e.env.begin(), e.env.end());
+  // Submitted as one GPU on one node (a shape every node can hold, so sbatch
+  // accepts a gang larger than a node); each run's pin sets its shape.
   j.nodes = 1;
-  j.gpus_per_node = e.s.workers;
+  j.gpus_per_node = 1;
   j.iterations = e.s.iterations;
   // Slurm's nodes reach these paths: the checkpoint directory is shared.
   const std::string root = std::filesystem::absolute(config_.checkpoint_dir).string();
@@ -234,14 +240,19 @@ void Manager::tick_slurm() {
     for (RunStart& s : queued) {
       auto l = leases_.find(s.lease);
       if (l == leases_.end()) continue;
-      if (l->second.status == "active" && s.placement.size() == 1) {
+      const bool even = slurm::uniform_placement(s.placement);
+      if (l->second.status == "active" && even) {
         starts.push_back(std::move(s));
         continue;
       }
       // Revoked before it reached Slurm: it never starts, so its lease ends
-      // now and the job waits for its next one. (So would a start spread over
-      // nodes, which a Slurm job cannot run; the plan makes none on this
-      // backend, Cluster::gangs_on_one_node.)
+      // now and the job waits for its next one. So does a start spread with
+      // unequal GPU counts per node, which one Slurm job cannot run.
+      if (!even)
+        log::warn("slurm_uneven_spread",
+                  {{"job", s.job},
+                   {"lease", s.lease},
+                   {"why", "Slurm's --gres counts GPUs per node: not started, the job waits"}});
       std::erase(revokes, s.lease);
       RunEvent never;
       never.kind = RunEvent::Kind::kEnded;
@@ -366,6 +377,16 @@ void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
         ev.detail = log_tail(j.log_path);
       }
       const std::int64_t gang = l.gang;
+      // One Slurm job ran every part of a gang: a clean exit is every
+      // part's, so the job finishes now rather than waiting for parts that
+      // report nothing on their own.
+      if (!ev.launch_failed && !ev.never_started && ev.exit_code == 0 && ev.signal == 0)
+        for (std::int64_t id : part_ids(gang))
+          if (StoredLease& part = leases_.at(id);
+              id != l.id && part.status != "exited" && part.status != "ended") {
+            part.status = "exited";
+            tickets.push_back(persist(part));
+          }
       run_ended(l, ev, tickets);
       // One Slurm job ran every part: the others are gone too.
       for (std::int64_t id : part_ids(gang)) tickets.push_back(end_lease(leases_.at(id)));

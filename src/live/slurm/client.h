@@ -95,12 +95,16 @@ std::string run_as_problem(const std::string& name);
 // Throws SlurmError.
 void give_to(const UnixUser& user, const std::string& checkpoint_dir, const std::string& log_path);
 
-// The batch script of a job: reads the run file (lease id and GPU type of
-// the current run, written before each release), sets FAIRGPU_LEASE_ID,
-// FAIRGPU_GPU_TYPE, FAIRGPU_NUM_WORKERS (GPUs on the node x nodes) and the
-// job's env, then `exec`s the command (through `srun`, one task per node,
-// when the job has several nodes), so that `scancel --signal=USR1 --full`
-// reaches the command itself.
+// The batch script of a job: reads the run file (lease id, GPU type, GPUs
+// per node and MASTER_PORT of the current run, written before each
+// release), sets FAIRGPU_LEASE_ID, FAIRGPU_GPU_TYPE, FAIRGPU_NUM_WORKERS
+// (GPUs on the node x nodes), the rendezvous as the agents set it (one
+// process per node: MASTER_ADDR = the first node's address, MASTER_PORT,
+// WORLD_SIZE, RANK = NODE_RANK x LOCAL_WORLD_SIZE, NODE_RANK,
+// LOCAL_WORLD_SIZE, FAIRGPU_NUM_NODES; docs/job-protocol.md) and the job's
+// env, then `exec`s the command (through `srun`, one task per node, when the
+// run has several nodes: a run's shape is set at its pin, not at sbatch),
+// so that `scancel --signal=USR1 --full` reaches the command itself.
 std::string submit_script(const SubmitSpec& spec);
 
 // The file in a job's checkpoint dir that tells its next run which lease and
@@ -119,9 +123,12 @@ inline constexpr int kNoGpuExitCode = 75;  // EX_TEMPFAIL
 std::string no_gpu_file_path(const std::string& checkpoint_dir);
 // Whether the run of `lease` ended so (the file names it); removes the file.
 bool take_no_gpu_mark(const std::string& checkpoint_dir, std::int64_t lease);
-// Writes it atomically (a temporary file renamed over it).
+// Writes it atomically (a temporary file renamed over it). The run's shape
+// goes with it: its GPUs per node (the wrapper refuses a run started with
+// fewer; 0 = the submitted --gres) and its gang's MASTER_PORT (0 = the
+// wrapper's default, kMasterPortBase).
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
-                    const std::string& gpu_type);
+                    const std::string& gpu_type, int gpus_per_node = 0, int master_port = 0);
 
 // One round's writes. apply() sends them in this order: requeue_hold, hold,
 // pins, release (a job is re-held before it is re-pinned, pinned before it
@@ -134,10 +141,15 @@ struct RoundWrites {
     // NumCPUs= (all nodes) and MinMemoryNode= (MB), in the same update.
     int cpus = 0;
     std::int64_t memory_mb_per_node = 0;
+    // The run's shape (0: the job keeps its own): NumNodes=<K>-<K> (K = nodes.size(); a bare K is refused)
+    // TresPerNode=gres:gpu:<gpus_per_node>. A held job takes a new shape
+    // (Slurm 22.05), so one Slurm job runs every lease of its fairgpu job,
+    // over one node or several.
+    int gpus_per_node = 0;
   };
   std::vector<std::int64_t> requeue_hold;  // running or ended → pending, held
   std::vector<std::int64_t> hold;          // pending → held (e.g. requeued by a node failure)
-  std::vector<Pin> pins;                   // NodeList=... StartTime=now [NumCPUs= MinMemoryNode=]
+  std::vector<Pin> pins;  // NodeList=... [NumNodes= TresPerNode=] StartTime=now [NumCPUs= MinMemoryNode=]
   std::vector<std::int64_t> release;       // one `release J,K,...`
   bool empty() const {
     return requeue_hold.empty() && hold.empty() && pins.empty() && release.empty();
