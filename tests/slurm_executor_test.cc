@@ -124,6 +124,9 @@ class FakeSlurm : public SlurmClient {
     }
     return s;
   }
+  void set_node_drained(const std::string& node, bool drained) override {
+    commands.push_back("update NodeName=" + node + (drained ? " State=DRAIN" : " State=RESUME"));
+  }
   std::vector<NodeInfo> read_nodes() override {
     if (down) throw SlurmError("scontrol: slurmctld unreachable");
     ++node_reads;

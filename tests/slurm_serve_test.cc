@@ -796,6 +796,81 @@ TEST_F(SlurmServeGangs, GangsLargerThanANodeRunOverNodesWithTheAgentsRendezvous)
   }
 }
 
+// Issue 34 item 4 and issue 32 item 5: a tenant's "account" is its jobs'
+// Slurm account (what sacct charges; the test cluster has no accounting
+// database, so the job's Account field is read); `fairgpu logs
+// --checkpoint-dir` prints a job's output; `fairgpu drain` drains the node
+// in Slurm too (sinfo shows it) and undrain resumes it.
+TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
+  tenants_[0]["account"] = "team-alice";
+  start_server();
+  const std::string a = submit("alice", {"/bin/sh", "-c", "echo hello from $FAIRGPU_JOB_ID"}, 10);
+  const std::string b = submit("bob", {"/bin/sh", "-c", "exit 0"}, 10);
+  json jobs = wait_jobs(60, [&](const json& all) {
+    return job_of(all, a)["state"] == "finished" && job_of(all, b)["state"] == "finished";
+  });
+  auto account_of = [&](const std::string& job) {
+    const std::string shown = slurm_output(
+        "scontrol -o show job " + std::to_string(job_of(jobs, job)["slurm_job"].get<long>()));
+    const auto at = shown.find(" Account=");
+    return at == std::string::npos ? std::string("(none)")
+                                   : shown.substr(at + 9, shown.find(' ', at + 9) - at - 9);
+  };
+  EXPECT_EQ(account_of(a), "team-alice");
+  EXPECT_NE(account_of(b), "team-alice");
+
+  // The operator's view of a job's output on this backend.
+  const fs::path scratch = dir_ / "cli";
+  fs::create_directories(scratch);
+  auto logs = testing_support::run_binary(
+      {"logs", a, "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
+  EXPECT_EQ(logs.status, 0) << logs.err;
+  EXPECT_EQ(logs.out, "hello from " + a + "\n");
+  auto missing = testing_support::run_binary(
+      {"logs", "j-999999", "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("j-999999.log"), std::string::npos) << missing.err;
+  auto escape = testing_support::run_binary(
+      {"logs", "../serve", "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
+  EXPECT_EQ(escape.status, 2) << escape.out;
+
+  // Drain and undrain reach Slurm: sinfo shows them.
+  auto sinfo_state = [&](const std::string& node) {
+    std::string state = slurm_output("sinfo -h -N -n " + node + " -o %T", false);
+    while (!state.empty() && (state.back() == '\n' || state.back() == ' ')) state.pop_back();
+    return state;
+  };
+  auto wait_state = [&](const std::string& node, const std::function<bool(const std::string&)>& ok) {
+    std::string state;
+    for (int i = 0; i < 150; ++i) {
+      state = sinfo_state(node);
+      if (ok(state)) return state;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << node << " in Slurm: " << state << "\n" << slurp(dir_ / "server.log");
+    return state;
+  };
+  auto r = call("POST", "/v1/nodes/n2/drain", json::object(), "admin-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  wait_state("n2", [](const std::string& s) { return s.rfind("drain", 0) == 0; });
+  const std::string reason = slurm_output("sinfo -h -N -n n2 -o %E");
+  EXPECT_EQ(reason, "fairgpu\n");
+  // fairgpu keeps it drained, not lost (Slurm no longer offers it).
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  json cluster = get("/v1/cluster");
+  for (const json& n : cluster["nodes"])
+    if (n["name"] == "n2") {
+      EXPECT_EQ(n["state"], "drained") << n.dump();
+    }
+  r = call("POST", "/v1/nodes/n2/undrain", json::object(), "admin-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  wait_state("n2", [](const std::string& s) { return s == "idle"; });
+  // And jobs run there again: a 6-GPU gang needs every node.
+  const std::string six = submit_env_writer("bob", 6);
+  jobs = wait_jobs(60, [&](const json& all) { return job_of(all, six)["state"] == "finished"; });
+  EXPECT_EQ(job_of(jobs, six)["state"], "finished");
+}
+
 // Serve as root: a tenant's jobs run as its unix_user (sbatch --uid), in a
 // checkpoint directory of theirs, and cannot read serve's store; a tenant
 // without one runs as root (logged). A unix_user Slurm cannot run jobs as
@@ -930,6 +1005,30 @@ TEST(SlurmServeConfig, BackendKeysAreReadAndBadOnesNamed) {
   EXPECT_NE(error(R"(, "backend": "slurm", "slurm": {"partition": "gpu", "queue": "x"})")
                 .find("serve.json: slurm.queue: unknown field"),
             std::string::npos);
+  // A tenant's Slurm account (issue 34 item 4): a name, or one line.
+  const std::string bad_account =
+      R"({"admin_token": "admin-0000", "backend": "slurm", "slurm": {"partition": "main"},
+      "tenants": [{"name": "a", "token": "token-a-00", "account": "a b"}]})";
+  try {
+    live::parse_serve_config(bad_account, "serve.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "serve.json: tenants[0].account: 'a b': only letters, digits, '-', '_' and '.' are "
+              "allowed");
+  }
+}
+
+// The example Slurm-backend config (issue 32 item 5) reads, with the test
+// cluster's partition and an account per tenant.
+TEST(SlurmServeConfig, TheExampleSlurmConfigReads) {
+  const std::string path = testing_support::source_path("examples/serve-slurm.json");
+  const live::ServeConfig c = live::parse_serve_config(slurp(path), path);
+  EXPECT_EQ(c.backend, "slurm");
+  EXPECT_EQ(c.slurm.partition, "main");
+  ASSERT_EQ(c.tenants.size(), 2u);
+  EXPECT_EQ(c.tenants[0].account, "alice-lab");
+  EXPECT_EQ(c.tenants[1].account, "bob-lab");
 }
 
 }  // namespace

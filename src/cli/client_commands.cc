@@ -35,6 +35,7 @@
 #include "fairgpu/input_error.h"
 #include "live/client.h"
 #include "live/config.h"
+#include "live/slurm/client.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -733,6 +734,7 @@ std::string run_drain(const NodeArgs& a, bool drain) {
 struct LogsArgs {
   std::string job;
   std::string state_dir;
+  std::string checkpoint_dir;  // the Slurm backend's checkpoint_dir: its <job>.log
   bool follow = false;
   bool raw = false;
   double poll_s = 0.5;
@@ -839,7 +841,32 @@ std::uintmax_t copy_from(const std::filesystem::path& log, std::uintmax_t offset
   return offset + used;
 }
 
+// The Slurm backend: the job's one log file (every run's output, written by
+// Slurm on its nodes into the shared checkpoint folder).
+std::string slurm_job_logs(const LogsArgs& a) {
+  if (const std::string problem = live::name_problem(a.job); !problem.empty())
+    throw InputError("logs", "job", "'" + a.job + "': " + problem);
+  const std::filesystem::path log = live::slurm::job_log_path(a.checkpoint_dir, a.job);
+  if (!a.follow) {
+    std::ifstream in(log, std::ios::binary);
+    if (!in)
+      throw InputError("logs", "--checkpoint-dir",
+                       fmt::format("no output of job {} at {} (the Slurm backend writes it there)",
+                                   a.job, log.string()));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (a.raw) return text;
+    std::string out;
+    escape_for_terminal(text, false, out);
+    return out;
+  }
+  for (std::uintmax_t offset = 0;;) {
+    offset = copy_from(log, offset, a.raw);
+    std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_s));
+  }
+}
+
 std::string run_logs(const LogsArgs& a) {
+  if (!a.checkpoint_dir.empty()) return slurm_job_logs(a);
   auto runs = job_runs(a);
   if (runs.empty() && !a.follow)
     throw InputError("logs", "",
@@ -1017,11 +1044,14 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
     auto* logs = app.add_subcommand(
         "logs",
         "print a job's output (stdout and stderr of each of its runs, in lease order), read on "
-        "the node where it ran from the agent's state dir; -f follows it, new runs included, "
-        "until interrupted");
+        "the node where it ran from the agent's state dir, or on the Slurm backend from "
+        "<checkpoint-dir>/<job>.log; -f follows it, new runs included, until interrupted");
     logs->add_option("job", logs_args->job, "job id")->required();
     logs->add_option("--state-dir", logs_args->state_dir,
                      "the agent's --state-dir (default: ./fairgpu-agent-<host name>)");
+    logs->add_option("--checkpoint-dir", logs_args->checkpoint_dir,
+                     "the Slurm backend: serve's checkpoint_dir, where Slurm writes each job's "
+                     "output as <job>.log (instead of an agent's --state-dir)");
     logs->add_flag("-f,--follow", logs_args->follow, "keep printing what the job writes");
     logs->add_flag("--raw", logs_args->raw,
                    "write the output's bytes as they are (default: control characters other "

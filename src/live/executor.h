@@ -56,6 +56,7 @@ struct ExecutorJob {
   std::string log_path;
   double iterations = 0;  // the job's total (0: unknown); a run whose progress reached it is done
   std::string run_as_user{};  // Slurm: the Unix user its Slurm job runs as ("": the submitter)
+  std::string account{};      // Slurm: the account it is charged to ("": the user's default)
 };
 
 // One node's part of a run, in rank order.

@@ -490,6 +490,7 @@ class Manager : private LeaseHost {
   std::vector<RunStart> out_starts_;
   std::vector<std::int64_t> out_revokes_;
   std::vector<std::string> out_cancels_, to_admit_;
+  std::map<std::string, bool> out_drains_;  // node -> drained: `fairgpu drain` for Slurm
   std::map<std::string, std::int64_t> slurm_ids_;  // by job; persisted as meta slurm_job:ID
   std::mutex slurm_io_;                            // one exchange with Slurm at a time
   std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;

@@ -436,6 +436,7 @@ json Manager::set_drained(const Caller& c, const std::string& node, bool drained
       drain_reason_[node] = why;
     tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
     log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
+    if (slurm_) out_drains_[node] = drained;  // sent to Slurm by the next tick
     refresh_ready_types();  // undrained
     tickets.push_back(persist(n));
     rebuild_needed_ = true;

@@ -208,8 +208,10 @@ ExecutorJob Manager::executor_job(const JobEntry& e) const {
   const std::string root = std::filesystem::absolute(config_.checkpoint_dir).string();
   j.checkpoint_dir = root + "/" + e.s.id;
   j.progress_file = j.checkpoint_dir + "/.fairgpu-progress";
-  j.log_path = root + "/" + e.s.id + ".log";
+  j.log_path = slurm::job_log_path(root, e.s.id);
   j.run_as_user = slurm_run_as(e.s.tenant);
+  if (auto t = tenant_index_.find(e.s.tenant); t != tenant_index_.end())
+    j.account = config_.tenants[t->second].account;
   return j;
 }
 
@@ -228,6 +230,7 @@ void Manager::tick_slurm() {
   std::vector<RunStart> starts;
   std::vector<std::int64_t> revokes;
   std::vector<std::string> cancels;
+  std::map<std::string, bool> drains;
   std::vector<ExecutorJob> admits;
   std::uint64_t decided = 0;
   {
@@ -235,6 +238,7 @@ void Manager::tick_slurm() {
     Tickets tickets;
     revokes.swap(out_revokes_);
     cancels.swap(out_cancels_);
+    drains.swap(out_drains_);
     std::vector<RunStart> queued;
     queued.swap(out_starts_);
     for (RunStart& s : queued) {
@@ -308,6 +312,10 @@ void Manager::tick_slurm() {
     slurm_->apply(starts, revokes, now());
     for (std::int64_t id : slurm_->cancel_strays())
       log::warn("slurm_stray_cancelled", {{"slurm_job", id}});
+    // Drains before the nodes are read: a node undrained here is offered
+    // again by this read, not lost for one tick.
+    for (auto it = drains.begin(); it != drains.end(); it = drains.erase(it))
+      slurm_->set_node_drained(it->first, it->second);
     nodes = slurm_->nodes();
     settling = slurm_->settling_nodes();
     read = true;
@@ -318,6 +326,10 @@ void Manager::tick_slurm() {
   }
   if (!polled)  // not tried: submitted at the next tick
     for (const ExecutorJob& j : admits) retry.push_back(j.job);
+  if (!drains.empty()) {  // not sent: at the next tick, unless decided again since
+    std::lock_guard lock(mu_);
+    for (const auto& [node, drained] : drains) out_drains_.emplace(node, drained);
+  }
   if (!applied) {  // not handed to the executor: sent at the next tick
     std::lock_guard lock(mu_);
     out_starts_.insert(out_starts_.begin(), std::make_move_iterator(starts.begin()),

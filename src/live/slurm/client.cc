@@ -95,9 +95,16 @@ void check_submit(const SubmitSpec& spec) {
   for (char c : spec.comment)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_.:=", c)))
       refuse("comment", "only letters, digits and '-_.:='");
+  for (char c : spec.account)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_.", c)))
+      refuse("account", "only letters, digits and '-_.'");
 }
 
 }  // namespace
+
+std::string job_log_path(const std::string& checkpoint_root, const std::string& job) {
+  return checkpoint_root + "/" + job + ".log";
+}
 
 std::string run_file_path(const std::string& checkpoint_dir) {
   return checkpoint_dir + "/.fairgpu-run";
@@ -396,6 +403,7 @@ std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
     argv.push_back("--gid=" + std::to_string(run_as->gid));
   }
   if (!spec.comment.empty()) argv.push_back("--comment=" + spec.comment);
+  if (!spec.account.empty()) argv.push_back("--account=" + spec.account);
   // Not ALL: nothing of fairgpu's own environment reaches the job.
   std::string exports =
       "--export=FAIRGPU_JOB_ID=" + spec.job + ",FAIRGPU_CHECKPOINT_DIR=" + spec.checkpoint_dir;
@@ -529,6 +537,17 @@ std::vector<NodeInfo> CommandLineSlurm::read_nodes() {
   } catch (const InputError& e) {
     throw SlurmError(e.what());
   }
+}
+
+void CommandLineSlurm::set_node_drained(const std::string& node, bool drained) {
+  std::vector<std::string> argv{settings_.scontrol, "update", "NodeName=" + node};
+  if (drained) {
+    argv.push_back("State=DRAIN");
+    argv.push_back("Reason=fairgpu");
+  } else {
+    argv.push_back("State=RESUME");
+  }
+  run_ok(std::move(argv));
 }
 
 }  // namespace fairgpu::live::slurm

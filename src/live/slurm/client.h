@@ -80,6 +80,9 @@ struct SubmitSpec {
   // submitter). Its checkpoint directory and log are made that user's, and
   // the job starts in its checkpoint directory unless working_dir says.
   std::string run_as_user{};
+  // The Slurm account the job is charged to (sbatch --account; "" = the
+  // user's default): a tenant's, so that sacct attributes usage to tenants.
+  std::string account{};
 };
 
 // A user a job may run as: any but root.
@@ -106,6 +109,12 @@ void give_to(const UnixUser& user, const std::string& checkpoint_dir, const std:
 // run has several nodes: a run's shape is set at its pin, not at sbatch),
 // so that `scancel --signal=USR1 --full` reaches the command itself.
 std::string submit_script(const SubmitSpec& spec);
+
+// The Slurm backend's output of a job: <checkpoint_root>/<job>.log, stdout and
+// stderr of its runs (sbatch --output), beside its checkpoint directory
+// <checkpoint_root>/<job>. serve, `fairgpu logs` and whatever reads a job's
+// output on this backend use this one function.
+std::string job_log_path(const std::string& checkpoint_root, const std::string& job);
 
 // The file in a job's checkpoint dir that tells its next run which lease and
 // GPU type it runs under (a pending job's environment cannot change).
@@ -182,6 +191,9 @@ class SlurmClient {
   virtual std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& jobs) = 0;
   virtual JobsSnapshot read_jobs() = 0;
   virtual std::vector<NodeInfo> read_nodes() = 0;
+  // `fairgpu drain`/`undrain` in Slurm: State=DRAIN Reason=fairgpu (running
+  // jobs go on; fairgpu revokes its own), or State=RESUME. Throws SlurmError.
+  virtual void set_node_drained(const std::string& node, bool drained) = 0;
 };
 
 class CommandLineSlurm : public SlurmClient {
@@ -200,6 +212,7 @@ class CommandLineSlurm : public SlurmClient {
   std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& jobs) override;
   JobsSnapshot read_jobs() override;
   std::vector<NodeInfo> read_nodes() override;
+  void set_node_drained(const std::string& node, bool drained) override;
 
   const SlurmSettings& settings() const { return settings_; }
 

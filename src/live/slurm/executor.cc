@@ -112,6 +112,7 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
   s.log_path = job.log_path;
   s.comment = options_.instance;
   s.run_as_user = job.run_as_user;
+  s.account = job.account;
   return track(job, client_.submit(s), Phase::kIdle);
 }
 

@@ -101,6 +101,10 @@ class SlurmExecutor : public Executor {
     options_.users = std::move(users);
     options_.submitter = std::move(submitter);
   }
+  // `fairgpu drain`/`undrain` carried to Slurm (SlurmClient::set_node_drained).
+  void set_node_drained(const std::string& node, bool drained) {
+    client_.set_node_drained(node, drained);
+  }
   // The Slurm job id of a fairgpu job (0 when unknown).
   std::int64_t slurm_id(const std::string& job) const;
 
