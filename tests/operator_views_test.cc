@@ -417,6 +417,9 @@ TEST(OperatorExamples, SlurmServeConfigIsValid) {
   EXPECT_EQ(c.slurm.partition, "main");  // the test cluster's (scripts/slurm-cluster.sh)
   ASSERT_EQ(c.tenants.size(), 2u);
   EXPECT_EQ(c.tenants[0].unix_user, "vision");
+  // Tenants as Slurm accounts (issue 34 item 4): sacct attributes their jobs.
+  EXPECT_EQ(c.tenants[0].account, "vision-lab");
+  EXPECT_EQ(c.tenants[1].account, "nlp-lab");
   fs::remove_all(dir);
 }
 

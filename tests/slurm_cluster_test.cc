@@ -459,6 +459,67 @@ TEST_F(SlurmCluster, AGangRunsOneTaskPerPinnedNode) {
   EXPECT_EQ(lines, (std::set<std::string>{"n1 2 41 1\n", "n2 2 41 1\n"}));
 }
 
+// Issue 34 item 1: a job submitted with one GPU on one node takes each
+// run's shape at its pin (NumNodes, TresPerNode): two nodes of two GPUs, one
+// task per node with the agents' rendezvous, then one node of one GPU.
+TEST_F(SlurmCluster, APinReshapesTheJobAndEachTaskGetsItsRendezvous) {
+  const std::string cmd =
+      "for v in MASTER_ADDR MASTER_PORT WORLD_SIZE RANK NODE_RANK LOCAL_WORLD_SIZE "
+      "FAIRGPU_NUM_NODES FAIRGPU_NUM_WORKERS SLURMD_NODENAME; do eval \"echo $v=\\$$v\"; done "
+      ">\"$FAIRGPU_CHECKPOINT_DIR/rank.${SLURM_RESTART_COUNT:-0}.$NODE_RANK\"";
+  SubmitSpec s = spec("shape1", cmd, 1);
+  const std::int64_t id = client_->submit(s);
+  write_run_file(s.checkpoint_dir, 1042, "v100", 2, 29542);
+  RoundWrites w;
+  RoundWrites::Pin pin;
+  pin.job = id;
+  pin.nodes = {"n1", "n2"};
+  pin.gpus_per_node = 2;
+  w.pins = {pin};
+  w.release = {id};
+  EXPECT_TRUE(client_->apply(w).empty());
+  auto d = wait_job(id, [](const JobDetail& j) { return is_final(j.state); });
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->state, JobState::kCompleted) << slurp(s.log_path);
+  EXPECT_EQ(d->nodes, (std::vector<std::string>{"n1", "n2"}));
+  for (int r = 0; r < 2; ++r) {
+    auto env = read_env_file(s.checkpoint_dir + "/rank.0." + std::to_string(r));
+    EXPECT_EQ(env["MASTER_ADDR"], "127.0.0.1") << r;
+    EXPECT_EQ(env["MASTER_PORT"], "29542");
+    EXPECT_EQ(env["WORLD_SIZE"], "4");
+    EXPECT_EQ(env["FAIRGPU_NUM_WORKERS"], "4");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+    EXPECT_EQ(env["FAIRGPU_NUM_NODES"], "2");
+    EXPECT_EQ(env["NODE_RANK"], std::to_string(r));
+    EXPECT_EQ(env["RANK"], std::to_string(2 * r));
+    EXPECT_EQ(env["SLURMD_NODENAME"], r == 0 ? "n1" : "n2");
+  }
+  // The next run: one GPU on one node (requeued held, reshaped, released).
+  RoundWrites again;
+  again.requeue_hold = {id};
+  EXPECT_TRUE(client_->apply(again).empty());
+  ASSERT_TRUE(
+      wait_job(id, [](const JobDetail& j) { return j.state == JobState::kPending && j.held; }));
+  write_run_file(s.checkpoint_dir, 1043, "k80", 1, 29543);
+  RoundWrites next;
+  pin.nodes = {"n3"};
+  pin.gpus_per_node = 1;
+  next.pins = {pin};
+  next.release = {id};
+  EXPECT_TRUE(client_->apply(next).empty());
+  d = wait_job(id, [](const JobDetail& j) { return is_final(j.state); });
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->state, JobState::kCompleted) << slurp(s.log_path);
+  EXPECT_EQ(d->nodes, (std::vector<std::string>{"n3"}));
+  auto env = read_env_file(s.checkpoint_dir + "/rank.1.0");
+  EXPECT_EQ(env["WORLD_SIZE"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "1");
+  EXPECT_EQ(env["RANK"], "0");
+  EXPECT_EQ(env["FAIRGPU_NUM_NODES"], "1");
+  EXPECT_EQ(env["MASTER_PORT"], "29543");
+  EXPECT_FALSE(fs::exists(s.checkpoint_dir + "/rank.1.1"));
+}
+
 TEST_F(SlurmCluster, ExecutorRunsRevokesAndRestartsAJob) {
   // The job checkpoints on SIGUSR1 and exits 0; its second run fails with 3;
   // its third (a retry of the failed run) finishes.

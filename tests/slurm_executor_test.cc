@@ -124,6 +124,9 @@ class FakeSlurm : public SlurmClient {
     }
     return s;
   }
+  void set_node_drained(const std::string& node, bool drained) override {
+    commands.push_back("update NodeName=" + node + (drained ? " State=DRAIN" : " State=RESUME"));
+  }
   std::vector<NodeInfo> read_nodes() override {
     if (down) throw SlurmError("scontrol: slurmctld unreachable");
     ++node_reads;
@@ -194,7 +197,8 @@ class SlurmExecutorTest : public ::testing::Test {
     return RunStart{lease, job, type, {{node, {0}}}};
   }
   std::string pin(std::int64_t id, const std::string& node) {
-    return "update JobId=" + std::to_string(id) + " NodeList=" + node + " StartTime=now";
+    return "update JobId=" + std::to_string(id) + " NodeList=" + node +
+           " StartTime=now NumNodes=1-1 TresPerNode=gres:gpu:1";
   }
   static std::vector<RunEvent> of_kind(const std::vector<RunEvent>& events, RunEvent::Kind k) {
     std::vector<RunEvent> out;
@@ -215,10 +219,10 @@ TEST_F(SlurmExecutorTest, StartsOfARoundArePinnedAndReleasedThroughOneScontrol) 
   exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
   EXPECT_EQ(fake_.apply_calls, 1);
   EXPECT_EQ(fake_.commands, (std::vector<std::string>{
-                                "update JobId=" + std::to_string(a) + " NodeList=n1 StartTime=now",
-                                "update JobId=" + std::to_string(b) + " NodeList=n2 StartTime=now",
+                                "update JobId=" + std::to_string(a) + " NodeList=n1 StartTime=now NumNodes=1-1 TresPerNode=gres:gpu:1",
+                                "update JobId=" + std::to_string(b) + " NodeList=n2 StartTime=now NumNodes=1-1 TresPerNode=gres:gpu:1",
                                 "release " + std::to_string(a) + "," + std::to_string(b)}));
-  EXPECT_EQ(slurp(dir_ / "b" / ".fairgpu-run"), "FAIRGPU_LEASE_ID=2\nFAIRGPU_GPU_TYPE=p100\n");
+  EXPECT_EQ(slurp(dir_ / "b" / ".fairgpu-run"), "FAIRGPU_LEASE_ID=2\nFAIRGPU_GPU_TYPE=p100\nFAIRGPU_GPUS_PER_NODE=1\nMASTER_PORT=29502\n");
   // Not running until Slurm says so.
   EXPECT_TRUE(of_kind(exec_.poll(1), RunEvent::Kind::kRunning).empty());
   fake_.schedule();
@@ -404,7 +408,7 @@ TEST_F(SlurmExecutorTest, AStartWhoseRunFileCannotBeWrittenFailsThatRunAlone) {
   fs::create_directories(dir_ / "b" / ".fairgpu-run.tmp");
   exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
   EXPECT_EQ(fake_.jobs.at(b).pinned, std::vector<std::string>{"n2"});
-  EXPECT_EQ(slurp(dir_ / "b" / ".fairgpu-run"), "FAIRGPU_LEASE_ID=2\nFAIRGPU_GPU_TYPE=p100\n");
+  EXPECT_EQ(slurp(dir_ / "b" / ".fairgpu-run"), "FAIRGPU_LEASE_ID=2\nFAIRGPU_GPU_TYPE=p100\nFAIRGPU_GPUS_PER_NODE=1\nMASTER_PORT=29502\n");
   fake_.schedule();
   const auto events = exec_.poll(1);
   const auto ended = of_kind(events, RunEvent::Kind::kEnded);

@@ -309,14 +309,18 @@ TEST(SlurmSubmitScript, ExecsTheQuotedCommandAfterReadingTheRunFile) {
   // The run's fence, before the command: held by every process it starts.
   const auto fence = script.find("exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n");
   EXPECT_LT(fence, script.find("exec '/bin/echo'")) << script;
-  s.nodes = 2;
-  const std::string gang = submit_script(s);
-  EXPECT_NE(gang.find("exec srun --export=ALL --ntasks-per-node=1"), std::string::npos);
-  // Each task takes it on its own node.
-  EXPECT_NE(gang.find("/bin/sh -c 'exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9; "
-                      "exec \"$@\"' fairgpu-task '/bin/echo'"),
+  // A run over several nodes (its shape is the run's, set at its pin): one
+  // srun task per node, each taking the fence on its node and its own rank.
+  EXPECT_NE(script.find("exec srun --export=ALL --nodes=\"$nodes\" --ntasks-per-node=1"),
+            std::string::npos);
+  EXPECT_NE(script.find("/bin/sh -c 'exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9; "
+                        "export MASTER_ADDR="),
             std::string::npos)
-      << gang;
+      << script;
+  EXPECT_NE(script.find("RANK=$((SLURM_NODEID * LOCAL_WORLD_SIZE)); exec \"$@\"' fairgpu-task "
+                        "'/bin/echo'"),
+            std::string::npos)
+      << script;
 }
 
 // Issue 34 item 3: a run Slurm starts without the GPUs it asked for (seen

@@ -713,6 +713,164 @@ TEST_F(SlurmServe, SubmissionsJoinThePolicyWithoutARebuild) {
   EXPECT_EQ(rebuilds(), before) << slurp(dir_ / "server.log");
 }
 
+// Issue 34: three 2-GPU nodes of one type, so that a gang larger than a node
+// has a pool to run in (the SlurmServe cluster's nodes are of three types).
+class SlurmServeGangs : public SlurmServe {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new SlurmTestCluster();
+    cluster_->start("n1:v100:2,n2:v100:2,n3:v100:2");
+  }
+  // Submits `workers` GPUs of a job that writes, on every node, the
+  // variables it was started with to rank.<NODE_RANK> in its checkpoint
+  // folder (rank 0 reports its work done).
+  std::string submit_env_writer(const std::string& tenant, int workers) {
+    const std::string script =
+        "f=\"$FAIRGPU_CHECKPOINT_DIR/rank.$NODE_RANK\"; "
+        "env | grep -E '^(MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK|NODE_RANK|LOCAL_WORLD_SIZE|"
+        "FAIRGPU_NUM_NODES|FAIRGPU_NUM_WORKERS|FAIRGPU_LEASE_ID|SLURMD_NODENAME|"
+        "CUDA_VISIBLE_DEVICES|SLURM_STEP_GPUS|SLURM_JOB_ID)=' >\"$f.tmp\"; mv \"$f.tmp\" \"$f\"; "
+        "if [ \"$RANK\" = 0 ]; then echo 10 >\"$FAIRGPU_PROGRESS_FILE\"; fi; exit 0";
+    auto r = call("POST", "/v1/jobs",
+                  {{"job_type", "mlp"},
+                   {"workers", workers},
+                   {"iterations", 10},
+                   {"command", {"/bin/sh", "-c", script}}},
+                  tenant + "-token");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r && r->status == 201 ? json::parse(r->body)["id"].get<std::string>() : "";
+  }
+  // rank.<r> of a job as a map (empty when missing).
+  std::map<std::string, std::string> rank_env(const std::string& job, int rank) {
+    std::map<std::string, std::string> m;
+    std::istringstream in(slurp(dir_ / "ckpt" / job / ("rank." + std::to_string(rank))));
+    for (std::string line; std::getline(in, line);)
+      if (const auto eq = line.find('='); eq != std::string::npos)
+        m[line.substr(0, eq)] = line.substr(eq + 1);
+    return m;
+  }
+};
+
+// Issue 34 item 1: a 4-GPU and a 6-GPU gang on 2-GPU nodes are accepted and
+// each runs as one Slurm job over 2 and 3 nodes, one process per node with
+// the rendezvous the agents give (docs/job-protocol.md).
+TEST_F(SlurmServeGangs, GangsLargerThanANodeRunOverNodesWithTheAgentsRendezvous) {
+  start_server();
+  const std::string four = submit_env_writer("alice", 4);
+  const std::string six = submit_env_writer("bob", 6);
+  ASSERT_FALSE(four.empty());
+  ASSERT_FALSE(six.empty());
+  const json jobs = wait_jobs(90, [&](const json& all) {
+    return job_of(all, four)["state"] == "finished" && job_of(all, six)["state"] == "finished";
+  });
+  for (const auto& [job, workers] : {std::pair<std::string, int>{four, 4}, {six, 6}}) {
+    SCOPED_TRACE(job);
+    const int nodes = workers / 2;
+    std::set<std::string> seen_nodes;
+    std::string addr, port, slurm_job;
+    for (int r = 0; r < nodes; ++r) {
+      auto env = rank_env(job, r);
+      ASSERT_FALSE(env.empty()) << "rank " << r << " wrote nothing\n" << slurp(dir_ / "server.log");
+      EXPECT_EQ(env["WORLD_SIZE"], std::to_string(workers));
+      EXPECT_EQ(env["FAIRGPU_NUM_WORKERS"], std::to_string(workers));
+      EXPECT_EQ(env["FAIRGPU_NUM_NODES"], std::to_string(nodes));
+      EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+      EXPECT_EQ(env["NODE_RANK"], std::to_string(r));
+      EXPECT_EQ(env["RANK"], std::to_string(2 * r));
+      EXPECT_EQ(env["MASTER_PORT"],
+                std::to_string(29500 + std::stoll(env["FAIRGPU_LEASE_ID"]) % 1000));
+      EXPECT_FALSE(env["MASTER_ADDR"].empty());
+      if (r == 0) {
+        addr = env["MASTER_ADDR"];
+        port = env["MASTER_PORT"];
+        slurm_job = env["SLURM_JOB_ID"];
+      }
+      // One rendezvous, one Slurm job, a node each.
+      EXPECT_EQ(env["MASTER_ADDR"], addr);
+      EXPECT_EQ(env["MASTER_PORT"], port);
+      EXPECT_EQ(env["SLURM_JOB_ID"], slurm_job);
+      seen_nodes.insert(env["SLURMD_NODENAME"]);
+    }
+    EXPECT_EQ(seen_nodes.size(), static_cast<std::size_t>(nodes));
+    EXPECT_EQ(slurm_job, std::to_string(job_of(jobs, job)["slurm_job"].get<long>()));
+  }
+}
+
+// Issue 34 item 4 and issue 32 item 5: a tenant's "account" is its jobs'
+// Slurm account (what sacct charges; the test cluster has no accounting
+// database, so the job's Account field is read); `fairgpu logs
+// --checkpoint-dir` prints a job's output; `fairgpu drain` drains the node
+// in Slurm too (sinfo shows it) and undrain resumes it.
+TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
+  tenants_[0]["account"] = "team-alice";
+  start_server();
+  const std::string a = submit("alice", {"/bin/sh", "-c", "echo hello from $FAIRGPU_JOB_ID"}, 10);
+  const std::string b = submit("bob", {"/bin/sh", "-c", "exit 0"}, 10);
+  json jobs = wait_jobs(60, [&](const json& all) {
+    return job_of(all, a)["state"] == "finished" && job_of(all, b)["state"] == "finished";
+  });
+  auto account_of = [&](const std::string& job) {
+    const std::string shown = slurm_output(
+        "scontrol -o show job " + std::to_string(job_of(jobs, job)["slurm_job"].get<long>()));
+    const auto at = shown.find(" Account=");
+    return at == std::string::npos ? std::string("(none)")
+                                   : shown.substr(at + 9, shown.find(' ', at + 9) - at - 9);
+  };
+  EXPECT_EQ(account_of(a), "team-alice");
+  EXPECT_NE(account_of(b), "team-alice");
+
+  // The operator's view of a job's output on this backend.
+  const fs::path scratch = dir_ / "cli";
+  fs::create_directories(scratch);
+  auto logs = testing_support::run_binary(
+      {"logs", a, "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
+  EXPECT_EQ(logs.status, 0) << logs.err;
+  EXPECT_EQ(logs.out, "hello from " + a + "\n");
+  auto missing = testing_support::run_binary(
+      {"logs", "j-999999", "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("j-999999.log"), std::string::npos) << missing.err;
+  auto escape = testing_support::run_binary(
+      {"logs", "../serve", "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
+  EXPECT_EQ(escape.status, 2) << escape.out;
+
+  // Drain and undrain reach Slurm: sinfo shows them.
+  auto sinfo_state = [&](const std::string& node) {
+    std::string state = slurm_output("sinfo -h -N -n " + node + " -o %T", false);
+    while (!state.empty() && (state.back() == '\n' || state.back() == ' ')) state.pop_back();
+    return state;
+  };
+  auto wait_state = [&](const std::string& node, const std::function<bool(const std::string&)>& ok) {
+    std::string state;
+    for (int i = 0; i < 150; ++i) {
+      state = sinfo_state(node);
+      if (ok(state)) return state;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << node << " in Slurm: " << state << "\n" << slurp(dir_ / "server.log");
+    return state;
+  };
+  auto r = call("POST", "/v1/nodes/n2/drain", json::object(), "admin-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  wait_state("n2", [](const std::string& s) { return s.rfind("drain", 0) == 0; });
+  const std::string reason = slurm_output("sinfo -h -N -n n2 -o %E");
+  EXPECT_EQ(reason, "fairgpu\n");
+  // fairgpu keeps it drained, not lost (Slurm no longer offers it).
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  json cluster = get("/v1/cluster");
+  for (const json& n : cluster["nodes"])
+    if (n["name"] == "n2") {
+      EXPECT_EQ(n["state"], "drained") << n.dump();
+    }
+  r = call("POST", "/v1/nodes/n2/undrain", json::object(), "admin-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  wait_state("n2", [](const std::string& s) { return s == "idle"; });
+  // And jobs run there again: a 6-GPU gang needs every node.
+  const std::string six = submit_env_writer("bob", 6);
+  jobs = wait_jobs(60, [&](const json& all) { return job_of(all, six)["state"] == "finished"; });
+  EXPECT_EQ(job_of(jobs, six)["state"], "finished");
+}
+
 // Serve as root: a tenant's jobs run as its unix_user (sbatch --uid), in a
 // checkpoint directory of theirs, and cannot read serve's store; a tenant
 // without one runs as root (logged). A unix_user Slurm cannot run jobs as
@@ -847,7 +1005,22 @@ TEST(SlurmServeConfig, BackendKeysAreReadAndBadOnesNamed) {
   EXPECT_NE(error(R"(, "backend": "slurm", "slurm": {"partition": "gpu", "queue": "x"})")
                 .find("serve.json: slurm.queue: unknown field"),
             std::string::npos);
+  // A tenant's Slurm account (issue 34 item 4): a name, or one line.
+  const std::string bad_account =
+      R"({"admin_token": "admin-0000", "backend": "slurm", "slurm": {"partition": "main"},
+      "tenants": [{"name": "a", "token": "token-a-00", "account": "a b"}]})";
+  try {
+    live::parse_serve_config(bad_account, "serve.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "serve.json: tenants[0].account: 'a b': only letters, digits, '-', '_' and '.' are "
+              "allowed");
+  }
 }
+
+// The example Slurm-backend config is checked in operator_views_test.cc
+// (OperatorExamples.SlurmServeConfigIsValid).
 
 }  // namespace
 }  // namespace fairgpu

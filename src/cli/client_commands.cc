@@ -36,6 +36,7 @@
 #include "live/client.h"
 #include "live/config.h"
 #include "live/log_relay.h"
+#include "live/slurm/client.h"
 
 namespace fairgpu::cli {
 namespace {
@@ -826,6 +827,7 @@ struct LogsArgs {
   ServerArgs server;
   std::string job;
   std::string state_dir;
+  std::string checkpoint_dir;  // the Slurm backend's checkpoint_dir: its <job>.log
   bool follow = false;
   bool raw = false;
   double poll_s = 0.5;
@@ -932,7 +934,32 @@ std::uintmax_t copy_from(const std::filesystem::path& log, std::uintmax_t offset
   return offset + used;
 }
 
+// The Slurm backend: the job's one log file (every run's output, written by
+// Slurm on its nodes into the shared checkpoint folder).
+std::string slurm_job_logs(const LogsArgs& a) {
+  if (const std::string problem = live::name_problem(a.job); !problem.empty())
+    throw InputError("logs", "job", "'" + a.job + "': " + problem);
+  const std::filesystem::path log = live::slurm::job_log_path(a.checkpoint_dir, a.job);
+  if (!a.follow) {
+    std::ifstream in(log, std::ios::binary);
+    if (!in)
+      throw InputError("logs", "--checkpoint-dir",
+                       fmt::format("no output of job {} at {} (the Slurm backend writes it there)",
+                                   a.job, log.string()));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (a.raw) return text;
+    std::string out;
+    escape_for_terminal(text, false, out);
+    return out;
+  }
+  for (std::uintmax_t offset = 0;;) {
+    offset = copy_from(log, offset, a.raw);
+    std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_s));
+  }
+}
+
 std::string run_logs(const LogsArgs& a) {
+  if (!a.checkpoint_dir.empty()) return slurm_job_logs(a);
   auto runs = job_runs(a);
   if (runs.empty() && !a.follow)
     throw InputError("logs", "",
@@ -1228,6 +1255,9 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
     logs->add_option("--state-dir", logs_args->state_dir,
                      "read on this node: the agent's --state-dir (default, without a token: "
                      "./fairgpu-agent-<host name>)");
+    logs->add_option("--checkpoint-dir", logs_args->checkpoint_dir,
+                     "the Slurm backend, read on the server's host: serve's checkpoint_dir, "
+                     "where Slurm writes each job's output as <job>.log");
     logs->add_flag("-f,--follow", logs_args->follow, "keep printing what the job writes");
     logs->add_flag("--raw", logs_args->raw,
                    "write the output's bytes as they are (default: control characters other "
@@ -1235,7 +1265,7 @@ void add_client_commands(CLI::App& app, std::vector<std::pair<CLI::App*, Command
                    "that a job's escape sequences never reach the terminal)");
     commands.push_back({logs, [logs_args] {
                           const ServerArgs& server = logs_args->server;
-                          if (logs_args->state_dir.empty() &&
+                          if (logs_args->state_dir.empty() && logs_args->checkpoint_dir.empty() &&
                               (!server.token.empty() || !server.token_file.empty()))
                             return run_logs_server(*logs_args);
                           if (logs_args->state_dir.empty()) {

@@ -373,7 +373,8 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
     const std::string p = element("tenants", i);
     r.expect_object(tenants[i], p);
     r.only_keys(tenants[i], p,
-                {"name", "weight", "token", "token_file", "token_env", "unix_user", "quotas"});
+                {"name", "weight", "token", "token_file", "token_env", "unix_user", "account",
+                  "quotas"});
     TenantConfig t;
     t.name = r.name(r.required(tenants[i], p, "name"), child(p, "name"));
     if (auto problem = name_problem(t.name); !problem.empty())
@@ -382,6 +383,11 @@ ServeConfig parse_serve_config(std::string_view json_text, const std::string& so
       t.unix_user = r.name(*u, child(p, "unix_user"));
       if (auto problem = name_problem(t.unix_user); !problem.empty())
         r.fail(child(p, "unix_user"), "'" + t.unix_user + "': " + problem);
+    }
+    if (auto* a = r.optional(tenants[i], "account")) {
+      t.account = r.name(*a, child(p, "account"));
+      if (auto problem = name_problem(t.account); !problem.empty())
+        r.fail(child(p, "account"), "'" + t.account + "': " + problem);
     }
     if (auto* w = r.optional(tenants[i], "weight")) t.weight = r.weight(*w, child(p, "weight"));
     t.quotas = c.quotas;

@@ -37,6 +37,10 @@ struct TenantConfig {
   // agent derives from the tenant's slot (agent.h, --uid-base).
   std::string unix_user;
   TenantQuotas quotas{};  // the config's defaults with the tenant's overrides
+  // The Slurm account its jobs are charged to (sbatch --account), so that
+  // Slurm's accounting (sacct) attributes GPU-hours to tenants; "" = the
+  // submitting user's default account. Slurm backend only.
+  std::string account{};
 };
 
 // Names that end up in paths, Prometheus labels and log lines (tenants,

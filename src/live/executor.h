@@ -28,6 +28,11 @@
 
 namespace fairgpu::live {
 
+// A gang's MASTER_PORT: kMasterPortBase + gang id mod kMasterPortSpan
+// (29500..30499; 29500 is torch.distributed's default).
+constexpr int kMasterPortBase = 29500;
+constexpr int kMasterPortSpan = 1000;
+
 // A node as the lease manager may plan it now.
 struct ExecutorNode {
   std::string name;
@@ -51,6 +56,7 @@ struct ExecutorJob {
   std::string log_path;
   double iterations = 0;  // the job's total (0: unknown); a run whose progress reached it is done
   std::string run_as_user{};  // Slurm: the Unix user its Slurm job runs as ("": the submitter)
+  std::string account{};      // Slurm: the account it is charged to ("": the user's default)
 };
 
 // One node's part of a run, in rank order.

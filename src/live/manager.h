@@ -100,10 +100,6 @@ struct Caller {
   std::string node;    // kAgent: the node its token was issued for
 };
 
-// A gang's MASTER_PORT: kMasterPortBase + gang id mod kMasterPortSpan
-// (29500..30499; 29500 is torch.distributed's default).
-constexpr int kMasterPortBase = 29500;
-constexpr int kMasterPortSpan = 1000;
 
 class Manager : private LeaseHost {
  public:
@@ -565,6 +561,7 @@ class Manager : private LeaseHost {
   std::vector<RunStart> out_starts_;
   std::vector<std::int64_t> out_revokes_;
   std::vector<std::string> out_cancels_, to_admit_;
+  std::map<std::string, bool> out_drains_;  // node -> drained: `fairgpu drain` for Slurm
   std::map<std::string, std::int64_t> slurm_ids_;  // by job; persisted as meta slurm_job:ID
   std::mutex slurm_io_;                            // one exchange with Slurm at a time
   std::uint64_t slurm_polls_ = 0, slurm_errors_ = 0;

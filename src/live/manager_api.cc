@@ -98,16 +98,6 @@ json Manager::submit(const Caller& c, const json& body) {
       bad("workers", fmt::format("{} exceeds the largest gang this cluster can run, {} (the most "
                                  "GPUs of one type)",
                                  s.workers, largest));
-    if (slurm_) {
-      // A Slurm job keeps its shape (--nodes, --gres) for life: one node.
-      int largest_node = 0;
-      for (const auto& [name, n] : nodes_)
-        largest_node = std::max(largest_node, static_cast<int>(n.s.devices.size()));
-      if (largest_node > 0 && s.workers > largest_node)
-        bad("workers", fmt::format("{} exceeds the most GPUs of one Slurm node, {} (the Slurm "
-                                   "backend runs a job on one node)",
-                                   s.workers, largest_node));
-    }
     // The tenant's quotas, checked before anything is stored: a refused
     // submission leaves no trace but its count in /metrics.
     const TenantQuotas& quotas = quotas_of(s.tenant);
@@ -511,6 +501,7 @@ void Manager::set_node_drained(NodeEntry& n, bool drained, const std::string& re
     drain_reason_[node] = why;
   tickets.push_back(store_->put(StoredMeta{"drain_reason:" + node, why}));
   log::info(drained ? "drain" : "undrain", {{"node", node}, {"reason", why}});
+  if (slurm_) out_drains_[node] = drained;  // sent to Slurm by the next tick
   refresh_ready_types();  // undrained
   tickets.push_back(persist(n));
   rebuild_needed_ = true;

@@ -7,9 +7,13 @@
 // a slow or restarting slurmctld delays the next tick, not the API.
 //
 // Choices where the issue is silent:
-//   - a Slurm job keeps its shape for life (sbatch --nodes, --gres), so a
-//     job runs on one node: submissions larger than the largest node are
-//     refused, and a start the plan spreads over nodes is ended unstarted;
+//   - a held Slurm job takes a new shape at each pin (NumNodes=,
+//     TresPerNode=), so a gang the plan spreads over nodes is one Slurm job
+//     over them (its part leases end together, with the job's one run), and
+//     a gang larger than every node runs when a GPU type's pool holds it.
+//     Slurm counts GPUs per node: a start spread with unequal counts per
+//     node is ended unstarted (slurm_uneven_spread in the log) and the job
+//     waits for its next lease;
 //   - a node Slurm does not offer (drained, down, not responding, GPUs of
 //     several types) is "lost" here: its leases are revoked, and the
 //     executor reports each run ended only once Slurm shows its processes
@@ -195,15 +199,19 @@ ExecutorJob Manager::executor_job(const JobEntry& e) const {
   else
     j.shell_command = e.command.get<std::string>();
   j.env.assign(e.env.begin(), e.env.end());
+  // Submitted as one GPU on one node (a shape every node can hold, so sbatch
+  // accepts a gang larger than a node); each run's pin sets its shape.
   j.nodes = 1;
-  j.gpus_per_node = e.s.workers;
+  j.gpus_per_node = 1;
   j.iterations = e.s.iterations;
   // Slurm's nodes reach these paths: the checkpoint directory is shared.
   const std::string root = std::filesystem::absolute(config_.checkpoint_dir).string();
   j.checkpoint_dir = root + "/" + e.s.id;
   j.progress_file = j.checkpoint_dir + "/.fairgpu-progress";
-  j.log_path = root + "/" + e.s.id + ".log";
+  j.log_path = slurm::job_log_path(root, e.s.id);
   j.run_as_user = slurm_run_as(e.s.tenant);
+  if (auto t = tenant_index_.find(e.s.tenant); t != tenant_index_.end())
+    j.account = config_.tenants[t->second].account;
   return j;
 }
 
@@ -222,6 +230,7 @@ void Manager::tick_slurm() {
   std::vector<RunStart> starts;
   std::vector<std::int64_t> revokes;
   std::vector<std::string> cancels;
+  std::map<std::string, bool> drains;
   std::vector<ExecutorJob> admits;
   std::uint64_t decided = 0;
   {
@@ -229,19 +238,25 @@ void Manager::tick_slurm() {
     Tickets tickets;
     revokes.swap(out_revokes_);
     cancels.swap(out_cancels_);
+    drains.swap(out_drains_);
     std::vector<RunStart> queued;
     queued.swap(out_starts_);
     for (RunStart& s : queued) {
       auto l = leases_.find(s.lease);
       if (l == leases_.end()) continue;
-      if (l->second.status == "active" && s.placement.size() == 1) {
+      const bool even = slurm::uniform_placement(s.placement);
+      if (l->second.status == "active" && even) {
         starts.push_back(std::move(s));
         continue;
       }
       // Revoked before it reached Slurm: it never starts, so its lease ends
-      // now and the job waits for its next one. (So would a start spread over
-      // nodes, which a Slurm job cannot run; the plan makes none on this
-      // backend, Cluster::gangs_on_one_node.)
+      // now and the job waits for its next one. So does a start spread with
+      // unequal GPU counts per node, which one Slurm job cannot run.
+      if (!even)
+        log::warn("slurm_uneven_spread",
+                  {{"job", s.job},
+                   {"lease", s.lease},
+                   {"why", "Slurm's --gres counts GPUs per node: not started, the job waits"}});
       std::erase(revokes, s.lease);
       RunEvent never;
       never.kind = RunEvent::Kind::kEnded;
@@ -297,6 +312,10 @@ void Manager::tick_slurm() {
     slurm_->apply(starts, revokes, now());
     for (std::int64_t id : slurm_->cancel_strays())
       log::warn("slurm_stray_cancelled", {{"slurm_job", id}});
+    // Drains before the nodes are read: a node undrained here is offered
+    // again by this read, not lost for one tick.
+    for (auto it = drains.begin(); it != drains.end(); it = drains.erase(it))
+      slurm_->set_node_drained(it->first, it->second);
     nodes = slurm_->nodes();
     settling = slurm_->settling_nodes();
     read = true;
@@ -307,6 +326,10 @@ void Manager::tick_slurm() {
   }
   if (!polled)  // not tried: submitted at the next tick
     for (const ExecutorJob& j : admits) retry.push_back(j.job);
+  if (!drains.empty()) {  // not sent: at the next tick, unless decided again since
+    std::lock_guard lock(mu_);
+    for (const auto& [node, drained] : drains) out_drains_.emplace(node, drained);
+  }
   if (!applied) {  // not handed to the executor: sent at the next tick
     std::lock_guard lock(mu_);
     out_starts_.insert(out_starts_.begin(), std::make_move_iterator(starts.begin()),
@@ -366,6 +389,16 @@ void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
         ev.detail = log_tail(j.log_path);
       }
       const std::int64_t gang = l.gang;
+      // One Slurm job ran every part of a gang: a clean exit is every
+      // part's, so the job finishes now rather than waiting for parts that
+      // report nothing on their own.
+      if (!ev.launch_failed && !ev.never_started && ev.exit_code == 0 && ev.signal == 0)
+        for (std::int64_t id : part_ids(gang))
+          if (StoredLease& part = leases_.at(id);
+              id != l.id && part.status != "exited" && part.status != "ended") {
+            part.status = "exited";
+            tickets.push_back(persist(part));
+          }
       run_ended(l, ev, tickets);
       // One Slurm job ran every part: the others are gone too.
       for (std::int64_t id : part_ids(gang)) tickets.push_back(end_lease(leases_.at(id)));

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "fairgpu/input_error.h"
+#include "live/executor.h"
 #include "live/slurm/command.h"
 
 namespace fairgpu::live::slurm {
@@ -94,9 +95,16 @@ void check_submit(const SubmitSpec& spec) {
   for (char c : spec.comment)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_.:=", c)))
       refuse("comment", "only letters, digits and '-_.:='");
+  for (char c : spec.account)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_.", c)))
+      refuse("account", "only letters, digits and '-_.'");
 }
 
 }  // namespace
+
+std::string job_log_path(const std::string& checkpoint_root, const std::string& job) {
+  return checkpoint_root + "/" + job + ".log";
+}
 
 std::string run_file_path(const std::string& checkpoint_dir) {
   return checkpoint_dir + "/.fairgpu-run";
@@ -142,7 +150,7 @@ bool run_processes_gone(const std::string& checkpoint_dir) {
 }
 
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
-                    const std::string& gpu_type) {
+                    const std::string& gpu_type, int gpus_per_node, int master_port) {
   const std::string path = run_file_path(checkpoint_dir);
   // The directory may be the job's own (run as a tenant's user) and serve
   // root: a fresh file of a name nobody chose (mkostemp: O_EXCL, so never
@@ -152,8 +160,10 @@ void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) throw SlurmError("cannot write " + tmp + ": " + std::strerror(errno));
   ::fchmod(fd, 0644);
-  const std::string text =
+  std::string text =
       "FAIRGPU_LEASE_ID=" + std::to_string(lease) + "\nFAIRGPU_GPU_TYPE=" + gpu_type + "\n";
+  if (gpus_per_node > 0) text += "FAIRGPU_GPUS_PER_NODE=" + std::to_string(gpus_per_node) + "\n";
+  if (master_port > 0) text += "MASTER_PORT=" + std::to_string(master_port) + "\n";
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!written) {
@@ -174,47 +184,68 @@ std::string submit_script(const SubmitSpec& spec) {
        "# fairgpu job "
     << spec.job
     << ": the wrapper of its Slurm job.\n"
-       "# The lease and GPU type of this run, written before the release.\n"
+       "# This run's lease, GPU type, GPUs per node and port, written before the release.\n"
        "run_file=\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-run\"\n"
+       "want="
+    << spec.gpus_per_node
+    << "\n"
+       "export MASTER_PORT="
+    << kMasterPortBase
+    << "\n"
        "if [ -r \"$run_file\" ]; then\n"
        "  while IFS='=' read -r key value; do\n"
-       "    case \"$key\" in FAIRGPU_LEASE_ID|FAIRGPU_GPU_TYPE) export \"$key=$value\" ;; esac\n"
+       "    case \"$key\" in\n"
+       "      FAIRGPU_LEASE_ID|FAIRGPU_GPU_TYPE|MASTER_PORT) export \"$key=$value\" ;;\n"
+       "      FAIRGPU_GPUS_PER_NODE) want=$value ;;\n"
+       "    esac\n"
        "  done <\"$run_file\"\n"
        "fi\n"
-       "export FAIRGPU_NUM_WORKERS=$(( ${SLURM_GPUS_ON_NODE:-0} * ${SLURM_JOB_NUM_NODES:-1} ))\n"
+       "gpus=${SLURM_GPUS_ON_NODE:-0}\n"
+       "nodes=${SLURM_JOB_NUM_NODES:-1}\n"
+       "export FAIRGPU_NUM_WORKERS=$(( gpus * nodes ))\n"
        "# Started without its GPUs (Slurm did so right after its controller's\n"
        "# restart): refused, for fairgpu to requeue as never started.\n"
-       "if [ \"${SLURM_GPUS_ON_NODE:-0}\" -lt "
-    << spec.gpus_per_node
-    << " ]; then\n"
-       "  echo \"fairgpu: Slurm started this run with ${SLURM_GPUS_ON_NODE:-0} of its "
-    << spec.gpus_per_node
-    << " GPUs per node; refused\" >&2\n"
+       "if [ \"$gpus\" -lt \"$want\" ]; then\n"
+       "  echo \"fairgpu: Slurm started this run with $gpus of its $want GPUs per node; "
+       "refused\" >&2\n"
        "  printf '%s\\n' \"$FAIRGPU_LEASE_ID\" >\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-no-gpu\"\n"
        "  exit "
     << kNoGpuExitCode
     << "\n"
        "fi\n"
+       "# The rendezvous, as the agents set it: one process per node, standing\n"
+       "# for its node's GPUs. The batch script runs on the first node; each\n"
+       "# srun task sets its own rank below.\n"
+       "export WORLD_SIZE=$FAIRGPU_NUM_WORKERS LOCAL_WORLD_SIZE=$gpus FAIRGPU_NUM_NODES=$nodes\n"
+       "export MASTER_ADDR=127.0.0.1 NODE_RANK=0 RANK=0\n"
        "# The run's fence: each of its processes holds fd 9's shared lock, so\n"
        "# fairgpu sees when none is left (a node whose slurmd died).\n"
        "exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n";
   for (const auto& [name, value] : spec.env)
     s << "export " << name << "=" << sh_quote(value) << "\n";
-  s << "exec ";
-  // --export=ALL: sbatch's --export list (SLURM_EXPORT_ENV) would otherwise
-  // keep the variables set above from srun's tasks.
-  // A gang's tasks on the other nodes take the fence there.
-  if (spec.nodes > 1)
-    s << "srun --export=ALL --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c "
-         "'exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9; exec \"$@\"' "
-         "fairgpu-task ";
+  std::string command;
   if (!spec.argv.empty()) {
     for (std::size_t i = 0; i < spec.argv.size(); ++i)
-      s << (i ? " " : "") << sh_quote(spec.argv[i]);
+      command += (i ? " " : "") + sh_quote(spec.argv[i]);
   } else {
-    s << "/bin/sh -c " << sh_quote(spec.shell_command);
+    command = "/bin/sh -c " + sh_quote(spec.shell_command);
   }
-  s << "\n";
+  // A run over several nodes: one task per node through srun (--export=ALL:
+  // sbatch's --export list, SLURM_EXPORT_ENV, would otherwise keep the
+  // variables set above from the tasks). Each task takes the fence on its
+  // node; MASTER_ADDR is the address srun was started from, the first node.
+  s << "if [ \"$nodes\" -gt 1 ]; then\n"
+       "  exec srun --export=ALL --nodes=\"$nodes\" --ntasks-per-node=1 --kill-on-bad-exit=1 "
+       "/bin/sh -c "
+       "'exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9; "
+       "export MASTER_ADDR=\"${SLURM_LAUNCH_NODE_IPADDR:-$MASTER_ADDR}\" NODE_RANK=\"$SLURM_NODEID\" "
+       "RANK=$((SLURM_NODEID * LOCAL_WORLD_SIZE)); exec \"$@\"' "
+       "fairgpu-task "
+    << command
+    << "\n"
+       "fi\n"
+       "exec "
+    << command << "\n";
   return s.str();
 }
 
@@ -270,6 +301,9 @@ std::vector<std::string> round_commands(const RoundWrites& writes) {
     for (const auto& n : pin.nodes) nodes += (nodes.empty() ? "" : ",") + n;
     std::string cmd =
         "update JobId=" + std::to_string(pin.job) + " NodeList=" + nodes + " StartTime=now";
+    if (pin.gpus_per_node > 0)
+      cmd += " NumNodes=" + std::to_string(pin.nodes.size()) + "-" + std::to_string(pin.nodes.size()) +
+             " TresPerNode=gres:gpu:" + std::to_string(pin.gpus_per_node);
     if (pin.cpus > 0) cmd += " NumCPUs=" + std::to_string(pin.cpus);
     if (pin.memory_mb_per_node > 0)
       cmd += " MinMemoryNode=" + std::to_string(pin.memory_mb_per_node);
@@ -369,6 +403,7 @@ std::int64_t CommandLineSlurm::submit(const SubmitSpec& spec) {
     argv.push_back("--gid=" + std::to_string(run_as->gid));
   }
   if (!spec.comment.empty()) argv.push_back("--comment=" + spec.comment);
+  if (!spec.account.empty()) argv.push_back("--account=" + spec.account);
   // Not ALL: nothing of fairgpu's own environment reaches the job.
   std::string exports =
       "--export=FAIRGPU_JOB_ID=" + spec.job + ",FAIRGPU_CHECKPOINT_DIR=" + spec.checkpoint_dir;
@@ -502,6 +537,17 @@ std::vector<NodeInfo> CommandLineSlurm::read_nodes() {
   } catch (const InputError& e) {
     throw SlurmError(e.what());
   }
+}
+
+void CommandLineSlurm::set_node_drained(const std::string& node, bool drained) {
+  std::vector<std::string> argv{settings_.scontrol, "update", "NodeName=" + node};
+  if (drained) {
+    argv.push_back("State=DRAIN");
+    argv.push_back("Reason=fairgpu");
+  } else {
+    argv.push_back("State=RESUME");
+  }
+  run_ok(std::move(argv));
 }
 
 }  // namespace fairgpu::live::slurm

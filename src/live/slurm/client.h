@@ -80,6 +80,9 @@ struct SubmitSpec {
   // submitter). Its checkpoint directory and log are made that user's, and
   // the job starts in its checkpoint directory unless working_dir says.
   std::string run_as_user{};
+  // The Slurm account the job is charged to (sbatch --account; "" = the
+  // user's default): a tenant's, so that sacct attributes usage to tenants.
+  std::string account{};
 };
 
 // A user a job may run as: any but root.
@@ -95,13 +98,23 @@ std::string run_as_problem(const std::string& name);
 // Throws SlurmError.
 void give_to(const UnixUser& user, const std::string& checkpoint_dir, const std::string& log_path);
 
-// The batch script of a job: reads the run file (lease id and GPU type of
-// the current run, written before each release), sets FAIRGPU_LEASE_ID,
-// FAIRGPU_GPU_TYPE, FAIRGPU_NUM_WORKERS (GPUs on the node x nodes) and the
-// job's env, then `exec`s the command (through `srun`, one task per node,
-// when the job has several nodes), so that `scancel --signal=USR1 --full`
-// reaches the command itself.
+// The batch script of a job: reads the run file (lease id, GPU type, GPUs
+// per node and MASTER_PORT of the current run, written before each
+// release), sets FAIRGPU_LEASE_ID, FAIRGPU_GPU_TYPE, FAIRGPU_NUM_WORKERS
+// (GPUs on the node x nodes), the rendezvous as the agents set it (one
+// process per node: MASTER_ADDR = the first node's address, MASTER_PORT,
+// WORLD_SIZE, RANK = NODE_RANK x LOCAL_WORLD_SIZE, NODE_RANK,
+// LOCAL_WORLD_SIZE, FAIRGPU_NUM_NODES; docs/job-protocol.md) and the job's
+// env, then `exec`s the command (through `srun`, one task per node, when the
+// run has several nodes: a run's shape is set at its pin, not at sbatch),
+// so that `scancel --signal=USR1 --full` reaches the command itself.
 std::string submit_script(const SubmitSpec& spec);
+
+// The Slurm backend's output of a job: <checkpoint_root>/<job>.log, stdout and
+// stderr of its runs (sbatch --output), beside its checkpoint directory
+// <checkpoint_root>/<job>. serve, `fairgpu logs` and whatever reads a job's
+// output on this backend use this one function.
+std::string job_log_path(const std::string& checkpoint_root, const std::string& job);
 
 // The file in a job's checkpoint dir that tells its next run which lease and
 // GPU type it runs under (a pending job's environment cannot change).
@@ -119,9 +132,12 @@ inline constexpr int kNoGpuExitCode = 75;  // EX_TEMPFAIL
 std::string no_gpu_file_path(const std::string& checkpoint_dir);
 // Whether the run of `lease` ended so (the file names it); removes the file.
 bool take_no_gpu_mark(const std::string& checkpoint_dir, std::int64_t lease);
-// Writes it atomically (a temporary file renamed over it).
+// Writes it atomically (a temporary file renamed over it). The run's shape
+// goes with it: its GPUs per node (the wrapper refuses a run started with
+// fewer; 0 = the submitted --gres) and its gang's MASTER_PORT (0 = the
+// wrapper's default, kMasterPortBase).
 void write_run_file(const std::string& checkpoint_dir, std::int64_t lease,
-                    const std::string& gpu_type);
+                    const std::string& gpu_type, int gpus_per_node = 0, int master_port = 0);
 
 // One round's writes. apply() sends them in this order: requeue_hold, hold,
 // pins, release (a job is re-held before it is re-pinned, pinned before it
@@ -134,10 +150,15 @@ struct RoundWrites {
     // NumCPUs= (all nodes) and MinMemoryNode= (MB), in the same update.
     int cpus = 0;
     std::int64_t memory_mb_per_node = 0;
+    // The run's shape (0: the job keeps its own): NumNodes=<K>-<K> (K = nodes.size(); a bare K is refused)
+    // TresPerNode=gres:gpu:<gpus_per_node>. A held job takes a new shape
+    // (Slurm 22.05), so one Slurm job runs every lease of its fairgpu job,
+    // over one node or several.
+    int gpus_per_node = 0;
   };
   std::vector<std::int64_t> requeue_hold;  // running or ended → pending, held
   std::vector<std::int64_t> hold;          // pending → held (e.g. requeued by a node failure)
-  std::vector<Pin> pins;                   // NodeList=... StartTime=now [NumCPUs= MinMemoryNode=]
+  std::vector<Pin> pins;  // NodeList=... [NumNodes= TresPerNode=] StartTime=now [NumCPUs= MinMemoryNode=]
   std::vector<std::int64_t> release;       // one `release J,K,...`
   bool empty() const {
     return requeue_hold.empty() && hold.empty() && pins.empty() && release.empty();
@@ -170,6 +191,9 @@ class SlurmClient {
   virtual std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& jobs) = 0;
   virtual JobsSnapshot read_jobs() = 0;
   virtual std::vector<NodeInfo> read_nodes() = 0;
+  // `fairgpu drain`/`undrain` in Slurm: State=DRAIN Reason=fairgpu (running
+  // jobs go on; fairgpu revokes its own), or State=RESUME. Throws SlurmError.
+  virtual void set_node_drained(const std::string& node, bool drained) = 0;
 };
 
 class CommandLineSlurm : public SlurmClient {
@@ -188,6 +212,7 @@ class CommandLineSlurm : public SlurmClient {
   std::map<std::int64_t, std::string> cancel(const std::vector<std::int64_t>& jobs) override;
   JobsSnapshot read_jobs() override;
   std::vector<NodeInfo> read_nodes() override;
+  void set_node_drained(const std::string& node, bool drained) override;
 
   const SlurmSettings& settings() const { return settings_; }
 

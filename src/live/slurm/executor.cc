@@ -11,6 +11,12 @@ namespace fairgpu::live::slurm {
 SlurmExecutor::SlurmExecutor(SlurmClient& client, SlurmExecutorOptions options)
     : client_(client), options_(std::move(options)) {}
 
+bool uniform_placement(const std::vector<Placement>& placement) {
+  return std::all_of(placement.begin(), placement.end(), [&](const Placement& p) {
+    return p.devices.size() == placement.front().devices.size();
+  });
+}
+
 std::int64_t SlurmExecutor::slurm_id(const std::string& job) const {
   auto it = jobs_.find(job);
   return it == jobs_.end() ? 0 : it->second.slurm_id;
@@ -106,6 +112,7 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
   s.log_path = job.log_path;
   s.comment = options_.instance;
   s.run_as_user = job.run_as_user;
+  s.account = job.account;
   return track(job, client_.submit(s), Phase::kIdle);
 }
 
@@ -227,13 +234,16 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
       fail_start(s, "start of job " + s.job + " whose previous run has not ended");
       continue;
     }
-    if (static_cast<int>(s.placement.size()) != t.spec.nodes) {
-      fail_start(s, "placed on " + std::to_string(s.placement.size()) + " nodes, needs " +
-                        std::to_string(t.spec.nodes));
+    // The run's shape: its nodes, the same GPU count on each (Slurm's
+    // --gres counts per node; the lease manager starts no other spread).
+    const int per_node = s.placement.empty() ? 0 : static_cast<int>(s.placement[0].devices.size());
+    if (per_node == 0 || !uniform_placement(s.placement)) {
+      fail_start(s, "placed with unequal GPU counts over its nodes (Slurm's --gres is per node)");
       continue;
     }
     try {
-      write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type);
+      write_run_file(t.spec.checkpoint_dir, s.lease, s.gpu_type, per_node,
+                     kMasterPortBase + static_cast<int>(s.lease % kMasterPortSpan));
     } catch (const SlurmError& e) {
       fail_start(s, e.what());
       continue;
@@ -241,6 +251,7 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
     if (retry) w.requeue_hold.push_back(t.slurm_id);
     RoundWrites::Pin pin;
     pin.job = t.slurm_id;
+    pin.gpus_per_node = per_node;
     // The plan's CPU and memory grant (Synergy's, or every policy's
     // GPU-proportional share): CPUs over all nodes, memory per node, in what
     // Slurm counts (whole CPUs, MB), rounded down so that the grants of one

@@ -4,7 +4,8 @@
 //
 // A job is one Slurm job for its whole life, held whenever it has no lease:
 //   admit    → sbatch --hold --requeue (untyped GPUs; the pin picks the type)
-//   start    → run file written, pin (NodeList=... StartTime=now), release
+//   start    → run file written, pin (NodeList=... StartTime=now NumNodes=K-K
+//              TresPerNode=gres:gpu:G: the run's shape), release
 //   revoke   → scancel --signal=USR1 --full now, requeuehold after grace_s;
 //              kEnded(revoked) once Slurm shows it pending and held again
 //   finished → kEnded with Slurm's exit code (COMPLETED, FAILED, ...)
@@ -37,6 +38,12 @@
 // with the tag and the name (issue 30 H6); cancel_strays() scancels the
 // others (no stored job owns them).
 //
+// Shape: a job is submitted with one GPU on one node; each start sets the
+// run's shape with its pin (NumNodes=K TresPerNode=gres:gpu:G), so a gang
+// the plan spreads over K nodes is one Slurm job over them, its ranks
+// started by srun with the rendezvous variables (submit_script); a revoke,
+// checkpoint signal or requeue acts on the whole job.
+//
 // Devices: Slurm picks the GPU indices on the pinned node itself; the plan's
 // device ids count GPUs per node. nodes() leaves out GPUs held by jobs that
 // are not fairgpu's, nodes that are drained, down or not responding, nodes
@@ -68,6 +75,11 @@ struct SlurmExecutorOptions {
   std::string submitter{};
 };
 
+// Whether every node of a run holds as many of its GPUs as the first
+// (Slurm's --gres counts GPUs per node: a spread with unequal counts cannot
+// be one Slurm job).
+bool uniform_placement(const std::vector<Placement>& placement);
+
 class SlurmExecutor : public Executor {
  public:
   SlurmExecutor(SlurmClient& client, SlurmExecutorOptions options);
@@ -79,14 +91,19 @@ class SlurmExecutor : public Executor {
              double now) override;
   void cancel(const std::string& job) override;
   std::vector<RunEvent> poll(double now) override;
-  // A Slurm job runs on the one node it is pinned to.
-  bool gangs_on_one_node() const override { return true; }
+  // A run's shape (nodes, GPUs per node) is set at its pin: gangs spread
+  // over nodes as on agents, with the same GPU count on each node
+  // (uniform_placement).
 
   // The tag and users of SlurmExecutorOptions (known once the store is read).
   void set_identity(std::string instance, std::set<std::string> users, std::string submitter) {
     options_.instance = std::move(instance);
     options_.users = std::move(users);
     options_.submitter = std::move(submitter);
+  }
+  // `fairgpu drain`/`undrain` carried to Slurm (SlurmClient::set_node_drained).
+  void set_node_drained(const std::string& node, bool drained) {
+    client_.set_node_drained(node, drained);
   }
   // The Slurm job id of a fairgpu job (0 when unknown).
   std::int64_t slurm_id(const std::string& job) const;
