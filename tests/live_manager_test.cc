@@ -2197,6 +2197,7 @@ TEST_F(LiveManager, RunsUsageCounterListingFiltersAndRetention) {
   manager_->reload(longer);
   EXPECT_EQ(listed(q), (std::set<std::string>{a, b, c}));
   EXPECT_EQ(job(a)["state"], "finished");  // one job is always shown
+}
 
 // The status page's share history (issue 32, item 8) stays bounded: at 720
 // samples pairs merge, and none older than 6 hours is kept; the share and

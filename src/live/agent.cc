@@ -691,7 +691,8 @@ class Agent {
       }
       log_replies_.push_back(std::move(reply));
     } catch (const std::exception& e) {
-      log(fmt::format("ignoring malformed log request: {}", e.what()), log::Level::kWarn);
+      log("log_request_malformed", fmt::format("ignoring malformed log request: {}", e.what()),
+          log::Level::kWarn);
     }
   }
 

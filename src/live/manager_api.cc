@@ -554,6 +554,7 @@ bool Manager::metrics_allowed(std::string_view header) const {
 std::string Manager::metrics() const {
   std::lock_guard lock(mu_);
   std::string out;
+  const double t = now();
   // Every family opens with its HELP and TYPE lines, then its samples.
   auto family = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
