@@ -19,7 +19,10 @@ exec "$bin" "\$sub" "\$@"
 WRAP
 chmod +x "$out/bin/wrapper"
 # Subcommands: the names under "Subcommands:" of `fairgpu --help`.
-subs=$("$bin" --help | awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}')
+# (The help is read once: awk stopping early on a pipe from the program would
+# kill it with SIGPIPE, which pipefail turns into a failure.)
+help=$("$bin" --help)
+subs=$(awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' <<<"$help")
 see_also=$(printf '.BR fairgpu (1)'; for s in $subs; do printf ',\n.BR fairgpu-%s (1)' "$s"; done)
 printf '[SEE ALSO]\n%s\n.PP\nThe operator guide: /usr/share/doc/fairgpu/docs/operator-guide.md\n' \
   "$see_also" >"$out/see-also.h2m"
@@ -29,6 +32,6 @@ help2man "${common[@]}" --name="fair scheduler for shared heterogeneous GPU clus
 for s in $subs; do
   ln -sf wrapper "$out/bin/fairgpu-$s"
   # The subcommand's one-line description from the program's own list.
-  what=$("$bin" --help | awk -v s="$s" '$1 == s {sub(/^ *[^ ]+ +/, ""); print; exit}')
+  what=$(awk -v s="$s" '$1 == s {sub(/^ *[^ ]+ +/, ""); print; exit}' <<<"$help")
   help2man "${common[@]}" --name="${what%%:*}" --output="$out/fairgpu-$s.1" "$out/bin/fairgpu-$s"
 done
