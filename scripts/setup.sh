@@ -25,13 +25,13 @@ packages=(
   liblemon-dev                          # min-cost flow (NetworkSimplex) for allox
   libgsl-dev                            # Student's t quantile: sweep's confidence intervals
   libjemalloc-dev                       # the simulator's allocator (a third of its time in glibc's)
+  libssl-dev                            # libcrypto: SHA-256 of a run's inputs (provenance); TLS of the HTTP API
   librsvg2-bin                          # rsvg-convert: report figures as PDF (skipped with a note when absent)
   libgtest-dev libgmock-dev
 )
 if [ "$sim_only" -eq 0 ]; then
   packages+=(
     libsqlite3-dev libcpp-httplib-dev     # live manager: durable store, HTTP API
-    libssl-dev                            # TLS of the HTTP API; SHA-256 of a run's inputs (provenance)
     libspdlog-dev                         # live manager's and agent's log
     chromium                              # headless browser: the test of report.html
     python3-torch                         # examples/pytorch/train.py and its end-to-end test (CPU)

@@ -305,7 +305,7 @@ TEST_F(ReportTest, ProvenanceNamesVersionSeedInputsOptionsAndParameters) {
   EXPECT_EQ(sha256_file((dir_ / "abc").string()),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   // And the others of FIPS 180-2 (empty, two blocks, a million 'a': past the
-  // reader's 1 MiB block): the simulator-only build hashes with its own code.
+  // reader's 1 MiB block).
   std::ofstream(dir_ / "empty", std::ios::binary).flush();
   std::ofstream(dir_ / "two", std::ios::binary)
       << "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
