@@ -118,6 +118,36 @@ def _json_file(value, folder, name):
     return path
 
 
+def _inputs(options, folder):
+    """Scenario inputs given as Python objects, written to files in `folder`
+    for the program to read: cluster= and profiles= a dict or list (their
+    JSON), trace= rows (a list of dicts) or columns (a dict of lists), as the
+    native CSV. A path is passed as it is."""
+    options = dict(options)
+    for key in ("cluster", "profiles"):
+        if isinstance(options.get(key), (dict, list)):
+            options[key] = _json_file(options[key], folder, key + ".json")
+    trace = options.get("trace")
+    if isinstance(trace, dict):  # columns
+        names = list(trace)
+        lengths = {len(trace[n]) for n in names}
+        if len(lengths) > 1:
+            raise InputError("trace: columns of different lengths " + str(sorted(lengths)))
+        trace = [dict(zip(names, row)) for row in zip(*(trace[n] for n in names))]
+    if isinstance(trace, (list, tuple)):
+        if not trace or not all(isinstance(r, dict) for r in trace):
+            raise InputError("trace: expected a path, rows (dicts) or columns (a dict of lists)")
+        names = list(trace[0])
+        path = _os.path.join(folder, "trace.csv")
+        with open(path, "w", newline="") as f:
+            w = _csv.writer(f)
+            w.writerow(names)
+            for row in trace:
+                w.writerow([row.get(n, "") for n in names])
+        options["trace"] = path
+    return options
+
+
 def simulate(policy="oef-coop", *, out=None, **options):
     """Runs one policy as `fairgpu simulate --policy POLICY` does, on the
     built-in scenario or the one the options name (any option of `fairgpu
@@ -126,9 +156,9 @@ def simulate(policy="oef-coop", *, out=None, **options):
     columns of the CSV files, 'summary': summary.json}. out=DIR keeps the
     files the program writes there (report.html and figures/ included)."""
     folder = _Folder(out)
-    with folder as d:
+    with folder as d, _Folder(None) as inputs:
         _run_command(["simulate", "--quiet", "--policy", policy, "--out", d]
-                     + _report_flags(folder) + _flags(options))
+                     + _report_flags(folder) + _flags(_inputs(options, inputs)))
         result = _run_files(d)
     result["policy"] = policy
     return result
@@ -142,10 +172,10 @@ def compare(policies, *, out=None, **options):
     if not isinstance(policies, str):
         policies = ",".join(policies)
     folder = _Folder(out)
-    with folder as d:
+    with folder as d, _Folder(None) as inputs:
         answer = _json.loads(_run_command(
             ["compare", "--quiet", "--json", "--policies", policies, "--out", d]
-            + _report_flags(folder) + _flags(options)))
+            + _report_flags(folder) + _flags(_inputs(options, inputs))))
         runs = {}
         for run in answer["runs"]:
             runs[run["policy"]] = _run_files(_os.path.join(d, run["folder"]))
@@ -165,9 +195,9 @@ def sweep(policies, *, seeds="1-5", out=None, **options):
     if not isinstance(seeds, str):
         seeds = ",".join(str(s) for s in seeds)
     folder = _Folder(out)
-    with folder as d:
+    with folder as d, _Folder(None) as inputs:
         _run_command(["sweep", "--quiet", "--policies", policies, "--seeds", seeds, "--out", d]
-                     + _report_flags(folder) + _flags(options))
+                     + _report_flags(folder) + _flags(_inputs(options, inputs)))
         with open(_os.path.join(d, "sweep.json")) as f:
             provenance = _json.load(f)["provenance"]
         return {"sweep": _columns(_os.path.join(d, "sweep.csv")), "provenance": provenance}

@@ -62,17 +62,18 @@ def test_compare_matches_cli(run, tmp_path, monkeypatch):
 
 
 def test_sweep_matches_cli(run, tmp_path):
-    args = ["--policies", "fifo,max-min", "--seeds", "1-2", "--loads", "0.5,1"]
+    # Loads 30 jobs can reach over their arrival window (seed 1: at most 0.37).
+    args = ["--policies", "fifo,max-min", "--seeds", "1-2", "--loads", "0.1,0.3"]
     r = run("sweep", "--quiet", *args, "--jobs", "30", "--out", str(tmp_path / "cli"))
     assert r.returncode == 0, r.stderr
-    got = fairgpu.sweep(["fifo", "max-min"], seeds=[1, 2], loads=[0.5, 1], jobs=30,
+    got = fairgpu.sweep(["fifo", "max-min"], seeds=[1, 2], loads=[0.1, 0.3], jobs=30,
                         out=tmp_path / "mod")
     cli = columns(tmp_path / "cli" / "sweep.csv")
     assert list(got["sweep"]) == list(cli)
     assert untimed(got["sweep"]) == untimed(cli)
     assert len(got["sweep"]["policy"]) == 4  # 2 policies x 2 loads
     assert got["provenance"]["seeds"] == [1, 2]
-    run_dir = "runs/load-0.5/max-min/seed-2/jobs.csv"
+    run_dir = "runs/load-0.1/max-min/seed-2/jobs.csv"
     assert (tmp_path / "mod" / run_dir).read_bytes() == (tmp_path / "cli" / run_dir).read_bytes()
 
 
@@ -117,3 +118,28 @@ def test_errors_are_input_errors(tmp_path):
         fairgpu.simulate("fifo", colour="red")
     with pytest.raises(fairgpu.InputError):
         fairgpu.allocate(str(tmp_path / "missing.json"))
+
+
+def test_scenario_inputs_as_python_objects(run, tmp_path):
+    # A cluster, profiles and a trace built in Python run as the same files
+    # given by path to the program.
+    cluster = json.loads((SOURCE / "examples" / "oef-like-cluster.json").read_text())
+    rows = [{"job_id": f"j{i}", "tenant": "ab"[i % 2], "job_type": ["A3C", "LM (batch size 20)"][i % 2],
+             "num_workers": 1 + i % 2, "arrival_s": 60 * i, "duration_s": 1800 + 300 * i}
+            for i in range(12)]
+    columns_of = {k: [r[k] for r in rows] for k in rows[0]}
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,tenant,job_type,num_workers,arrival_s,duration_s\n" + "".join(
+        f"{r['job_id']},{r['tenant']},{r['job_type']},{r['num_workers']},{r['arrival_s']},"
+        f"{r['duration_s']}\n" for r in rows))
+    r = run("simulate", "--quiet", "--policy", "oef-coop", "--cluster", str(tmp_path / "cluster.json"),
+            "--trace", str(trace), "--out", str(tmp_path / "cli"))
+    assert r.returncode == 0, r.stderr
+    want = (tmp_path / "cli" / "jobs.csv").read_bytes()
+    for given in (rows, columns_of):
+        out = tmp_path / ("rows" if given is rows else "cols")
+        fairgpu.simulate("oef-coop", cluster=cluster, trace=given, out=out)
+        assert (out / "jobs.csv").read_bytes() == want
+    with pytest.raises(fairgpu.InputError, match="trace: columns of different lengths"):
+        fairgpu.simulate("fifo", trace={"job_id": ["a", "b"], "tenant": ["x"]})
