@@ -582,13 +582,15 @@ class SettlesInLine final : public RoundPolicy {
 TEST(SimCore, SettlingBesideThePlanChangesNothing) {
   Scenario sc = load_scenario(generated_scenario(80, 5, 30, 11));
   EXPECT_TRUE(make_round_policy("oef-coop", {"job", 0})->reads_progress());
+  // keep_finishing reads the running jobs' progress (settled in line).
+  EXPECT_TRUE(make_round_policy("oef-coop", {"tenant", 0})->reads_progress());
   for (double horizon : {double(INFINITY), 20 * 3600.0 + 100.0}) {
     SimOptions options;
     options.horizon_s = horizon;
-    auto beside = make_round_policy("oef-coop", {"tenant", 0});
+    auto beside = make_round_policy("oef-coop:keep_finishing=off", {"tenant", 0});
     ASSERT_FALSE(beside->reads_progress());
     SimResult a = simulate(sc.model, sc.workload, *beside, options);
-    auto inner = make_round_policy("oef-coop", {"tenant", 0});
+    auto inner = make_round_policy("oef-coop:keep_finishing=off", {"tenant", 0});
     SettlesInLine in_line(*inner);
     SimResult b = simulate(sc.model, sc.workload, in_line, options);
     ASSERT_GT(a.rounds.size(), 20u);
