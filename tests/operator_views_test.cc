@@ -88,20 +88,6 @@ TEST(StatusPageHtml, EscapesEveryStringFromTheCluster) {
   EXPECT_EQ(live::html_escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
 }
 
-// The first program of `names` on PATH, or "".
-std::string find_program(const std::vector<std::string>& names) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::vector<std::string> entries;
-  for (std::string d; std::getline(dirs, d, ':');) entries.push_back(d);
-  for (const auto& name : names)
-    for (const auto& d : entries) {
-      fs::path p = fs::path(d) / name;
-      if (!d.empty() && access(p.c_str(), X_OK) == 0) return p.string();
-    }
-  return "";
-}
-
 // Appended to a copy of the page (which has no script): after layout it
 // writes what the browser shows into the DOM, which --dump-dom prints.
 const char* kChecker = R"(<script>
@@ -277,7 +263,7 @@ TEST_F(OperatorViews, ServedBehindTheMetricsTokensAndRenderedInChromium) {
   for (const char* banned : {"<script", "src=", "href=", "url(", "@import", "<img", "<link"})
     EXPECT_FALSE(contains(page, banned)) << banned << "\n" << page;
 
-  const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
+  const std::string chromium = testing_support::find_program_on_path({"chromium", "chromium-browser", "google-chrome"});
   if (chromium.empty())
     GTEST_SKIP() << "no chromium on PATH (scripts/setup.sh installs Debian's chromium)";
   std::string probe_page = page;
@@ -535,7 +521,7 @@ TEST_F(OperatorViews, MetricsFollowPrometheusConventions) {
   EXPECT_TRUE(contains(m, "fairgpu_tenant_gpu_share_ratio{tenant=\"alice\"} 0.5\n")) << m;
   EXPECT_FALSE(contains(m, "j-0000")) << "no per-job label: " << m;
 
-  const std::string promtool = find_program({"promtool"});
+  const std::string promtool = testing_support::find_program_on_path({"promtool"});
   if (promtool.empty()) {
     GTEST_SKIP() << "no promtool (scripts/setup.sh installs Debian's prometheus): its lint "
                     "not run";

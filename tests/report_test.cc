@@ -55,20 +55,6 @@ std::size_t count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-// The first program of `names` on PATH, or "".
-std::string find_program(const std::vector<std::string>& names) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::vector<std::string> entries;
-  for (std::string d; std::getline(dirs, d, ':');) entries.push_back(d);
-  for (const auto& name : names)
-    for (const auto& d : entries) {
-      fs::path p = fs::path(d) / name;
-      if (!d.empty() && access(p.c_str(), X_OK) == 0) return p.string();
-    }
-  return "";
-}
-
 class ReportTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -178,7 +164,7 @@ json render_in_chromium(const std::string& chromium, const fs::path& html, const
 }
 
 TEST_F(ReportTest, ChromiumRendersEveryPlotWithItsPointsAndNoError) {
-  const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
+  const std::string chromium = testing_support::find_program_on_path({"chromium", "chromium-browser", "google-chrome"});
   if (chromium.empty())
     GTEST_SKIP() << "no chromium on PATH (scripts/setup.sh installs Debian's chromium)";
   // A third policy whose name is longer than a legend line: wrapped, whole.

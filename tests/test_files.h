@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_paths.h"
 
@@ -35,6 +40,21 @@ inline std::string case_name(std::string name) {
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
+}
+
+// The first program of `names` on PATH, or "" (a test that needs a browser
+// or promtool skips without one).
+inline std::string find_program_on_path(const std::vector<std::string>& names) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::vector<std::string> entries;
+  for (std::string d; std::getline(dirs, d, ':');) entries.push_back(d);
+  for (const auto& name : names)
+    for (const auto& d : entries) {
+      const std::filesystem::path p = std::filesystem::path(d) / name;
+      if (!d.empty() && access(p.c_str(), X_OK) == 0) return p.string();
+    }
+  return "";
 }
 
 }  // namespace fairgpu::testing_support
