@@ -474,6 +474,178 @@ TEST(OefPlacer, AJobThatFinishesWithinTheLeaseKeepsItsGpuWhateverItsShare) {
   }
 }
 
+TEST(OefPlacer, AJobWithinKeepRestartsOverheadsOfItsEndKeepsItsGpu) {
+  // As above with the live manager's short rounds: a 20 s lease, 10 s
+  // restart overheads, keep_restarts 6, so A1 keeps the GPU while it has at
+  // most max(20, 6 x 10) = 60 s left at its 1 it/s: 59 left keeps it, 61
+  // does not (B1 takes it); with keep_restarts 0 only the lease counts (59
+  // left: B1 takes it; 15 left: A1 finishes within the lease and keeps it).
+  struct Case {
+    double left, keep_restarts;
+    bool keep_finishing;
+    std::size_t holder;
+  };
+  for (const Case c : {Case{59, 6, true, 0}, Case{61, 6, true, 1}, Case{59, 0, true, 1},
+                       Case{15, 0, true, 0}, Case{59, 6, false, 1}}) {
+    SCOPED_TRACE(testing::Message() << "left " << c.left << ", keep_restarts " << c.keep_restarts
+                                    << ", keep " << c.keep_finishing);
+    const Workload w = toy::workload(
+        {toy::job("A1", "a", "b", 1, 0, 1000), toy::job("B1", "b", "b", 1, 0, 1000)});
+    const ClusterModel m =
+        bind_model(toy::toy_cluster({{"slow", 1}}), toy::toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = 3000;
+    admit_job(s, 0);
+    admit_job(s, 1);
+    s.jobs[1].last_stop = 0;
+    hold(s, 0, {{0, 0}}, 3000);
+    Job& a1 = s.jobs[0];
+    ASSERT_EQ(a1.restart_overhead_s, 10.0);
+    a1.run_start = 0;
+    a1.rate = 1.0;
+    a1.placement_type = 0;
+    a1.done = a1.work - c.left;
+    a1.settled_at = 3000;
+    const std::vector<placement::RoundingEntity> entities = {{1, {0.0, 0.0}, {0}},
+                                                             {2, {1.0, 0.0}, {1}}};
+    placement::RoundingOptions options;
+    options.keep_finishing = c.keep_finishing;
+    options.keep_restarts = c.keep_restarts;
+    placement::OefRoundingPlacer placer(options);
+    const std::vector<Assignment> plan = placer.place(s, entities, 3020);
+    const std::vector<DeviceRef> the_gpu = {{0, 0}};
+    EXPECT_EQ(placed(plan, c.holder), the_gpu);
+    EXPECT_TRUE(placed(plan, 1 - c.holder).empty());
+  }
+}
+
+TEST(OefPlacer, AJobThatFinishesWithinTheLeaseIsNotMovedToAnIdleFasterGpu) {
+  // A1 (1 it/s on the slow GPU, 3 on the idle fast one, 10 s restarts, a
+  // 300 s lease): moving gains 3 x 290 > 300 iterations over the lease, so
+  // with 1,000 left it moves; with 100 left it finishes 100 s into the lease
+  // where it is (at best 43 s sooner after the restart): it keeps its GPU,
+  // unless keep_finishing is off.
+  struct Case {
+    double left;
+    bool keep_finishing, moves;
+  };
+  for (const Case c : {Case{100, true, false}, Case{1000, true, true}, Case{100, false, true}}) {
+    SCOPED_TRACE(testing::Message() << "left " << c.left << ", keep " << c.keep_finishing);
+    const Workload w = toy::workload({toy::job("A1", "a", "a", 1, 0, 1e4)});
+    const ClusterModel m =
+        bind_model(toy::toy_cluster({{"slow", 1}, {"fast", 1}}), toy::toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = 3000;
+    admit_job(s, 0);
+    hold(s, 0, {{0, 0}}, 3000);
+    Job& a1 = s.jobs[0];
+    a1.run_start = 0;
+    a1.rate = a1.rate_one_node[0];
+    ASSERT_EQ(a1.rate, 1.0);
+    a1.placement_type = 0;
+    a1.done = a1.work - c.left;
+    a1.settled_at = 3000;
+    const std::vector<placement::RoundingEntity> entities = {{1, {1.0, 0.0}, {0}}};
+    placement::RoundingOptions options;
+    options.keep_finishing = c.keep_finishing;
+    placement::OefRoundingPlacer placer(options);
+    const std::vector<Assignment> plan = placer.place(s, entities, 3300);
+    const std::vector<DeviceRef> slow_gpu = {{0, 0}}, fast_gpu = {{1, 0}};
+    EXPECT_EQ(placed(plan, 0), c.moves ? fast_gpu : slow_gpu);
+  }
+}
+
+TEST(OefPlacer, AFreshPlacerKeepsJobsRunningWithinTheirQuantumAndShare) {
+  // The live manager rebuilds its policy after a restart, a drain or an
+  // undrain: the placer's first round finds jobs already running. Two slow
+  // GPUs; tenant a (share 1.4) runs A1 and A2, started 100 s ago; b (share
+  // 0.6) has B1, waiting for 3,000 s. The quantum (900 s) goes on from their
+  // start as if they were placed within a's share last round (which covers
+  // both: the quantum keeps jobs while the row holds less than its share):
+  // both keep their GPUs. A placer that has placed before, with no record of
+  // them within a share, or with no quantum, gives B1 the GPU b is owed more
+  // of than a (0.6 against 0.4 after A1).
+  struct Case {
+    double quantum;
+    bool fresh, kept;
+  };
+  for (const Case c : {Case{900, true, true}, Case{900, false, false}, Case{0, true, false}}) {
+    SCOPED_TRACE(testing::Message() << "quantum " << c.quantum << ", fresh " << c.fresh);
+    const Workload w =
+        toy::workload({toy::job("A1", "a", "b", 1, 0, 1e6), toy::job("A2", "a", "b", 1, 0, 1e6),
+                       toy::job("B1", "b", "b", 1, 0, 1e6)});
+    const ClusterModel m =
+        bind_model(toy::toy_cluster({{"slow", 2}}), toy::toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = 3000;
+    for (std::size_t i = 0; i < 3; ++i) admit_job(s, i);
+    s.jobs[2].last_stop = 0;
+    for (std::size_t i = 0; i < 2; ++i) {
+      hold(s, i, {{0, static_cast<std::uint32_t>(i)}}, 3000);
+      s.jobs[i].run_start = 2900;
+      s.jobs[i].rate = 1.0;
+      s.jobs[i].placement_type = 0;
+      s.jobs[i].settled_at = 3000;
+    }
+    placement::RoundingOptions options;
+    options.quantum_s = c.quantum;
+    placement::OefRoundingPlacer placer(options);
+    if (!c.fresh) placer.place(s, {}, 3000);  // a round with no rows
+    const std::vector<placement::RoundingEntity> entities = {{1, {1.4, 0.0}, {0, 1}},
+                                                             {2, {0.6, 0.0}, {2}}};
+    const std::vector<Assignment> plan = placer.place(s, entities, 3300);
+    EXPECT_EQ(placed(plan, 0).empty() || placed(plan, 1).empty(), !c.kept);
+    EXPECT_EQ(placed(plan, 2).empty(), c.kept);
+  }
+}
+
+TEST(OefPlacer, AJobWithinItsQuantumIsNotSwappedForAWaitingJobOfItsOwnRow) {
+  // One slow GPU. A1 of tenant a runs since 100 s, started outside a share
+  // (a leftover or a mid-round start: the placer did not place it within
+  // its share last round), and a's A3 has waited 3,000 s. With a's share on
+  // the GPU, swapping A1 for A3 buys a nothing and costs a restart: A1 keeps
+  // it for its quantum (900 s); with quantum 0 the row's jobs take turns
+  // longest starved first, as in OEF §6.1.3. With the share on b's B1, A1
+  // yields the GPU to it whatever its quantum.
+  struct Case {
+    double quantum;
+    bool share_to_b;
+    std::size_t holder;
+  };
+  for (const Case c : {Case{900, false, 0}, Case{0, false, 1}, Case{900, true, 2}}) {
+    SCOPED_TRACE(testing::Message() << "quantum " << c.quantum << ", share to b " << c.share_to_b);
+    const Workload w =
+        toy::workload({toy::job("A1", "a", "b", 1, 0, 1e6), toy::job("A3", "a", "b", 1, 0, 1e6),
+                       toy::job("B1", "b", "b", 1, 0, 1e6)});
+    const ClusterModel m =
+        bind_model(toy::toy_cluster({{"slow", 1}}), toy::toy_profiles(), w, 10.0);
+    SchedulerState s = make_scheduler_state(m, w);
+    s.now = 3000;
+    for (std::size_t i = 0; i < 3; ++i) admit_job(s, i);
+    s.jobs[1].last_stop = s.jobs[2].last_stop = 0;
+    hold(s, 0, {{0, 0}}, 3000);
+    s.jobs[0].run_start = 2900;
+    s.jobs[0].rate = 1.0;
+    s.jobs[0].placement_type = 0;
+    s.jobs[0].settled_at = 3000;
+    placement::RoundingOptions options;
+    options.quantum_s = c.quantum;
+    placement::OefRoundingPlacer placer(options);
+    // A round before with no rows: the placer is not fresh (which would
+    // count A1 as placed within its share).
+    placer.place(s, {}, 3000);
+    const double a_share = c.share_to_b ? 0.0 : 1.0;
+    const std::vector<placement::RoundingEntity> entities = {{1, {a_share, 0.0}, {0, 1}},
+                                                             {2, {1.0 - a_share, 0.0}, {2}}};
+    const std::vector<Assignment> plan = placer.place(s, entities, 3300);
+    const std::vector<DeviceRef> the_gpu = {{0, 0}};
+    for (std::size_t i = 0; i < 3; ++i) {
+      SCOPED_TRACE(testing::Message() << "job " << i);
+      EXPECT_EQ(placed(plan, i), i == c.holder ? the_gpu : std::vector<DeviceRef>{});
+    }
+  }
+}
+
 TEST(OefPlacer, ModerateLoadRestartsJobsRarely) {
   // The built-in scenario at offered load 0.6 (seed 2): GPUs of every type
   // idle most of the time. Moving a job off a faster type than its share

@@ -189,8 +189,8 @@ TEST(RoundPolicySpecifier, AliasesApplyOnlyWhereTheKeyIsDeclared) {
   // Keys of another policy in a specifier are errors.
   EXPECT_EQ(error_of([] { make_round_policy("oef-coop:lease=600", {}); }),
             "policy oef-coop: lease: unknown key (keys: level, round, demands, quantum, move, "
-            "spread_min, spread_wait, spread_idle, affine, keep_finishing, midround, midround_min, "
-            "resolve, resolve_stranded)");
+            "spread_min, spread_wait, spread_idle, affine, keep_finishing, keep_restarts, midround, "
+            "midround_min, resolve, resolve_stranded)");
   EXPECT_EQ(error_of([] { make_round_policy("themis:alpha=0.5", {}); }),
             "policy themis: alpha: unknown key (keys: level, round, lease, spread_min, spread_wait, "
             "filter)");

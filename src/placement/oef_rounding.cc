@@ -9,6 +9,11 @@
 //   - quantum: a job started within its entity's share keeps its GPUs for
 //     RoundingOptions::quantum_s from its start, unless the entity's ideal
 //     share drops below what it holds (then the newest such jobs stay first);
+//     any other job running for less than the quantum (a leftover, a
+//     mid-round start) comes before its entity's waiting jobs in the
+//     round-robin: swapping it for one of them buys the entity nothing and
+//     costs a restart (with 20 s rounds the live manager swapped a tenant's
+//     jobs nearly every round: issue 32 item 11);
 //   - the budget is the entity's total credit, floor(sum_t ideal + dev), not
 //     per-type floors (which flip from round to round); the per-type credit
 //     only steers which types a start may go to (those the entity is owed, so
@@ -44,9 +49,13 @@
 //     else it is renewed in place;
 //   - a running job moves onto idle faster GPUs when the gain repays its
 //     restart within the lease;
-//   - a running job that finishes before the lease ends keeps its GPUs
-//     (keep_finishing): a share correction for less than a round is not
-//     worth its restart and its wait;
+//   - a running job that finishes before the lease ends, or within
+//     keep_restarts of its restart overheads, keeps its GPUs and is not
+//     moved (keep_finishing): a share correction for less than a round, or
+//     worth fewer restarts than that, is not worth its restart and its wait;
+//   - a placer's first round counts the jobs already running (the live
+//     manager rebuilds its policy on a restart, drain or undrain) as placed
+//     within their share: the quantum goes on rather than a reshuffle;
 //   - credits are clamped to +-(ideal total + largest gang) x max(1, quantum
 //     in rounds) so a share the entity cannot use does not grow without
 //     bound, and forgotten when the entity has no active job.
@@ -55,6 +64,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <span>
 
@@ -62,13 +72,17 @@
 
 namespace fairgpu::placement {
 
-bool finishes_by(const Job& j, double now, double until) {
-  if (j.state != JobState::kRunning || !(j.rate > 0.0)) return false;
+double seconds_left(const Job& j, double now) {
+  if (j.state != JobState::kRunning || !(j.rate > 0.0))
+    return std::numeric_limits<double>::infinity();
   // Progress is settled only up to settled_at; the restart overhead left
   // then makes no progress.
   const double ran = std::max(0.0, now - j.settled_at - j.overhead_left);
-  const double left = j.remaining() - ran * j.rate;
-  return left / j.rate <= until - now + 1e-9;
+  return (j.remaining() - ran * j.rate) / j.rate;
+}
+
+bool finishes_by(const Job& j, double now, double until) {
+  return seconds_left(j, now) <= until - now + 1e-9;
 }
 
 void order_by_starvation(const SchedulerState& s, std::vector<std::size_t>& jobs) {
@@ -412,6 +426,10 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
 
   // 1. The quantum: jobs placed within their share last round keep their
   // GPUs until it runs out, newest first while the ideal share covers them.
+  // A fresh placer has no last round: the running jobs count as placed so.
+  if (fresh_)
+    for (std::size_t p = 0; p < view.size(); ++p)
+      if (view[p].running) in_share_.push_back(job_at[p]);
   for (std::size_t i : in_share_) flagged[i] = 1;
   std::vector<std::size_t> kept;
   for (std::size_t e = 0; e < n; ++e) {
@@ -431,13 +449,20 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     }
   }
   for (std::size_t i : in_share_) flagged[i] = 0;
-  // ... and so does a job that finishes before the lease ends, share or not
-  // (charged to its entity's credit like any GPU it holds).
+  // ... and so does a job that finishes before the lease ends, or within
+  // keep_restarts of its restart overheads, share or not (charged to its
+  // entity's credit like any GPU it holds); nor does such a job move (5.).
+  std::vector<char> finishing(view.size(), 0);
   if (options_.keep_finishing)
     for (std::size_t e = 0; e < n; ++e)
-      for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p)
-        if (view[p].running && !taken[p] && finishes_by(s.jobs[job_at[p]], s.now, lease_end))
-          renew_in_place(e, p, true);
+      for (std::size_t p = entity_first_[e]; p < entity_first_[e + 1]; ++p) {
+        if (!view[p].running) continue;
+        const Job& j = s.jobs[job_at[p]];
+        const double keep_s = std::max(lease, options_.keep_restarts * j.restart_overhead_s);
+        if (!(seconds_left(j, s.now) <= keep_s + 1e-9)) continue;
+        finishing[p] = 1;
+        if (!taken[p]) renew_in_place(e, p, true);
+      }
 
   // 2. Choice: round-robin within the entity's credit, stopping at the first
   // job that does not fit (the entity saves up for it).
@@ -461,11 +486,18 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     bool operator<(const Keyed& o) const { return key < o.key || (key == o.key && job < o.job); }
   };
   std::vector<Keyed> keyed;
+  constexpr double kWithinQuantum = 1e300;
   auto starvation_order = [&](std::span<std::size_t> at) {
     keyed.resize(at.size());
     for (std::size_t r = 0; r < at.size(); ++r) {
       const JobView& v = view[at[r]];
-      const double starved = v.running ? -(s.now - v.run_start) - 1.0 : s.now - v.last_stop;
+      // A job running for less than the quantum, however it started (a
+      // leftover, mid-round), comes before its row's waiting jobs: swapping
+      // it for one of them buys its row nothing and costs a restart.
+      const double ran = s.now - v.run_start;
+      const double starved = !v.running ? s.now - v.last_stop
+                             : ran < options_.quantum_s - 1e-9 ? kWithinQuantum - ran
+                                                                : -ran - 1.0;
       keyed[r] = {-starved, job_at[at[r]], at[r]};
     }
     std::sort(keyed.begin(), keyed.end());
@@ -482,6 +514,9 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
     for (std::size_t p : ordered(e)) {
       const int g = view[p].workers;
       if (g > budget + 1e-9) {
+        // A running job ahead for its quantum competes as a leftover; the
+        // row saves up only for a job that waits.
+        if (view[p].running && s.now - view[p].run_start < options_.quantum_s - 1e-9) continue;
         saving[e] = 1;
         break;
       }
@@ -693,7 +728,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
       Assignment& a = out[q];
       // Kept jobs within their share (a leftover's charge depends on where it is).
       const JobView& v = view[position_of_out[q]];
-      if (entity_of_out[q] == n || !v.running) continue;
+      if (entity_of_out[q] == n || !v.running || finishing[position_of_out[q]]) continue;
       const std::span<const DeviceRef> held_now = devices_of(position_of_out[q]);
       if (!std::equal(a.devices.begin(), a.devices.end(), held_now.begin(), held_now.end()))
         continue;
@@ -749,6 +784,7 @@ std::vector<Assignment> OefRoundingPlacer::place(const SchedulerState& s,
   credits_steady_ = dev_keys_ == old_keys_ && dev_ == old_dev_;
   in_share_ = std::move(next_in_share);
   waiting_for_capacity_ = std::move(next_waiting);
+  fresh_ = false;
   return out;
 }
 

@@ -22,8 +22,10 @@ struct RoundingEntity {
 
 struct RoundingOptions {
   // A job started within its entity's share keeps its GPUs this long (from
-  // its start) unless the entity's ideal share drops below what it holds.
-  // 0: every round decides afresh (the paper's rounding). Chosen on the
+  // its start) unless the entity's ideal share drops below what it holds;
+  // any other job running for less than this is not swapped for a waiting
+  // job of its own entity. 0: every round decides afresh (the paper's
+  // rounding). Chosen on the
   // built-in compare (seeds 1-10, paired, mid-round starts on): against 900,
   // quantum 0 / 600 / 1800 gave +0.94 +- 1.44 / +2.30 +- 1.43 / -4.60 +- 1.36
   // units of contended actual throughput, 6,461 / 5,131 / 3,533 restarts
@@ -56,9 +58,19 @@ struct RoundingOptions {
   // and a job renewed on a type faster than its entity's share may move.
   bool type_affine = true;
   // A running job that would finish before the lease ends keeps its GPUs,
-  // whatever its share: stopping it would free them for less than a round
-  // and cost the job a restart and a wait (issue 32 item 11).
+  // whatever its share, and is not moved: stopping it would free them for
+  // less than a round and cost the job a restart and a wait (issue 32 item
+  // 11). Off: the paper's rounding, the share alone decides.
   bool keep_finishing = true;
+  // ... and so does one whose remaining time at its current rate is within
+  // keep_restarts of its restart overheads when that is longer than the
+  // lease: preempting a job with R seconds left brings its g GPUs forward to
+  // an under-served row by at most R (they come free then anyway), for a
+  // restart of g x overhead GPU-seconds plus the job's wait; a correction
+  // worth fewer than keep_restarts restarts is not made. 0: the lease only.
+  // Chosen by measurement (bench/churn.sh, docs/policies.md): with 20 s
+  // rounds and 10 s restarts, 6 keeps jobs within a minute of their end.
+  double keep_restarts = 6.0;
 };
 
 class OefRoundingPlacer {
@@ -143,12 +155,20 @@ class OefRoundingPlacer {
   std::vector<std::size_t> entity_first_;  // entity e's at [entity_first_[e], [e + 1])
   std::vector<int> largest_gang_;      // per entity, this round
   std::vector<std::size_t> in_share_;  // jobs placed within their entity's share last round
+  // No place() yet: a placer built beside jobs already running (the live
+  // manager's after a restart, a drain or an undrain rebuilds the policy)
+  // counts them as placed within their share last round, so the quantum
+  // goes on from their start instead of the first plan reshuffling them.
+  bool fresh_ = true;
   std::vector<std::size_t> waiting_for_capacity_;  // chosen last round, no room: served first
 };
 
 // Whether a running job finishes by `until` at its current rate, from its
 // progress settled so far.
 bool finishes_by(const Job& job, double now, double until);
+// The seconds a running job needs to finish at its current rate, from its
+// progress settled so far (infinity for a job not running).
+double seconds_left(const Job& job, double now);
 
 // Orders jobs for round-robin inside a tenant (OEF §6.1.3): longest
 // starvation first; running jobs come after waiting ones, the longest-running

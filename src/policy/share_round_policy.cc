@@ -1114,8 +1114,9 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                   "tenant level: demand- and gang-aware shares (off: 1-worker speedups and "
                   "weights only, as in OEF)"),
       number_option("quantum", placement::RoundingOptions{}.quantum_s,
-                    "tenant level: seconds a job started within its share keeps its GPUs "
-                    "(0: every round decides afresh, as in OEF)",
+                    "tenant level: seconds a job started within its share keeps its GPUs, and "
+                    "any running job is not swapped for a waiting job of its own row (0: every "
+                    "round decides afresh, as in OEF)",
                     0.0, std::numeric_limits<double>::infinity()),
       bool_option("move", placement::RoundingOptions{}.move_to_faster,
                   "tenant level: move running jobs onto idle faster GPUs when the gain repays "
@@ -1135,9 +1136,15 @@ std::vector<OptionSpec> ShareRoundPolicyKeys(const std::string& name) {
                   "it; a job on a type faster than its row's share yields it to starts within "
                   "shares"),
       bool_option("keep_finishing", placement::RoundingOptions{}.keep_finishing,
-                  "tenant level: a running job that would finish before the lease ends keeps "
-                  "its GPUs whatever its share (a correction for less than a round is not "
-                  "worth its restart)"),
+                  "tenant level: a running job that would finish before the lease ends, or "
+                  "within keep_restarts restart overheads, keeps its GPUs whatever its share "
+                  "and is not moved (a correction smaller than what the restart costs is not "
+                  "made; off: the share alone decides, as in OEF)"),
+      number_option("keep_restarts", placement::RoundingOptions{}.keep_restarts,
+                    "tenant level with keep_finishing: a running job whose time left at its "
+                    "rate is within this many of its restart overheads (restart_overhead_s) "
+                    "keeps its GPUs, when that is longer than the round (0: the round only)",
+                    0.0, std::numeric_limits<double>::infinity()),
       bool_option("midround", MidroundOptions{}.on,
                   "work-conserving rounds: GPUs freed mid-round go at once to the waiting jobs "
                   "the plan would pick next, until the round ends (off: idle until the next "
@@ -1185,6 +1192,7 @@ std::unique_ptr<RoundPolicy> NewShareRoundPolicy(std::unique_ptr<SharePolicy> sh
   rounding.type_affine = options.flag("affine");
   rounding.spread_idle = options.flag("spread_idle");
   rounding.keep_finishing = options.flag("keep_finishing");
+  rounding.keep_restarts = options.number("keep_restarts");
   MidroundOptions midround;
   midround.on = options.flag("midround");
   midround.min_left = options.number("midround_min");
