@@ -9,7 +9,9 @@
 # (revokes of running jobs: `lease_preempt`, `lease_move`), those within a
 # round after the restart and after the undrain, how many of them hit a job
 # at least 80% done (its progress as /v1/jobs last showed it, polled every
-# 0.5 s), the drain's evictions, restarts and the makespan. Not a timed test:
+# 0.5 s), the drain's evictions, restarts, the makespan, and alice's share
+# of the GPU-seconds while both tenants had jobs queued (as /v1/jobs counts
+# them, settled at the server's events). Not a timed test:
 # a measurement; about 5 minutes a run.
 #
 #   bench/churn.sh [--bin PATH] [--policy POLICY] [--work DIR]
@@ -136,6 +138,18 @@ try:
             continue
         samples.append((time.time(), {j["id"]: j["iterations_done"] / j["iterations"]
                                       for j in jobs}))
+        # GPU-seconds per tenant while both have jobs waiting (the policy's
+        # share shows there): from bob's arrival until one has none queued.
+        waiting = {j["tenant"] for j in jobs if j["state"] == "queued"}
+        held = {}
+        for j in jobs:
+            held[j["tenant"]] = held.get(j["tenant"], 0.0) + j["gpu_seconds"]
+        if "bob" in at and "contended_end" not in at:
+            at.setdefault("contended_from", held)
+            if waiting == {"alice", "bob"}:
+                at["contended_to"] = held
+            elif "contended_to" in at:
+                at["contended_end"] = time.time()
         if len(jobs) == 8 and all(j["state"] in ("finished", "failed") for j in jobs) \
                 and not events:
             break
@@ -188,6 +202,12 @@ for what in ("restart", "undrain"):
 print(f"drain evictions {evictions}")
 print(f"restarts {sum(j['restarts'] for j in jobs)}, "
       f"preemptions by job {sum(j['preemptions'] for j in jobs)}")
+if "contended_to" in at:
+    d = {t: at["contended_to"].get(t, 0.0) - at["contended_from"].get(t, 0.0)
+         for t in ("alice", "bob")}
+    total = d["alice"] + d["bob"]
+    print(f"GPU-seconds while both had jobs queued: alice {d['alice']:.0f}, bob {d['bob']:.0f}"
+          f" (alice's share {d['alice'] / total if total else float('nan'):.2f}; weights 2:1)")
 for ts, ev, job, fr in revokes:
     print(f"  {ts - t0:6.1f} s  {ev:13s} {job}  {100 * fr:5.1f}% done")
 PYTHON
