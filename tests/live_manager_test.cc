@@ -727,6 +727,36 @@ TEST_F(LiveManager, RestartReloadsJobsAndLeasesFromTheStore) {
   EXPECT_EQ(job(j2["id"])["iterations_done"], 45.0);
 }
 
+// Issue 32 item 11: the first round after a restart (a new policy, built
+// beside the running jobs) does not reshuffle them. Alice's A1 and A2 run
+// on both GPUs, A3 waits; before, the rebuilt placer knew of no quantum and
+// started A3, the longest waiting, in place of A2 (a preemption that buys
+// alice nothing).
+TEST_F(LiveManager, TheFirstRoundAfterARestartKeepsTheJobsThatWereRunning) {
+  start();
+  const auto e = reg("n1", "slow", 2);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(submit("alice-token", "mlp", 1, 1e5)["id"]);
+  manager_->schedule();
+  auto launches = actions(beat("n1", e), "launch");
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_EQ(job(ids[2])["state"], "queued");
+  now_ += 5;
+  beat("n1", e, {running(launches[0]["lease"], 5), running(launches[1]["lease"], 5)});
+
+  start();  // kill -9 and a restart on the same store
+  now_ += 60;
+  beat("n1", e, {running(launches[0]["lease"], 65), running(launches[1]["lease"], 65)});
+  manager_->schedule();
+  json a = beat("n1", e, {running(launches[0]["lease"], 66), running(launches[1]["lease"], 66)});
+  EXPECT_TRUE(actions(a, "revoke").empty()) << a.dump();
+  EXPECT_TRUE(actions(a, "launch").empty()) << a.dump();
+  EXPECT_EQ(job(ids[0])["state"], "running");
+  EXPECT_EQ(job(ids[1])["state"], "running");
+  EXPECT_EQ(job(ids[2])["state"], "queued");
+  EXPECT_EQ(job(ids[1])["preemptions"], 0);
+}
+
 // ---- quotas (issue 30, M3) ---------------------------------------------------
 
 // A call's ApiError as "STATUS message" ("ok" when it succeeds).
