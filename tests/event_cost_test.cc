@@ -226,13 +226,24 @@ TEST_P(EventCost, SparseSeriesEqualDense) {
   }
 }
 
+std::string param_name(const testing::TestParamInfo<std::string>& i) {
+  std::string n = i.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryPolicy, EventCost, testing::ValuesIn(round_policy_names()),
-                         [](const testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         param_name);
+// Settings whose decisions age or whose renewals differ from the executor's
+// plain one (synergy's other bases and mode=compat, astraea's demand-capped
+// shares): what the policy claims stable must hold for them too.
+INSTANTIATE_TEST_SUITE_P(Variants, EventCost,
+                         testing::Values("synergy-proportional:base=las",
+                                         "synergy-greedy:base=srtf", "synergy-tune:base=ftf",
+                                         "synergy-proportional:mode=compat",
+                                         "astraea:fair-share=demand"),
+                         param_name);
 
 }  // namespace
 }  // namespace fairgpu
