@@ -2,10 +2,10 @@
 # Event-cost simulation (docs/design.md §5) changes no result: runs the same
 # simulate/compare commands with a base binary (one without it) and this
 # build, and compares every file they write with --out, after taking out
-# what differs between any two runs (wall-clock and version fields:
-# summary.json's wall_seconds, compute_* and fairgpu_version, the
-# compute_seconds column of utilisation.csv, the report's version cell and
-# "compute p50" column, the binary's path). Prints one line per case, SAME
+# what differs between any two runs (timing.json, the wall-clock figures;
+# version fields: summary.json's fairgpu_version, the report's version cell;
+# the binary's path; and for a base binary from before timing.json, its
+# wall_seconds, compute_* and the compute_seconds column of utilisation.csv). Prints one line per case, SAME
 # or DIFF (with the first differing file), and the wall time of each binary.
 #
 #   bench/event_skip_check.sh BASE_BIN [NEW_BIN] [--quick]
@@ -36,6 +36,9 @@ def scrub_json(x):
 for dirpath, _, files in os.walk(root):
     for name in files:
         path = os.path.join(dirpath, name)
+        if name == "timing.json":  # the wall-clock figures, and only they
+            os.remove(path)
+            continue
         text = open(path, encoding="utf-8", errors="surrogateescape").read()
         text = text.replace(binary, "FAIRGPU")
         if name.endswith(".json"):

@@ -441,7 +441,7 @@ std::string compare_html(const std::vector<Run>& runs) {
     }
     out += "</tr>\n";
   }
-  out += "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) + "</pre>\n";
+  out += "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend(false)) + "</pre>\n";
   return out;
 }
 
@@ -581,7 +581,7 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs, Figures& fi
                      file_safe(sweep_run_key(first))});
   }
   if (runs->empty()) throw InputError(path.string(), "", "no rows");
-  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) + "</pre>\n" +
+  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend(false)) + "</pre>\n" +
          sweep_plots_html(rows, columns, figures) +
          "<p class=\"note\">The plots below show the first seed's run of each row.</p>\n";
 }
