@@ -731,9 +731,11 @@ Report build_report(const std::string& dir_text, const ReportOptions& options) {
     throw;
   }
   Chart jct{"jct-cdf", "Job completion time, CDF", "JCT (hours)", "fraction of finished jobs", {}};
+  // jobs.csv's ftf_rho: the N avg one (each job's time-averaged contention),
+  // named as in the tables, apart from the N static figures.
   Chart ftf{"ftf-cdf",
-            "Finish-time fairness rho, CDF (rho > 1: unfair)",
-            "rho_FTF",
+            "Finish-time fairness rho (N avg), CDF (rho > 1: unfair)",
+            "rho_FTF, N avg (the job's time-averaged contention)",
             "fraction of rated jobs",
             {}};
   jct.y_max = ftf.y_max = 1.0;
