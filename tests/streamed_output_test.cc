@@ -207,7 +207,9 @@ TEST_F(JsonOutput, SimulateGivesItsSummaryAndFilesAndNothingElse) {
   EXPECT_EQ(j["out"], out);
   EXPECT_EQ(j["summary"], json::parse(slurp(fs::path(out) / "summary.json")));
   for (const auto& f : j["files"]) EXPECT_TRUE(fs::exists(fs::path(out) / f.get<std::string>())) << f;
-  EXPECT_EQ(j["files"].size(), 7u);  // the six files and figures/
+  EXPECT_EQ(j["timing"], json::parse(slurp(fs::path(out) / "timing.json")));
+  EXPECT_FALSE(j["summary"].contains("wall_seconds"));  // timing's only
+  EXPECT_EQ(j["files"].size(), 8u);  // the seven files and figures/
   // The table of the same run shows the same counts.
   const RunResult table = run(args);
   ASSERT_EQ(table.status, 0) << table.err;

@@ -138,6 +138,7 @@ class Astraea final : public TimeSharingPolicy {
         quota_[t] = s.model->total_gpus * s.tenants[t].weight / total_weight;  // eq. 6
       for (Integral& f : tenant_fair_) f.since = s.now;  // t_begin
     }
+    if (job_fair_.size() < s.jobs.size()) job_fair_.resize(s.jobs.size());  // jobs added live
     // Jobs finished since: those active then, and those that arrived and
     // finished in between (shorter than an interval).
     auto collect = [&](std::size_t i) {
