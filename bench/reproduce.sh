@@ -311,8 +311,8 @@ Shockwave's trace \`$trace\` with its \`tacc_throughputs.json\`, 120 s rounds an
 restart cost (its simulator's), one \`fairgpu shockwave-eval\` run (the trace is
 fixed and the simulation deterministic, so there are no seeds). Its figures:
 makespan, average JCT, utilisation, worst FTF ρ and the share of jobs with ρ > 1.05
-with the authors' static contention N = jobs / GPUs (\`worst~\`: the time-averaged N
-of DESIGN §6). The command's output, verbatim:
+with the authors' static contention N = jobs / GPUs ("FTF rho, N static"; "FTF rho, N
+avg": the time-averaged N of DESIGN §6). The command's output, verbatim:
 
 \`\`\`
 $(show "$WORK/$name.txt")

@@ -63,7 +63,8 @@ def num(text):
 def read_compare(d):
     """policy -> {column: float} from DIR/compare.csv (row order kept), with
     the numbers of each policy's summary.json that compare.csv leaves out
-    (p99_jct_s, p999_jct_s, never_started_jobs, wall_seconds, ...)."""
+    (p99_jct_s, p999_jct_s, never_started_jobs, ...) and of its timing.json
+    (wall_seconds, compute_p50_s, ...: this machine's)."""
     path = os.path.join(d, "compare.csv")
     if not os.path.exists(path):
         sys.exit(f"results.py: {path} is missing (did the run fail?)")
@@ -80,6 +81,10 @@ def read_compare(d):
             continue
         with open(path) as f:
             summary = json.load(f)
+        timing = os.path.join(d, name, "timing.json")
+        if os.path.exists(timing):
+            with open(timing) as f:
+                summary.update(json.load(f))
         policy = summary.get("policy")
         if policy not in rows:
             continue

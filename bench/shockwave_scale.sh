@@ -42,6 +42,6 @@ for p in "${names[@]}"; do
     --restart-overhead 20 --horizon-hours 0.1 --policy "$p" --out "$dir" > /dev/null
   # The largest per-round compute time: the plan that sees all 2,000 jobs.
   printf '%-32s plan with 2,000 active jobs: %s s (run wall %s s)\n' "$p" \
-    "$(grep -o '"compute_max_s": *[0-9.eE+-]*' "$dir/summary.json" | sed 's/.*: *//')" \
+    "$(grep -o '"compute_max_s": *[0-9.eE+-]*' "$dir/timing.json" | sed 's/.*: *//')" \
     "$(cat "$OUT/time")"
 done

@@ -41,6 +41,7 @@ for base in ["fifo", "las", "srtf", "ftf"]:
     for p in ["proportional", "greedy", "tune", "opt"]:
         d = os.path.join(root, f"synergy-{p}_base-{base}_mode-{mode}")
         s = json.load(open(os.path.join(d, "summary.json")))
+        s.update(json.load(open(os.path.join(d, "timing.json"))))  # wall-clock figures
         h = lambda k: s[k] / 3600 if s[k] is not None else float("nan")
         print(f"| {base} | {p} | {h('avg_jct_s'):.2f} | {h('p99_jct_s'):.2f} | {h('p999_jct_s'):.2f} "
               f"| {h('makespan_s'):.2f} | {s['wall_seconds']:.2f} "

@@ -605,7 +605,7 @@ TEST(FairnessMetrics, CompareShowsTenantUnfairnessAndSlowdown) {
                         "unfair_fraction_static_105,tenant_unfairness_ratio,"
                         "sharing_loss_fraction,tenant_sharing_loss_fraction,avg_slowdown,"
                         "jain_index,restarts,"
-                        "restart_overhead_share,compute_p50_s,"),
+                        "restart_overhead_share,avg_jct_s_ratio,"),
             std::string::npos)
       << csv[0];
   EXPECT_NE(csv[2].find(",0.2,0.125,0.25,3,"), std::string::npos) << csv[2];

@@ -373,7 +373,9 @@ TEST(ShockwavePolicy, ReactiveReplansOnARegimeChangeAndLazyDoesNot) {
   FAIRGPU_SKIP_WITHOUT_SHARED_DATA();
   // One GNS job alone (so nothing else triggers a plan) whose regime changes
   // mid-window: reactive re-plans at the first point after the change, lazy
-  // only at its 8-round cap.
+  // only at its 8-round cap. The artifact variant: the paper's, alone on a
+  // one-type cluster, is settled (event-cost simulation: its grants are its
+  // own devices whatever a plan says) and makes its first plan only.
   Scenario sc = canonical_scenario(1);  // job 0: LM bs10 GNS, regimes at 11, 21, 22
   auto count_plans = [&](const char* spec) {
     auto policy = make_round_policy(spec, {});
@@ -382,8 +384,10 @@ TEST(ShockwavePolicy, ReactiveReplansOnARegimeChangeAndLazyDoesNot) {
     for (const RoundSample& s : r.rounds) plans += s.recomputed;
     return std::make_pair(plans, r.rounds.size());
   };
-  const auto [reactive, rounds] = count_plans("shockwave:mode=reactive");
-  const auto [lazy, rounds_lazy] = count_plans("shockwave:mode=lazy");
+  const auto [reactive, rounds] = count_plans("shockwave:variant=artifact:mode=reactive");
+  const auto [lazy, rounds_lazy] = count_plans("shockwave:variant=artifact:mode=lazy");
+  EXPECT_EQ(count_plans("shockwave:mode=reactive").first, 1);
+  EXPECT_EQ(count_plans("shockwave:mode=lazy").first, lazy);
   EXPECT_EQ(rounds, rounds_lazy);
   // Lazy: the first plan and one every 8 rounds.
   EXPECT_EQ(lazy, static_cast<int>((rounds + 7) / 8));

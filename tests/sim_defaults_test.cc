@@ -190,6 +190,14 @@ TEST_F(SimDefaultsTest, ShockwaveEvalWritesComparesFiles) {
            "--out", "e"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "unf>1.05")) << r.out;  // Shockwave's table
+  // FTF rho under its two contentions, each under the name it has
+  // everywhere (compare's table, compare.csv, report.html): N static, N avg.
+  EXPECT_TRUE(contains(r.out, "FTF rho, N static")) << r.out;
+  EXPECT_TRUE(contains(r.out, "FTF rho, N avg")) << r.out;
+  EXPECT_FALSE(contains(r.out, "worst~")) << r.out;
+  const std::string html = slurp(dir_ / "e" / "report.html");
+  EXPECT_TRUE(contains(html, "rho_FTF, N avg")) << "the FTF CDF's axis";
+  EXPECT_TRUE(contains(html, "N static")) << "the static columns' header";
   EXPECT_TRUE(contains(r.out, "wrote e/ (compare.csv, report.html, figures/")) << r.out;
   for (const char* f : {"compare.csv", "report.html", "gavel_round-120/jobs.csv",
                         "ossp/summary.json", "ossp/tenants.csv"})

@@ -355,15 +355,15 @@ TEST(SimReport, UtilisationCsvHasOneRowPerRound) {
   auto rows = lines(utilisation_csv(r));
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0],
-            "start,end,busy_gpu_seconds,utilisation,active_jobs,compute_seconds,recomputed,"
+            "start,end,busy_gpu_seconds,utilisation,active_jobs,recomputed,"
             "estimated_throughput,actual_throughput,idle_waiting_gpu_seconds,contended_s");
-  EXPECT_EQ(rows[1], "0,100,200,0.5,1,0.01,1,2.25,2,0,0");  // 200 / (4 x 100)
-  EXPECT_EQ(rows[2], "100,300,800,1,1,0.03,0,,4,0,0");      // no estimate: empty
+  EXPECT_EQ(rows[1], "0,100,200,0.5,1,1,2.25,2,0,0");  // 200 / (4 x 100)
+  EXPECT_EQ(rows[2], "100,300,800,1,1,0,,4,0,0");      // no estimate: empty
   // One window of both rounds: 1000 busy GPU-s of 4 x 300, throughput 2 for
   // 100 s and 4 for 200 s, the estimate 2.25 over its 100 s of 300.
   auto windowed = lines(utilisation_csv(r, 3600));
   ASSERT_EQ(windowed.size(), 2u);
-  EXPECT_EQ(windowed[1], "0,300,1000,0.8333333333,1,0.04,1,0.75,3.333333333,0,0");
+  EXPECT_EQ(windowed[1], "0,300,1000,0.8333333333,1,1,0.75,3.333333333,0,0");
   // A window shorter than a round changes nothing.
   EXPECT_EQ(utilisation_csv(r, 50), utilisation_csv(r));
 }
@@ -376,11 +376,11 @@ TEST(SimReport, SeriesRowOfOneRoundPrintsTheRoundsValues) {
   RoundSample cut = sample(300, 300, {3}, {2}, 0);
   cut.estimated_throughput = 1.5;
   r.rounds.push_back(cut);
-  EXPECT_EQ(lines(utilisation_csv(r)).back(), "300,300,0,,2,0,0,1.5,3,0,0");
+  EXPECT_EQ(lines(utilisation_csv(r)).back(), "300,300,0,,2,0,1.5,3,0,0");
   EXPECT_EQ(lines(tenants_csv(r)).back(), "300,300,a,2,3,3");
   // In a window with others it weighs nothing.
   EXPECT_EQ(lines(utilisation_csv(r, 3600)).back(),
-            "0,300,1000,0.8333333333,1,0.04,1,0,3.333333333,0,0");
+            "0,300,1000,0.8333333333,1,1,0,3.333333333,0,0");
 }
 
 TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
@@ -408,7 +408,7 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "p50_jct_s p95_jct_s p99_jct_s p999_jct_s max_jct_s avg_queueing_delay_s ftf_jobs avg_ftf_rho "
       "worst_ftf_rho ltgf_jobs ltgf_excluded_jobs avg_ltgf_rho min_ltgf_rho sharing_loss_fraction "
       "active_tenants jain_index actual_throughput restarts preemptions cross_type_placements "
-      "rounds recomputations compute_p50_s compute_max_s compute_total_s wall_seconds "
+      "rounds recomputations "
       "avg_slowdown p95_slowdown fairness_window_s tenant_windows_rated tenant_unfairness_ratio "
       "min_tenant_rho p5_tenant_rho restart_overhead_s restart_overhead_share ltgf_tenant_jobs "
       "avg_ltgf_tenant_rho min_ltgf_tenant_rho tenant_sharing_loss_fraction contended_s "
@@ -416,8 +416,17 @@ TEST(SimReport, SummaryJsonHasSetupEveryMetricAndNullForNan) {
       "throughput_per_busy_gpu idle_waiting_gpu_hours plan_idle_waiting_gpu_hours");
   for (std::string key; metrics >> key;) EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["first_arrival_s"], 0.0);  // the series' time origin
-  // 8 setup fields + the 60 of SimSummary: a new field must be added here too.
-  EXPECT_EQ(j.size(), 8u + 60u);
+  // 8 setup fields + the 56 of SimSummary but the wall-clock 4: a new field
+  // must be added here too.
+  EXPECT_EQ(j.size(), 8u + 56u);
+  // Those 4 are timing.json's, and only there.
+  auto t = nlohmann::json::parse(timing_json(s));
+  EXPECT_EQ(t.size(), 4u);
+  for (const char* key : {"wall_seconds", "compute_p50_s", "compute_max_s", "compute_total_s"}) {
+    EXPECT_TRUE(t.contains(key)) << key;
+    EXPECT_FALSE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(t["compute_max_s"], 0.03);
 }
 
 // The value printed on the summary table's line for `metric`, "" if none.
@@ -512,19 +521,20 @@ TEST(SimReport, CompareCsvHasMetricsAndRatios) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].rfind("policy,avg_jct_s,p95_jct_s,p99_jct_s,makespan_s,utilisation,", 0), 0u)
       << rows[0];
-  EXPECT_NE(rows[0].find(",compute_p50_s,avg_jct_s_ratio,"), std::string::npos) << rows[0];
-  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 52);  // 1 + 26 + 26 columns
+  EXPECT_NE(rows[0].find(",restart_overhead_share,avg_jct_s_ratio,"), std::string::npos)
+      << rows[0];  // no compute_p50_s: wall-clock, timing.json's
+  EXPECT_EQ(std::count(rows[0].begin(), rows[0].end(), ','), 50);  // 1 + 25 + 25 columns
   EXPECT_EQ(rows[2].rfind("synergy-greedy-long-name,350,", 0), 0u) << rows[2];
-  // Ratio block (from column 27): avg JCT 2, then p95 and p99 JCT,
+  // Ratio block (from column 26): avg JCT 2, then p95 and p99 JCT,
   // makespan, utilisation and actual throughput 1; estimated (undefined) is
   // empty.
   std::vector<std::string> cells;
   std::stringstream row(rows[2]);
   for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-  ASSERT_GE(cells.size(), 34u);
-  EXPECT_EQ(cells[27], "2");
-  for (std::size_t c = 28; c <= 32; ++c) EXPECT_EQ(cells[c], "1") << c;
-  EXPECT_EQ(cells[33], "");
+  ASSERT_GE(cells.size(), 33u);
+  EXPECT_EQ(cells[26], "2");
+  for (std::size_t c = 27; c <= 31; ++c) EXPECT_EQ(cells[c], "1") << c;
+  EXPECT_EQ(cells[32], "");
 }
 
 }  // namespace

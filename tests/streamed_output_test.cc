@@ -65,23 +65,9 @@ std::size_t data_rows(const std::string& csv) {
   }
 }
 
-// utilisation.csv without its compute_seconds column (wall-clock time).
-std::string without_compute(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string out;
-  for (std::string line; std::getline(in, line);) {
-    std::size_t from = 0;
-    for (int comma = 0; comma < 5; ++comma) from = line.find(',', from) + 1;
-    out += line.substr(0, from) + line.substr(line.find(',', from)) + "\n";
-  }
-  return out;
-}
-
-// The summary without the wall-clock figures (which differ run to run).
-std::string deterministic(const SimResult& r, SimSummary s) {
-  s.compute_p50_s = s.compute_max_s = s.compute_total_s = s.wall_seconds = 0;
-  return summary_json(r, s);
-}
+// summary.json (the wall-clock figures, which differ run to run, are
+// timing.json's).
+std::string deterministic(const SimResult& r, const SimSummary& s) { return summary_json(r, s); }
 
 TEST(RoundDigest, StreamedRunGivesTheKeptRunsMetricsAndFiles) {
   ScenarioOptions o;
@@ -118,8 +104,7 @@ TEST(RoundDigest, StreamedRunGivesTheKeptRunsMetricsAndFiles) {
 
       EXPECT_TRUE(same_text(jobs_csv(streamed), jobs_csv(kept)));
       EXPECT_TRUE(same_text(tenants.str(), tenants_csv(kept, series_window)));
-      EXPECT_TRUE(same_text(without_compute(utilisation.str()),
-                            without_compute(utilisation_csv(kept, series_window))));
+      EXPECT_TRUE(same_text(utilisation.str(), utilisation_csv(kept, series_window)));
       EXPECT_TRUE(same_text(resources.str(), resources_csv(kept)));
       EXPECT_TRUE(same_text(tenant_windows_csv(streamed, fairness), tenant_windows_csv(kept, fairness)));
       EXPECT_GT(data_rows(tenant_windows_csv(kept, fairness)), 1u);
@@ -222,7 +207,9 @@ TEST_F(JsonOutput, SimulateGivesItsSummaryAndFilesAndNothingElse) {
   EXPECT_EQ(j["out"], out);
   EXPECT_EQ(j["summary"], json::parse(slurp(fs::path(out) / "summary.json")));
   for (const auto& f : j["files"]) EXPECT_TRUE(fs::exists(fs::path(out) / f.get<std::string>())) << f;
-  EXPECT_EQ(j["files"].size(), 7u);  // the six files and figures/
+  EXPECT_EQ(j["timing"], json::parse(slurp(fs::path(out) / "timing.json")));
+  EXPECT_FALSE(j["summary"].contains("wall_seconds"));  // timing's only
+  EXPECT_EQ(j["files"].size(), 8u);  // the seven files and figures/
   // The table of the same run shows the same counts.
   const RunResult table = run(args);
   ASSERT_EQ(table.status, 0) << table.err;

@@ -355,9 +355,14 @@ std::string utilisation_csv(const SimResult& result, double window_s = 0.0);
 std::string tenant_windows_csv(const SimResult& result, const SummaryOptions& options = {});
 
 // The run's setup (policy, level, round_s, gpu_types, capacity by type,
-// total_gpus, tenants) then every SimSummary field under its member name;
-// NaN as null. nlohmann::ordered_json dump(2) plus a newline.
+// total_gpus, tenants) then every SimSummary field under its member name
+// but the wall-clock ones (timing_json's); NaN as null.
+// nlohmann::ordered_json dump(2) plus a newline.
 std::string summary_json(const SimResult& result, const SimSummary& summary);
+// timing.json: what depends on the machine and its load (wall_seconds and
+// the policy's compute_* seconds), kept out of every other file so that two
+// runs of the same command write the same bytes there.
+std::string timing_json(const SimSummary& summary);
 
 // A metric/value text table for a person (ASCII, fixed width).
 std::string summary_table(const SimResult& result, const SimSummary& summary);
@@ -371,8 +376,9 @@ std::string summary_table(const SimResult& result, const SimSummary& summary);
 std::string compare_table(const std::vector<std::pair<std::string, SimSummary>>& runs);
 
 // The legend compare_table prints under its values: one line (or two) per
-// column.
-std::string compare_legend();
+// column; with_timed: also the wall-clock column, which only the printed
+// table has (report.html and the sweep table do not).
+std::string compare_legend(bool with_timed = true);
 
 // compare_table's columns for other renderings (report.html): the
 // summary_json key, the two header lines, the factor from SI to table units,

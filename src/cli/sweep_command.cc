@@ -382,7 +382,7 @@ std::string run_sweep(const SweepArgs& a) {
                : mean + "±" + table_cell(s.half_width * k, metrics[m].precision);
   });
   table += "\nmean ± half-width of the 95% confidence interval over the seeds (Student's t)\n";
-  table += compare_legend();
+  table += compare_legend(false);
   return fmt::format(
       "{}wrote {}/ (sweep.csv, sweep.json, report.html, figures/, "
       "runs/<variant>/<policy>/seed-<s>/)\n",

@@ -41,9 +41,12 @@ class Astraea final : public TimeSharingPolicy {
   explicit Astraea(const PolicyOptions& o)
       : TimeSharingPolicy(o), demand_capped_(o.choice("fair-share") == "demand") {}
 
-  // Not stable between events: every plan() integrates the fair shares
-  // since the last one, and skipping points would change those sums' bits.
-  Stability stability(const SchedulerState&) const override { return {}; }
+  // With none queued every decidable job is a running one whose lease
+  // ended, and each is granted on its own devices (no start takes them),
+  // whatever the ρ order. The fair-share integrals are linear in time
+  // between events (Integral), so a point skipped changes none of their
+  // bits: stable as TimeSharingPolicy says.
+  bool grants_all_when_none_waits() const override { return true; }
 
   RoundPlan plan(const SchedulerState& s) override {
     advance_fair_shares(s);
@@ -79,7 +82,7 @@ class Astraea final : public TimeSharingPolicy {
       double best = std::numeric_limits<double>::infinity();
       for (std::size_t t = 0; t < n_tenants; ++t) {
         if (!in_play[t]) continue;
-        const double rho = ratio(alloc[t], tenant_fair_[t]);
+        const double rho = ratio(alloc[t], tenant_fair_[t].at(s.now));
         if (p == n_tenants || rho < best) p = t, best = rho;
       }
       if (p == n_tenants) break;
@@ -101,42 +104,41 @@ class Astraea final : public TimeSharingPolicy {
     return attained > 0.0 ? std::numeric_limits<double>::infinity() : 0.0;
   }
   double rho_job(const SchedulerState& s, std::size_t i) const {
-    return ratio(attained_now(s, s.jobs[i]), job_fair_[i]);
+    return ratio(attained_now(s, s.jobs[i]), job_fair_[i].at(s.now));
   }
 
-  // Moves the tenant (eq. 9) and job (eq. 14) fair-share integrals from the
-  // previous scheduling point to now with the shares in force then, and
-  // collects the GPU-seconds of jobs that finished since.
+  // ∫ share dt since t_begin: linear between the points where the share
+  // changes (an arrival or a finish changes the active set), so its value
+  // at a point does not depend on how many points came before it (the
+  // simulator may skip the stable ones, RoundPolicy::stability).
+  struct Integral {
+    double base = 0.0, rate = 0.0, since = 0.0;
+    double at(double t) const { return base + rate * (t - since); }
+    void set_rate(double r, double t) {
+      if (r == rate) return;
+      base = at(t);
+      rate = r;
+      since = t;
+    }
+  };
+
+  // Starts the tenant (eq. 9) and job (eq. 14) fair-share integrals' shares
+  // in force from now to the next point (those of the active set now), and
+  // collects the GPU-seconds of jobs that finished since the previous one.
   void advance_fair_shares(const SchedulerState& s) {
     const std::size_t n_tenants = s.tenants.size();
     if (tenant_fair_.empty()) {
-      tenant_fair_.assign(n_tenants, 0.0);
+      tenant_fair_.assign(n_tenants, {});
       finished_alloc_.assign(n_tenants, 0.0);
-      job_fair_.assign(s.jobs.size(), 0.0);
+      job_fair_.assign(s.jobs.size(), {});
       double total_weight = 0.0;
       for (const auto& t : s.tenants) total_weight += t.weight;
       quota_.resize(n_tenants);
       for (std::size_t t = 0; t < n_tenants; ++t)
         quota_[t] = s.model->total_gpus * s.tenants[t].weight / total_weight;  // eq. 6
-      last_ = s.now;
+      for (Integral& f : tenant_fair_) f.since = s.now;  // t_begin
     }
-    const double dt = s.now - last_;
-    if (dt > 0.0) {
-      std::vector<double> demand(n_tenants, 0.0), weight(n_tenants, 0.0);
-      for (std::size_t i : prev_active_) {
-        demand[s.jobs[i].tenant] += s.jobs[i].workers;  // eq. 7
-        weight[s.jobs[i].tenant] += s.jobs[i].weight;
-      }
-      std::vector<double> share(n_tenants);
-      for (std::size_t t = 0; t < n_tenants; ++t) {
-        share[t] = demand_capped_ ? std::min(demand[t], quota_[t]) : quota_[t];  // eq. 8 / 16
-        tenant_fair_[t] += share[t] * dt;
-      }
-      for (std::size_t i : prev_active_) {  // eq. 13-14
-        const Job& j = s.jobs[i];
-        job_fair_[i] += std::min<double>(j.workers, share[j.tenant] * j.weight / weight[j.tenant]) * dt;
-      }
-    }
+    if (job_fair_.size() < s.jobs.size()) job_fair_.resize(s.jobs.size());  // jobs added live
     // Jobs finished since: those active then, and those that arrived and
     // finished in between (shorter than an interval).
     auto collect = [&](std::size_t i) {
@@ -147,13 +149,30 @@ class Astraea final : public TimeSharingPolicy {
     for (; arrived_ < s.jobs.size() && s.jobs[arrived_].state != JobState::kFuture; ++arrived_)
       collect(arrived_);  // never in prev_active_: it arrived after that point
     prev_active_ = s.active;
-    last_ = s.now;
+    // The shares until the next point (arrivals and finishes inside an
+    // interval count from the next point).
+    std::vector<double> demand(n_tenants, 0.0), weight(n_tenants, 0.0);
+    for (std::size_t i : s.active) {
+      demand[s.jobs[i].tenant] += s.jobs[i].workers;  // eq. 7
+      weight[s.jobs[i].tenant] += s.jobs[i].weight;
+    }
+    std::vector<double> share(n_tenants);
+    for (std::size_t t = 0; t < n_tenants; ++t) {
+      share[t] = demand_capped_ ? std::min(demand[t], quota_[t]) : quota_[t];  // eq. 8 / 16
+      tenant_fair_[t].set_rate(share[t], s.now);
+    }
+    for (std::size_t i : s.active) {  // eq. 13-14
+      const Job& j = s.jobs[i];
+      job_fair_[i].set_rate(
+          std::min<double>(j.workers, share[j.tenant] * j.weight / weight[j.tenant]), s.now);
+    }
+    // A job no longer active keeps its rate: nothing reads it again.
   }
 
   bool demand_capped_;
-  double last_ = 0.0;
   std::size_t arrived_ = 0;  // jobs join the state in index order
-  std::vector<double> quota_, tenant_fair_, finished_alloc_, job_fair_;
+  std::vector<double> quota_, finished_alloc_;
+  std::vector<Integral> tenant_fair_, job_fair_;
   std::vector<std::size_t> prev_active_;
 };
 

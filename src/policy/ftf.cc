@@ -58,6 +58,7 @@
 #include "fairgpu/lp.h"
 #include "fairgpu/scheduler.h"
 #include "placement/gavel_rounds.h"
+#include "policy/fastest_fit.h"
 #include "policy/round_policies.h"
 #include "policy/time_sharing.h"
 
@@ -135,6 +136,22 @@ FtfSolution solve_ftf(const FtfInput& in) {
     live.push_back({i, solo, best, j.isolated_elapsed + j.remaining / sol.isolated_throughput[i]});
   }
   if (live.empty()) return sol;
+
+  const std::vector<std::size_t> fastest = fastest_types_if_all_fit(
+      live.size(), in.capacity, [&](std::size_t l) { return in.jobs[live[l].job].workers; },
+      [&](std::size_t l, std::size_t t) {
+        const FtfJob& j = in.jobs[live[l].job];
+        return j.rate[t] > 0.0 && in.capacity[t] > 0.0 ? j.rate[t] : 0.0;  // the LP's variables
+      });
+  if (!fastest.empty()) {
+    sol.fastest = true;
+    for (std::size_t l = 0; l < live.size(); ++l) {
+      const FtfJob& j = in.jobs[live[l].job];
+      sol.fraction(live[l].job, fastest[l]) = 1.0;
+      sol.rho = std::max(sol.rho, (j.elapsed + j.remaining / j.rate[fastest[l]]) / live[l].denom);
+    }
+    return sol;
+  }
 
   double lo = 0.0, hi = 0.0;
   for (const Live& l : live) {
@@ -298,6 +315,17 @@ class Ftf final : public RoundPolicy {
   std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
 
+  // Stable after a plan whose allocation was every job on its one fastest
+  // type (FtfSolution::fastest: it reads neither the work left nor the
+  // times, which age) that renewed every running job in place with none
+  // waiting: the next point, absent an event, has the same x, whose one pair
+  // per job all fit, hence the same renewals and estimate. t_iso is kept in
+  // closed form (Track), so the points skipped change none of its bits.
+  Stability stability(const SchedulerState&) const override {
+    if (!steady_) return {};
+    return {std::numeric_limits<double>::infinity(), interval_, estimated_};
+  }
+
   RoundPlan plan(const SchedulerState& s) override {
     RoundPlan plan;
     const std::size_t k = s.model->cluster.num_types();
@@ -309,17 +337,13 @@ class Ftf final : public RoundPolicy {
       const Job& j = s.jobs[s.active[r]];
       Track& tr = track_[j.index];
       done[r] = done_now(s, j);
-      // Gavel's cumulative isolated time: progress since the last solve at the
-      // isolated throughput of the last solve.
-      if (tr.seen && tr.isolated_throughput > 0.0)
-        tr.isolated_time += (done[r] - tr.done) / tr.isolated_throughput;
       FtfJob f;
       f.workers = j.workers;
       f.rate = j.rate_best;
       f.ref_rate = j.ref_rate;
       f.remaining = j.work - done[r];
       f.elapsed = s.now - j.arrival;
-      f.isolated_elapsed = tr.isolated_time;
+      f.isolated_elapsed = tr.isolated_time(done[r]);
       in.jobs.push_back(std::move(f));
     }
     const FtfSolution sol = solve_ftf(in);
@@ -327,31 +351,52 @@ class Ftf final : public RoundPolicy {
     double estimated = 0.0;
     for (std::size_t r = 0; r < s.active.size(); ++r) {
       const Job& j = s.jobs[s.active[r]];
-      Track& tr = track_[j.index];
-      tr.seen = true;
-      tr.done = done[r];
-      tr.isolated_throughput = sol.isolated_throughput[r];
+      track_[j.index].set_throughput(sol.isolated_throughput[r], done[r]);
       for (std::size_t t = 0; t < k; ++t) {
         x(r, t) = sol.fraction(r, t) * j.workers;  // devices of type t, on average
         estimated += x(r, t) * j.rate_best[t] / j.ref_rate;
       }
     }
-    plan.recomputed = true;
     plan.estimated_throughput = estimated;
     plan.run = placement::gavel_priority_round(s, s.active, x, s.now + interval_);
+    bool live = true;
+    for (const FtfJob& f : in.jobs) live &= f.remaining > 0.0;
+    steady_ = sol.fastest && live && s.active.size() == s.running.size() &&
+              renews_every_running_in_place(s, plan, interval_);
+    estimated_ = estimated;
+    plan.recomputed = !steady_;  // steady: the decision in force again
     return plan;
   }
 
  private:
+  // Gavel's cumulative isolated time t^iso: at every solve, the progress
+  // since the previous one at the isolated throughput of the previous one.
+  // That throughput changes only when the active set does, so t^iso is
+  // linear in progress between those solves and kept as iso_base + (done -
+  // done_base) / throughput: its value does not depend on how many solves
+  // came in between.
   struct Track {
     bool seen = false;
-    double done = 0.0;                // iterations at the last solve
-    double isolated_throughput = 0.0;  // at the last solve
-    double isolated_time = 0.0;       // t^iso so far
+    double done_base = 0.0;           // iterations when the throughput was set
+    double isolated_throughput = 0.0;  // in force since then
+    double iso_base = 0.0;            // t^iso then
+    double isolated_time(double done) const {
+      if (!seen || !(isolated_throughput > 0.0)) return iso_base;
+      return iso_base + (done - done_base) / isolated_throughput;
+    }
+    void set_throughput(double throughput, double done) {
+      if (seen && throughput == isolated_throughput) return;
+      iso_base = isolated_time(done);
+      done_base = done;
+      isolated_throughput = throughput;
+      seen = true;
+    }
   };
   std::string name_;
   double interval_;
   std::vector<Track> track_;  // by job index
+  bool steady_ = false;       // the last plan starts the stretch stability() describes
+  double estimated_ = kUnset;
 };
 
 }  // namespace

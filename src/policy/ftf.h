@@ -30,6 +30,11 @@ struct FtfSolution {
   double rho = 0.0;  // z*: the optimal max_i rho_i, to a relative 1e-6 (from above)
   std::vector<double> isolated_throughput;  // iterations/s on the 1/n equal share
   int lp_solves = 0;
+  // Every live job all of its time on its one fastest type, which all fit at
+  // once (fastest_fit.h): each rho_i at its least, so z* is the largest and
+  // this the only allocation of the most throughput among the optima; taken
+  // without an LP (rho exact).
+  bool fastest = false;
 };
 
 // Isolated throughput of every job: 1/n of every type's devices, as time

@@ -18,6 +18,7 @@
 // Where the paper is silent: HiveD's cells keep GPU types apart; here the
 // quota counts GPUs of every type together, like yarn-cs, and a tenant with
 // nothing guaranteed may run one job larger than its quota as guaranteed.
+#include <limits>
 #include <vector>
 
 #include "placement/gang_round.h"
@@ -30,6 +31,21 @@ namespace {
 class Hived final : public TimeSharingPolicy {
  public:
   explicit Hived(const PolicyOptions& o) : TimeSharingPolicy(o) {}
+
+  // With no job queued, no gang spread and no running job borrowed, every
+  // decidable job is a guaranteed running one whose lease ended: plan()
+  // renews each on its own devices to now + lease() (no start takes them,
+  // and a renewal needs no quota room) and changes nothing of its own
+  // (borrowed_ stays), at every point until an event. A borrowed job, if
+  // any, may turn guaranteed or lose its GPUs: plan every point then.
+  Stability stability(const SchedulerState& s) const override {
+    if (none_waits_unspread(s)) {
+      bool borrowing = false;
+      for (std::size_t i : s.running) borrowing |= i < borrowed_.size() && borrowed_[i];
+      if (!borrowing) return {std::numeric_limits<double>::infinity(), lease(), kUnset};
+    }
+    return TimeSharingPolicy::stability(s);
+  }
 
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);

@@ -11,7 +11,9 @@
 // use; a second LP (our choice, as in ftf.cc) keeps every T_j >= τ* R_j and
 // maximises total normalised throughput, so spare capacity still does work.
 // Realised by Gavel's priority rounds (placement/gavel_rounds.h), re-solved
-// every round (remaining work changes), 360 s rounds by default.
+// every round (remaining work changes), 360 s rounds by default; when every
+// job fits on its one fastest type at once that is the optimum, whatever the
+// work left (fastest_fit.h), and taken without an LP.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -19,6 +21,7 @@
 
 #include "fairgpu/lp.h"
 #include "placement/gavel_rounds.h"
+#include "policy/fastest_fit.h"
 #include "policy/round_policies.h"
 #include "policy/time_sharing.h"
 
@@ -31,10 +34,39 @@ class Ossp final : public RoundPolicy {
   std::string_view name() const override { return name_; }
   double interval() const override { return interval_; }
 
+  // Stable after a plan that took the known optimum (every job on its one
+  // fastest type) and renewed every running job in place with none waiting:
+  // the next point, absent an event, has the same jobs on the same types
+  // (only the work left differs, which the optimum does not read), hence
+  // the same x, whose one pair per job all fit: the same renewals.
+  Stability stability(const SchedulerState&) const override {
+    if (!steady_) return {};
+    return {std::numeric_limits<double>::infinity(), interval_, kUnset};
+  }
+
   RoundPlan plan(const SchedulerState& s) override {
     const std::size_t k = s.model->cluster.num_types();
     const std::size_t n = s.active.size();
     Matrix x(n, k);
+    // The LP's variables: a type the job runs on whose capacity holds its gang.
+    const std::vector<std::size_t> fastest = fastest_types_if_all_fit(
+        n, std::vector<double>(s.model->capacity.begin(), s.model->capacity.end()),
+        [&](std::size_t r) { return s.jobs[s.active[r]].workers; },
+        [&](std::size_t r, std::size_t t) {
+          const Job& j = s.jobs[s.active[r]];
+          const bool live = j.work - done_now(s, j) > 1e-12;
+          return live && j.runs_on(t) && j.workers <= s.model->capacity[t] ? j.rate_best[t] : 0.0;
+        });
+    if (!fastest.empty()) {
+      for (std::size_t r = 0; r < n; ++r) x(r, fastest[r]) = s.jobs[s.active[r]].workers;
+      RoundPlan plan;
+      plan.run = placement::gavel_priority_round(s, s.active, x, s.now + interval_);
+      steady_ = s.active.size() == s.running.size() &&
+                renews_every_running_in_place(s, plan, interval_);
+      plan.recomputed = !steady_;  // steady: the decision in force again
+      return plan;
+    }
+    steady_ = false;
     LinearProgram lp;
     lp.maximize();
     const int tau = lp.add_variable(0.0, kInf, 1.0);
@@ -100,6 +132,7 @@ class Ossp final : public RoundPolicy {
  private:
   std::string name_;
   double interval_;
+  bool steady_ = false;  // the last plan starts the stretch stability() describes
 };
 
 }  // namespace

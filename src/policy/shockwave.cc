@@ -110,6 +110,13 @@ class Shockwave final : public TimeSharingPolicy {
         async_(o.choice("solve") == "async"),
         wall_s_(o.number("wall")) {}
 
+  // Event-cost simulation (docs/design.md §5), variant=paper, mode=reactive,
+  // solve=sync (the paper's defaults): see settled().
+  Stability stability(const SchedulerState& s) const override {
+    if (settled(s)) return {std::numeric_limits<double>::infinity(), interval(), kUnset};
+    return TimeSharingPolicy::stability(s);
+  }
+
   RoundPlan plan(const SchedulerState& s) override {
     placement::GangRound round = gang_round(s);
     if (!round.worth_planning()) return {};
@@ -118,7 +125,7 @@ class Shockwave final : public TimeSharingPolicy {
     if (async_) {
       recomputed = adopt_finished_solve();
       if (!solving_ && needs_plan(s)) start_solve(s);
-    } else if (needs_plan(s)) {
+    } else if (needs_plan(s) && !settled(s)) {
       make_plan(s);
       recomputed = true;
     }
@@ -162,6 +169,31 @@ class Shockwave final : public TimeSharingPolicy {
                                                               regimes_from_mode_))
                .first;
     return it->second;
+  }
+
+  // No job queued, no gang spread over nodes, and every running job runs on
+  // one GPU type only (of those the cluster has): every decidable job is a running one whose lease
+  // ended, and each is granted its own devices whatever the plan says (a
+  // planned type is its own, or one it cannot run on, which is refused and
+  // leaves it to the fill): the plan is the renewals in place, so a re-plan
+  // here could not change the decision and is not made (a re-plan every
+  // `reopt` rounds while nothing waits only moved round_ptr_ and plan_).
+  // Nothing but an event ends it: an arrival queues a job, and with
+  // variant=paper the plan made then reads only the state (its weights are
+  // eq. 9's, no target series as the artifact's), and it is made whether or
+  // not the points before it re-planned (the arrival is not in
+  // planned_regime_). mode=lazy keeps a plan across regime changes, so the
+  // re-plans skipped here would show later: not claimed.
+  bool settled(const SchedulerState& s) const {
+    if (async_ || artifact_ || !reactive_ || !none_waits_unspread(s)) return false;
+    for (std::size_t i : s.running) {
+      const Job& j = s.jobs[i];
+      int types = 0;
+      for (std::size_t t = 0; t < j.rate_best.size(); ++t)
+        types += j.runs_on(t) && s.model->capacity[t] > 0;
+      if (types != 1) return false;
+    }
+    return true;
   }
 
   bool needs_plan(const SchedulerState& s) const {

@@ -350,10 +350,25 @@ SynergyPolicy::SynergyPolicy(const PolicyOptions& o)
 }
 
 RoundPlan SynergyPolicy::plan(const SchedulerState& s) {
+  steady_ = false;
   if (s.active.empty()) return {};
   Round r(s, fit_, mode_);
   allocate(r, base_order(r, base_, mode_));
-  return r.plan(s.now + round_s_);
+  RoundPlan plan = r.plan(s.now + round_s_);
+  if (base_ == Base::kFifo && mode_ == Mode::kPaper && plan.run.size() == s.running.size()) {
+    steady_ = true;
+    for (std::size_t i : s.running) steady_ &= s.lease_ended(s.jobs[i]);
+    for (const Assignment& a : plan.run) {
+      const Job& j = s.jobs[a.job];
+      steady_ &= j.state == JobState::kRunning && a.devices == j.devices &&
+                 a.resources == j.resources && std::isnan(a.rate_multiplier) &&
+                 !a.finish_at_lease_end;
+    }
+  }
+  // A steady plan is the decision in force again, not a new one (so the
+  // points skipped after it, reported not recomputed, agree with it).
+  if (steady_) plan.recomputed = false;
+  return plan;
 }
 
 }  // namespace fairgpu::policy::synergy

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -168,6 +169,21 @@ class SynergyPolicy : public RoundPolicy {
   std::string_view name() const override { return name_; }
   double interval() const override { return round_s_; }
   RoundPlan plan(const SchedulerState& s) override;
+  // Event-cost simulation (docs/design.md §5). With base=fifo in mode=paper
+  // plan() reads no time and no progress: the order is by arrival, and the
+  // allocators see only the jobs, their devices and resources, and what
+  // unexpired leases hold (SynergyOPT's limits are deterministic). A plan
+  // at a point where every running lease ended that renews every running
+  // job on its own devices with its own CPUs and memory (no start, the
+  // executor's renewal) leaves those inputs as they were, so the next
+  // point's plan is the same renewals, and so on until an event. Other
+  // bases order by attained service, remaining time or rho, which age; not
+  // claimed stable. mode=compat finishes jobs at the lease end (the
+  // executor's renewal then moves their finish): neither.
+  Stability stability(const SchedulerState&) const override {
+    if (!steady_) return {};
+    return {std::numeric_limits<double>::infinity(), round_s_, kUnset};
+  }
 
  protected:
   // Places the jobs of this round on `r`, the active jobs in base order.
@@ -180,6 +196,7 @@ class SynergyPolicy : public RoundPolicy {
   Base base_;
   Fit fit_;
   Mode mode_;
+  bool steady_ = false;  // the last plan starts the stretch stability() describes
 };
 
 }  // namespace fairgpu::policy::synergy

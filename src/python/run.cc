@@ -105,6 +105,10 @@ def _run_files(folder):
             out[name] = _columns(path)
     with open(_os.path.join(folder, "summary.json")) as f:
         out["summary"] = _json.load(f)
+    timing = _os.path.join(folder, "timing.json")  # the wall-clock figures
+    if _os.path.exists(timing):
+        with open(timing) as f:
+            out["timing"] = _json.load(f)
     return out
 
 
@@ -153,7 +157,8 @@ def simulate(policy="oef-coop", *, out=None, **options):
     built-in scenario or the one the options name (any option of `fairgpu
     simulate` as a keyword: trace=..., jobs=100, arrivals_per_hour=5, ...).
     Returns {'policy', 'jobs', 'tenants', 'utilisation', 'tenant_windows':
-    columns of the CSV files, 'summary': summary.json}. out=DIR keeps the
+    columns of the CSV files, 'summary': summary.json, 'timing':
+    timing.json (wall-clock seconds)}. out=DIR keeps the
     files the program writes there (report.html and figures/ included)."""
     folder = _Folder(out)
     with folder as d, _Folder(None) as inputs:

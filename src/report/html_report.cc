@@ -441,7 +441,7 @@ std::string compare_html(const std::vector<Run>& runs) {
     }
     out += "</tr>\n";
   }
-  out += "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) + "</pre>\n";
+  out += "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend(false)) + "</pre>\n";
   return out;
 }
 
@@ -581,7 +581,7 @@ std::string sweep_html(const fs::path& path, std::vector<Run>* runs, Figures& fi
                      file_safe(sweep_run_key(first))});
   }
   if (runs->empty()) throw InputError(path.string(), "", "no rows");
-  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend()) + "</pre>\n" +
+  return out + "</table>\n<pre class=\"legend\">" + escape_xml(compare_legend(false)) + "</pre>\n" +
          sweep_plots_html(rows, columns, figures) +
          "<p class=\"note\">The plots below show the first seed's run of each row.</p>\n";
 }
@@ -731,9 +731,11 @@ Report build_report(const std::string& dir_text, const ReportOptions& options) {
     throw;
   }
   Chart jct{"jct-cdf", "Job completion time, CDF", "JCT (hours)", "fraction of finished jobs", {}};
+  // jobs.csv's ftf_rho: the N avg one (each job's time-averaged contention),
+  // named as in the tables, apart from the N static figures.
   Chart ftf{"ftf-cdf",
-            "Finish-time fairness rho, CDF (rho > 1: unfair)",
-            "rho_FTF",
+            "Finish-time fairness rho (N avg), CDF (rho > 1: unfair)",
+            "rho_FTF, N avg (the job's time-averaged contention)",
             "fraction of rated jobs",
             {}};
   jct.y_max = ftf.y_max = 1.0;

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fairgpu/html_report.h"
@@ -72,6 +73,17 @@ std::string convert_to_pdf(const fs::path& figures, const std::vector<std::strin
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  // Cairo stamps a PDF with its creation time unless SOURCE_DATE_EPOCH says
+  // otherwise: fixed (unless set), so two runs write the same bytes.
+  std::vector<char*> env;
+  bool dated = false;
+  for (char** e = environ; *e; ++e) {
+    env.push_back(*e);
+    dated |= std::string_view(*e).starts_with("SOURCE_DATE_EPOCH=");
+  }
+  std::string epoch = "SOURCE_DATE_EPOCH=0";
+  if (!dated) env.push_back(epoch.data());
+  env.push_back(nullptr);
   for (const std::string& name : svgs) {
     if (running.size() >= 4) wait_one();
     const fs::path svg = figures / name, pdf = fs::path(svg).replace_extension(".pdf");
@@ -80,7 +92,7 @@ std::string convert_to_pdf(const fs::path& figures, const std::vector<std::strin
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
-    if (posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ) != 0) {
+    if (posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), env.data()) != 0) {
       notes += fmt::format("note: cannot run {}: no PDF of {}\n", tool, name);
       continue;
     }

@@ -65,8 +65,9 @@ class RoundDigest::SeriesWriter {
     }
     if (utilisation_out_) {
       header.clear();
+      // No compute_seconds: wall-clock time goes to timing.json only.
       csv::add_row(header, {"start", "end", "busy_gpu_seconds", "utilisation", "active_jobs",
-                            "compute_seconds", "recomputed", "estimated_throughput",
+                            "recomputed", "estimated_throughput",
                             "actual_throughput", "idle_waiting_gpu_seconds", "contended_s"});
       utilisation_out_->write(header.data(), static_cast<std::streamsize>(header.size()));
     }
@@ -100,7 +101,6 @@ class RoundDigest::SeriesWriter {
   void accumulate(const RoundSample& round, double dt) {
     busy_ += round.busy_gpu_seconds;
     active_jobs_ += round.active_jobs * dt;
-    compute_ += round.compute_seconds;
     recomputed_ += round.recomputed ? 1 : 0;
     if (!std::isnan(round.estimated_throughput)) {
       has_estimate_ = true;
@@ -132,8 +132,7 @@ class RoundDigest::SeriesWriter {
       const double capacity_s = gpus_ * len;
       csv::add_row(out, {csv::num(start_), csv::num(end_), csv::num(busy_),
                          csv::num(capacity_s > 0 ? busy_ / capacity_s : kUnset),
-                         csv::num(active_jobs_ * scale), csv::num(compute_),
-                         std::to_string(recomputed_),
+                         csv::num(active_jobs_ * scale), std::to_string(recomputed_),
                          csv::num(has_estimate_ ? estimated_ * scale : kUnset),
                          csv::num(actual_ * scale), csv::num(idle_), csv::num(contended_)});
       utilisation_out_->write(out.data(), static_cast<std::streamsize>(out.size()));
@@ -159,7 +158,7 @@ class RoundDigest::SeriesWriter {
       touched_list_.clear();
       tenants_out_->write(out.data(), static_cast<std::streamsize>(out.size()));
     }
-    busy_ = active_jobs_ = compute_ = estimated_ = actual_ = idle_ = contended_ = 0.0;
+    busy_ = active_jobs_ = estimated_ = actual_ = idle_ = contended_ = 0.0;
     recomputed_ = 0;
     has_estimate_ = false;
     rounds_ = 0;
@@ -178,7 +177,7 @@ class RoundDigest::SeriesWriter {
   int rounds_ = 0, closed_ = 0;
   double start_ = 0.0, end_ = 0.0;
   RoundSample first_;
-  double busy_ = 0, active_jobs_ = 0, compute_ = 0, estimated_ = 0, actual_ = 0, idle_ = 0,
+  double busy_ = 0, active_jobs_ = 0, estimated_ = 0, actual_ = 0, idle_ = 0,
          contended_ = 0;
   int recomputed_ = 0;
   bool has_estimate_ = false;

@@ -73,6 +73,8 @@ struct CompareColumn {
   int precision;
   double (*get)(const SimSummary&);
   bool in_table = true;
+  // Wall-clock (timing.json's): in the printed table only, never in a file.
+  bool timed = false;
 };
 
 const std::vector<CompareColumn>& compare_columns() {
@@ -134,7 +136,7 @@ const std::vector<CompareColumn>& compare_columns() {
       {"restart_overhead_share", "restart", "ovh.", 1, 3,
        [](const SimSummary& s) { return s.restart_overhead_share; }, false},
       {"compute_p50_s", "compute", "p50 ms", 1000, 1,
-       [](const SimSummary& s) { return s.compute_p50_s; }},
+       [](const SimSummary& s) { return s.compute_p50_s; }, true, true},
   };
   return columns;
 }
@@ -275,10 +277,21 @@ std::string summary_json(const SimResult& result, const SimSummary& s) {
   real("restart_overhead_share", s.restart_overhead_share);
   out["rounds"] = s.rounds;
   out["recomputations"] = s.recomputations;
+  return out.dump(2) + "\n";
+}
+
+std::string timing_json(const SimSummary& s) {
+  Json out;
+  auto real = [&out](const char* key, double v) {
+    if (std::isnan(v))
+      out[key] = nullptr;
+    else
+      out[key] = v;
+  };
+  real("wall_seconds", s.wall_seconds);
   real("compute_p50_s", s.compute_p50_s);
   real("compute_max_s", s.compute_max_s);
   real("compute_total_s", s.compute_total_s);
-  real("wall_seconds", s.wall_seconds);
   return out.dump(2) + "\n";
 }
 
@@ -447,12 +460,12 @@ double compare_ratio(double value, double base) {
 std::vector<CompareColumnInfo> compare_column_info() {
   std::vector<CompareColumnInfo> out;
   for (const auto& c : compare_columns())
-    out.push_back({c.key, c.top, c.bottom, c.scale, c.precision, c.in_table});
+    if (!c.timed) out.push_back({c.key, c.top, c.bottom, c.scale, c.precision, c.in_table});
   return out;
 }
 
-std::string compare_legend() {
-  return
+std::string compare_legend(bool with_timed) {
+  std::string out =
       "\n"
       "avg JCT h       mean job completion time (finish - arrival) of finished jobs, hours\n"
       "p99 JCT h       99th percentile (nearest rank) of the same\n"
@@ -477,8 +490,12 @@ std::string compare_legend() {
       "slowdown        mean JCT / time holding GPUs\n"
       "Jain index      Jain's index of tenants' weighted normalised throughput\n"
       "restarts        job (re)starts after the first, all jobs\n"
-      "compute p50 ms  median scheduler time per scheduling point\n"
       "makespan-based utilisation and throughput, p95 JCT and more are in compare.csv\n";
+  if (with_timed)
+    out +=
+        "compute p50 ms  median scheduler time per scheduling point (this table only: files\n"
+        "                hold it in each run's timing.json)\n";
+  return out;
 }
 
 std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& runs) {
@@ -490,7 +507,9 @@ std::string compare_csv(const std::vector<std::pair<std::string, SimSummary>>& r
                         const std::vector<std::vector<std::string>>& extra_rows) {
   if (extra_rows.size() != runs.size())
     throw std::invalid_argument("compare_csv: one row of extra cells per run expected");
-  const auto& columns = compare_columns();
+  std::vector<CompareColumn> columns;  // those a file holds (timing.json has the timed)
+  for (const auto& c : compare_columns())
+    if (!c.timed) columns.push_back(c);
   std::vector<std::string> header = {"policy"};
   for (const auto& c : columns) header.push_back(c.key);
   for (const auto& c : columns) header.push_back(std::string(c.key) + "_ratio");
