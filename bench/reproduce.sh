@@ -17,7 +17,7 @@
 #   astraea              the Venus-like comparison of the time-sharing policies
 #   defaults             the built-in compare with one default of oef-coop changed
 #                        per row (quantum, round, spread_wait, midround_min,
-#                        resolve, resolve_stranded, keep_finishing)
+#                        resolve, resolve_stranded, keep_finishing, keep_restarts)
 #
 # Settings (options win over the environment):
 #   --bin / FAIRGPU_BIN      the fairgpu binary (default build/fairgpu)
@@ -435,7 +435,8 @@ EOF
 DEFAULTS_POLICIES=oef-coop,oef-coop:quantum=0,oef-coop:quantum=600,oef-coop:quantum=1800,\
 oef-coop:round=120,oef-coop:round=600,oef-coop:spread_wait=2700,oef-coop:spread_wait=10800,\
 oef-coop:midround_min=0.1,oef-coop:midround_min=0.4,oef-coop:resolve=0,\
-oef-coop:resolve_stranded=1,oef-coop:keep_finishing=off,gavel:level=tenant
+oef-coop:resolve_stranded=1,oef-coop:keep_finishing=off,oef-coop:keep_restarts=0,\
+oef-coop:keep_restarts=12,gavel:level=tenant
 exp_defaults() {
   begin defaults
   for s in "${SEED_LIST[@]}"; do
@@ -453,8 +454,10 @@ quantum a job started within its share keeps its GPUs (\`quantum\`, 900 s), the 
 \`spread_min\` of its best rate (\`spread_wait\`, 5,400 s), the least part of a round
 left for a mid-round start (\`midround_min\`, 0.2), the interval between re-solves for
 demand changes alone (\`resolve\`, 900 s) and its exception when stale shares strand
-GPUs rows want (\`resolve_stranded\`, 0.01; 1 turns it off), and whether a job that
-finishes before the lease ends keeps its GPUs (\`keep_finishing\`, on).
+GPUs rows want (\`resolve_stranded\`, 0.01; 1 turns it off), whether a job that
+finishes before the lease ends keeps its GPUs (\`keep_finishing\`, on), and how many
+of its restart overheads a running job may have left and still keep them
+(\`keep_restarts\`, 6; 0 keeps only those that finish within the lease).
 \`gavel:level=tenant\` is there for scale. These keys are common to every share
 policy ([policies.md](../policies.md#share-policies)).
 
