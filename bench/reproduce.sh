@@ -457,7 +457,11 @@ demand changes alone (\`resolve\`, 900 s) and its exception when stale shares st
 GPUs rows want (\`resolve_stranded\`, 0.01; 1 turns it off), whether a job that
 finishes before the lease ends keeps its GPUs (\`keep_finishing\`, on), and how many
 of its restart overheads a running job may have left and still keep them
-(\`keep_restarts\`, 6; 0 keeps only those that finish within the lease).
+(\`keep_restarts\`, 6; 0 keeps only those that finish within the lease). The
+\`keep_restarts\` rows equal the default here, as they must: 12 restarts of 10 s are
+within one 300 s round, which \`keep_finishing\` covers anyway; the key matters with
+short rounds or costly restarts, as on the live churn run of
+[performance.md](../performance.md) (\`bench/churn.sh\`: 20 s rounds).
 \`gavel:level=tenant\` is there for scale. These keys are common to every share
 policy ([policies.md](../policies.md#share-policies)).
 

@@ -68,8 +68,9 @@ struct RoundingOptions {
   // an under-served row by at most R (they come free then anyway), for a
   // restart of g x overhead GPU-seconds plus the job's wait; a correction
   // worth fewer than keep_restarts restarts is not made. 0: the lease only.
-  // Chosen by measurement (bench/churn.sh, docs/policies.md): with 20 s
-  // rounds and 10 s restarts, 6 keeps jobs within a minute of their end.
+  // 6: with 20 s rounds and 10 s restarts it keeps jobs within a minute of
+  // their end. Not tuned alone: bench/churn.sh measured it together with the
+  // quantum against swaps within a row (docs/performance.md).
   double keep_restarts = 6.0;
 };
 
