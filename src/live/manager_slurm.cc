@@ -281,7 +281,7 @@ void Manager::tick_slurm() {
   store_->wait(decided);
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::pair<std::string, std::int64_t>> admitted;
+  std::vector<std::pair<std::string, std::int64_t>> admitted, resubmitted;
   std::vector<std::pair<std::string, std::string>> refused;  // job, why (never runs)
   std::vector<std::string> retry;
   std::vector<RunEvent> events;
@@ -296,6 +296,9 @@ void Manager::tick_slurm() {
     for (const std::string& job : cancels) slurm_->cancel(job);
     events = slurm_->poll(now());
     polled = true;
+    // Jobs Slurm lost (slurmctld killed before it saved them), submitted
+    // again: their new ids are stored as an admit's are.
+    for (const auto& [job, id] : slurm_->take_resubmitted()) resubmitted.push_back({job, id});
     for (const ExecutorJob& j : admits) {
       try {
         admitted.push_back({j.job, std::stoll(slurm_->admit(j))});
@@ -352,6 +355,10 @@ void Manager::tick_slurm() {
       // would start a new policy, which forgets what the one in force
       // remembers between rounds (when it last solved, the shares it keeps).
       if (e.s.state == "queued" && e.sched == kNone) admit(e);
+    }
+    for (const auto& [job, id] : resubmitted) {
+      slurm_ids_[job] = id;
+      tickets.push_back(store_->put(StoredMeta{kSlurmJobMeta + job, std::to_string(id)}));
     }
     for (const auto& [job, why] : refused) {
       JobEntry& e = job_by_id(job);
