@@ -911,7 +911,8 @@ TEST_F(SlurmServeGangs, GangsLargerThanANodeRunOverNodesWithTheAgentsRendezvous)
 // Slurm account (what sacct charges; the test cluster has no accounting
 // database, so the job's Account field is read); `fairgpu logs
 // --checkpoint-dir` prints a job's output; `fairgpu drain` drains the node
-// in Slurm too (sinfo shows it) and undrain resumes it.
+// in Slurm too (sinfo shows it) and undrain resumes it; a tenant reads its
+// own job's log through the server, another tenant gets 403 (issue 32 item 7).
 TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
   tenants_[0]["account"] = "team-alice";
   start_server();
@@ -944,6 +945,26 @@ TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
   auto escape = testing_support::run_binary(
       {"logs", "../serve", "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
   EXPECT_EQ(escape.status, 2) << escape.out;
+  // Issue 32 item 7: a tenant reads its own job's log through the server
+  // (from <checkpoint_dir>/<job>.log); another tenant is refused (403) and
+  // sees none of it, over the CLI and the API.
+  const std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
+  auto own = testing_support::run_binary(
+      {"logs", a, "--server", url, "--token", "alice-token"}, scratch, {}, 30);
+  EXPECT_EQ(own.status, 0) << own.err;
+  EXPECT_EQ(own.out, "hello from " + a + "\n");
+  auto other = testing_support::run_binary(
+      {"logs", a, "--server", url, "--token", "bob-token"}, scratch, {}, 30);
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("403"), std::string::npos) << other.err;
+  EXPECT_TRUE(other.out.empty()) << other.out;
+  auto refused = call("GET", "/v1/jobs/" + a + "/log", nullptr, "bob-token");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  EXPECT_EQ(refused->body.find("hello from"), std::string::npos) << refused->body;
+  auto mine = call("GET", "/v1/jobs/" + a + "/log", nullptr, "alice-token");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->status, 200) << mine->body;
 
   // Drain and undrain reach Slurm: sinfo shows them.
   auto sinfo_state = [&](const std::string& node) {
