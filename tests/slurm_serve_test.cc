@@ -834,13 +834,13 @@ class SlurmServeGangs : public SlurmServe {
   }
   // Submits `workers` GPUs of a job that writes, on every node, the
   // variables it was started with to rank.<NODE_RANK> in its checkpoint
-  // folder (rank 0 reports its work done).
-  std::string submit_env_writer(const std::string& tenant, int workers) {
+  // folder (rank 0 reports its work done), after `sleep_s` seconds.
+  std::string submit_env_writer(const std::string& tenant, int workers, int sleep_s = 0) {
     const std::string script =
-        "f=\"$FAIRGPU_CHECKPOINT_DIR/rank.$NODE_RANK\"; "
+        "sleep " + std::to_string(sleep_s) + "; f=\"$FAIRGPU_CHECKPOINT_DIR/rank.$NODE_RANK\"; "
         "env | grep -E '^(MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK|NODE_RANK|LOCAL_WORLD_SIZE|"
         "FAIRGPU_NUM_NODES|FAIRGPU_NUM_WORKERS|FAIRGPU_LEASE_ID|SLURMD_NODENAME|"
-        "CUDA_VISIBLE_DEVICES|SLURM_STEP_GPUS|SLURM_JOB_ID)=' >\"$f.tmp\"; mv \"$f.tmp\" \"$f\"; "
+        "CUDA_VISIBLE_DEVICES|SLURM_STEP_GPUS|SLURM_JOB_GPUS|SLURM_JOB_ID)=' >\"$f.tmp\"; mv \"$f.tmp\" \"$f\"; "
         "if [ \"$RANK\" = 0 ]; then echo 10 >\"$FAIRGPU_PROGRESS_FILE\"; fi; exit 0";
     auto r = call("POST", "/v1/jobs",
                   {{"job_type", "mlp"},
@@ -907,6 +907,105 @@ TEST_F(SlurmServeGangs, GangsLargerThanANodeRunOverNodesWithTheAgentsRendezvous)
   }
 }
 
+// Issue 34 item 2: Slurm 22.05 picks each job's GPU indices itself, so the
+// manager relabels a run's leases with the indices Slurm gave it. Runs of
+// 1, 2 and 4 GPUs (some overlapping, of two tenants) write the devices they
+// were given (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on every node; each
+// must equal the devices the store gives its lease part there, and no
+// device is ever in two leases that may run (sampled throughout).
+TEST_F(SlurmServeGangs, EveryRunHoldsTheDevicesTheStoreSaysItHolds) {
+  start_server();
+  std::vector<std::string> jobs_in;
+  for (int i = 0; i < 10; ++i) {
+    const int workers = i % 5 == 4 ? 4 : i % 3 == 2 ? 2 : 1;
+    jobs_in.push_back(submit_env_writer(i % 2 ? "bob" : "alice", workers, 1 + i % 4));
+  }
+  wait_jobs(120, [&](const json& all) {
+    return std::all_of(jobs_in.begin(), jobs_in.end(),
+                       [&](const std::string& id) { return job_of(all, id)["state"] == "finished"; });
+  });
+  ASSERT_FALSE(HasFailure());
+  int compared = 0;
+  for (const std::string& id : jobs_in) {
+    SCOPED_TRACE(id);
+    for (int r = 0; r < 3; ++r) {
+      auto env = rank_env(id, r);
+      if (env.empty()) continue;
+      const std::string lease = env["FAIRGPU_LEASE_ID"];
+      const auto rows = query("SELECT devices FROM leases WHERE gang = " + lease + " AND node = '" +
+                              env["SLURMD_NODENAME"] + "'");
+      ASSERT_EQ(rows.size(), 1u) << "lease " << lease << " on " << env["SLURMD_NODENAME"];
+      std::string held;
+      for (int d : json::parse(rows[0][0]).get<std::vector<int>>())
+        held += (held.empty() ? "" : ",") + std::to_string(d);
+      EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], held) << "lease " << lease;
+      // srun's steps (a gang's ranks) have SLURM_STEP_GPUS; the batch step
+      // (a run on one node) SLURM_JOB_GPUS.
+      const std::string slurm_gpus =
+          env.count("SLURM_STEP_GPUS") ? env["SLURM_STEP_GPUS"] : env["SLURM_JOB_GPUS"];
+      EXPECT_EQ(slurm_gpus, held) << "lease " << lease;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 10);
+  const std::string log = slurp(dir_ / "server.log");
+  std::size_t adopted = 0;
+  for (auto at = log.find(" slurm_devices_adopted "); at != std::string::npos;
+       at = log.find(" slurm_devices_adopted ", at + 1))
+    ++adopted;
+  std::cout << compared << " runs' devices compared; " << adopted
+            << " relabelled to Slurm's indices\n";
+}
+
+// Issue 34 item 2, the case the plan and Slurm disagree on: a running job
+// whose lease names the other GPU of its node (as a store written before
+// this fix could: the plan's ids counted GPUs), so that the plan puts the
+// next job on the GPU Slurm has given the first. Slurm gives the new run
+// the other one: the two leases swap names, and each run's
+// CUDA_VISIBLE_DEVICES is what the store says it holds.
+TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
+  ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=DRAIN Reason=fairgpu-test"));
+  start_server();
+  auto job_writing_env = [&](const std::string& tenant, int sleep_s) {
+    const std::string script =
+        "env | grep -E '^(CUDA_VISIBLE_DEVICES|FAIRGPU_LEASE_ID|SLURMD_NODENAME)=' "
+        ">\"$FAIRGPU_CHECKPOINT_DIR/rank.0\"; sleep " + std::to_string(sleep_s) +
+        "; echo 10 >\"$FAIRGPU_PROGRESS_FILE\"";
+    auto r = call("POST", "/v1/jobs",
+                  {{"job_type", "mlp"}, {"workers", 1}, {"iterations", 10},
+                   {"command", {"/bin/sh", "-c", script}}},
+                  tenant + "-token");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r && r->status == 201 ? json::parse(r->body)["id"].get<std::string>() : "";
+  };
+  const std::string first = job_writing_env("alice", 20);
+  wait_jobs(60, [&](const json&) { return !rank_env(first, 0).empty(); });
+  ASSERT_FALSE(HasFailure());
+  const std::string given = rank_env(first, 0)["CUDA_VISIBLE_DEVICES"];
+  ASSERT_TRUE(given == "0" || given == "1") << given;
+  const std::string other = given == "0" ? "1" : "0";
+  server_->kill(SIGKILL);
+  exec_sql("UPDATE leases SET devices = '[" + other + "]' WHERE job = '" + first +
+           "' AND status != 'ended'");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  start_server();
+  const std::string second = job_writing_env("bob", 1);
+  wait_jobs(90, [&](const json& all) {
+    return job_of(all, first)["state"] == "finished" && job_of(all, second)["state"] == "finished";
+  });
+  ASSERT_FALSE(HasFailure());
+  for (const std::string& id : {first, second}) {
+    auto env = rank_env(id, 0);
+    const auto rows = query("SELECT devices FROM leases WHERE gang = " + env["FAIRGPU_LEASE_ID"]);
+    ASSERT_EQ(rows.size(), 1u) << id;
+    EXPECT_EQ(rows[0][0], "[" + env["CUDA_VISIBLE_DEVICES"] + "]") << id << "\n"
+                                                                    << slurp(dir_ / "server.log");
+  }
+  EXPECT_EQ(rank_env(second, 0)["CUDA_VISIBLE_DEVICES"], other);
+  EXPECT_NE(slurp(dir_ / "server.log").find("slurm_devices_adopted"), std::string::npos);
+  ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=RESUME"));
+}
+
 // Issue 34 item 4 and issue 32 item 5: a tenant's "account" is its jobs'
 // Slurm account (what sacct charges; the test cluster has no accounting
 // database, so the job's Account field is read); `fairgpu logs
@@ -965,6 +1064,8 @@ TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
   auto mine = call("GET", "/v1/jobs/" + a + "/log", nullptr, "alice-token");
   ASSERT_TRUE(mine);
   EXPECT_EQ(mine->status, 200) << mine->body;
+  EXPECT_EQ(json::parse(mine->body)["source"], "slurm") << mine->body;
+  EXPECT_EQ(json::parse(mine->body)["size"], ("hello from " + a + "\n").size()) << mine->body;
 
   // Drain and undrain reach Slurm: sinfo shows them.
   auto sinfo_state = [&](const std::string& node) {

@@ -563,6 +563,8 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           e.lease = t.lease;
           e.job = t.spec.job;
           e.nodes = d.nodes;
+          for (const NodeGpus& g : d.per_node)
+            if (!g.indices.empty()) e.node_devices.push_back({g.node, g.indices});
           events.push_back(std::move(e));
         } else if (is_final(d.state)) {
           if (refused_for_gpus(t, name)) break;
