@@ -1006,6 +1006,61 @@ TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
   ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=RESUME"));
 }
 
+// Issue 34's target: on 2-GPU nodes, a 4-GPU and a 6-GPU fairgpu-train gang
+// each run over several nodes, are revoked by a drain of one of their nodes
+// (checkpoint, requeue), resume from their checkpoint once it is undrained
+// and finish with the weights and loss of an uninterrupted run; every rank
+// reported the rendezvous it was given.
+TEST_F(SlurmServeGangs, TrainGangsDrainedMidRunResumeWithTheWeightsOfAnUninterruptedRun) {
+  start_server();
+  for (const auto& [workers, seed] : {std::pair<int, int>{4, 401}, {6, 402}}) {
+    SCOPED_TRACE(std::to_string(workers) + " GPUs");
+    std::vector<std::string> argv = train_command(seed);
+    argv[6] = "4";  // --base-rate: long enough to be drained mid-run
+    auto r = call("POST", "/v1/jobs",
+                  {{"job_type", "mlp"}, {"workers", workers}, {"iterations", kIterations},
+                   {"command", argv}},
+                  "alice-token");
+    ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    const std::string id = json::parse(r->body)["id"];
+    // Running over its nodes, past its first checkpoint (every 50).
+    json job;
+    wait_jobs(120, [&](const json& all) {
+      job = job_of(all, id);
+      return job["state"] == "running" && job["iterations_done"].get<double>() >= 60;
+    });
+    ASSERT_FALSE(HasFailure());
+    ASSERT_EQ(job["nodes"].size(), static_cast<std::size_t>(workers / 2)) << job.dump();
+    const std::string node = job["nodes"].back();
+    r = call("POST", "/v1/nodes/" + node + "/drain", json::object(), "admin-token");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    wait_jobs(60, [&](const json& all) { return job_of(all, id)["state"] == "queued"; });
+    ASSERT_FALSE(HasFailure());
+    r = call("POST", "/v1/nodes/" + node + "/undrain", json::object(), "admin-token");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    job = job_of(wait_jobs(180, [&](const json& all) {
+                   return job_of(all, id)["state"] == "finished";
+                 }),
+                 id);
+    ASSERT_FALSE(HasFailure());
+    EXPECT_GE(job["restarts"], 1) << job.dump();
+    EXPECT_EQ(job["failures"], 0) << job.dump();
+    const std::string log = slurp(dir_ / "ckpt" / (id + ".log"));
+    EXPECT_NE(log.find("resumed from"), std::string::npos) << log;
+    for (int rank = 0; rank < workers / 2; ++rank)
+      EXPECT_NE(log.find("WORLD_SIZE=" + std::to_string(workers) + " RANK=" +
+                         std::to_string(2 * rank) + " NODE_RANK=" + std::to_string(rank) +
+                         " LOCAL_WORLD_SIZE=2"),
+                std::string::npos)
+          << "rank " << rank << ":\n"
+          << log;
+    const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+    const json want = reference(seed);
+    EXPECT_EQ(got["weights_checksum"], want["weights_checksum"]);
+    EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>());
+  }
+}
+
 // Issue 34 item 4 and issue 32 item 5: a tenant's "account" is its jobs'
 // Slurm account (what sacct charges; the test cluster has no accounting
 // database, so the job's Account field is read); `fairgpu logs
