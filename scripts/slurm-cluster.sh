@@ -9,6 +9,7 @@
 #   scripts/slurm-cluster.sh start DIR [NODES]   # NODES e.g. n1:v100:4,n2:p100:4,n3:k80:2:8:16000
 #   scripts/slurm-cluster.sh stop DIR
 #   scripts/slurm-cluster.sh status DIR
+#   scripts/slurm-cluster.sh start-ctld DIR    # slurmctld alone again, on its saved state
 #
 # NODES: comma-separated name:gputype:gpus[:cpus[:memory_mb]] (default
 # n1:v100:4,n2:p100:4,n3:k80:4, 4 CPUs and 8000 MB each: declared, not
@@ -26,7 +27,7 @@
 set -euo pipefail
 
 die() { echo "slurm-cluster: $*" >&2; exit 2; }
-usage() { die "usage: $0 start|stop|status DIR [NODES]"; }
+usage() { die "usage: $0 start|stop|status|start-ctld DIR [NODES]"; }
 
 [ $# -ge 2 ] || usage
 action=$1
@@ -202,6 +203,22 @@ EOF
   echo "export SLURM_CONF=$conf"
 }
 
+# slurmctld started again after it died (killed, crashed) while the slurmds
+# run on: it reads its saved state (-i: a state file cut off by the kill is
+# skipped, not fatal) and the nodes register again. Returns once it answers.
+start_ctld() {
+  [ -f "$conf" ] || die "no cluster in $dir"
+  [ -e "$dir/slurmctld.pid" ] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null &&
+    die "slurmctld already runs in $dir"
+  env "$marker" SLURM_CONF="$conf" "$(bin slurmctld)" -f "$conf" -i ||
+    { tail -20 "$dir/log/slurmctld.log" >&2 || true; die "slurmctld did not start"; }
+  local deadline=$((SECONDS + 60))
+  until SLURM_CONF=$conf timeout 10 "$(bin scontrol)" ping 2>/dev/null | grep -q 'is UP'; do
+    [ $SECONDS -lt $deadline ] || die "slurmctld in $dir does not answer after 60 s"
+    sleep 0.2
+  done
+}
+
 stop() {
   [ -f "$conf" ] || return 0
   local scancel scontrol pid deadline left
@@ -244,5 +261,6 @@ case "$action" in
   start) start ;;
   stop) stop ;;
   status) status ;;
+  start-ctld) start_ctld ;;
   *) usage ;;
 esac

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "live/log.h"
 #include "live/slurm/executor.h"
 #include "polling.h"
 #include "run_binary.h"
@@ -269,6 +270,109 @@ TEST_F(SlurmExecutorTest, RevokeSignalsNowRequeueHoldsAfterGraceAndEndsWhenHeld)
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(running[0].lease, 3);
   EXPECT_EQ(running[0].nodes, (std::vector<std::string>{"n2"}));
+}
+
+// Issue 34 item 3: the Slurm state of every run the executor waits on is
+// logged (slurm_run_state) once per change, so that a stuck revoke shows
+// what Slurm said of it; an unchanged state and an idle job log nothing.
+TEST_F(SlurmExecutorTest, TheSlurmStateOfAWaitedRunIsLoggedWhenItChanges) {
+  auto lines = [](const std::string& job) {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : log::recent())
+      if (e["event"] == "slurm_run_state" && e["fields"]["job"] == job) out.push_back(e["fields"]);
+    return out;
+  };
+  const std::int64_t a = std::stoll(exec_.admit(job("logged")));
+  exec_.poll(0);  // idle (held by design): nothing
+  EXPECT_TRUE(lines("logged").empty());
+  exec_.apply({start(1, "logged", "n1")}, {}, 0);
+  exec_.poll(1);  // starting: released, not yet running
+  exec_.poll(1.5);
+  fake_.schedule();
+  exec_.poll(2);
+  exec_.poll(3);  // running, as before: nothing new
+  exec_.apply({}, {1}, 100);
+  exec_.poll(101);   // revoking, still running on n1
+  exec_.poll(110.5);  // requeuehold sent, held again
+  auto got = lines("logged");
+  ASSERT_EQ(got.size(), 5u) << nlohmann::json(got).dump();
+  EXPECT_EQ(got[0]["phase"], "starting");
+  EXPECT_EQ(got[0]["state"], "PENDING");
+  EXPECT_EQ(got[0]["held"], false);
+  EXPECT_EQ(got[0]["slurm_job"], a);
+  EXPECT_EQ(got[0]["lease"], 1);
+  EXPECT_EQ(got[1]["phase"], "starting");
+  EXPECT_EQ(got[1]["state"], "RUNNING");
+  EXPECT_EQ(got[1]["nodes"], "n1");
+  EXPECT_EQ(got[2]["phase"], "running");
+  EXPECT_EQ(got[3]["phase"], "revoking");
+  EXPECT_EQ(got[3]["state"], "RUNNING");
+  EXPECT_EQ(got[4]["phase"], "requeued");
+  EXPECT_EQ(got[4]["state"], "PENDING");
+  EXPECT_EQ(got[4]["held"], true);
+  // Slurm forgot the job (a slurmctld that lost its state): said so.
+  exec_.apply({start(2, "logged", "n1")}, {}, 111);
+  fake_.jobs.erase(a);
+  exec_.poll(112);
+  got = lines("logged");
+  ASSERT_EQ(got.size(), 6u) << nlohmann::json(got).dump();
+  EXPECT_EQ(got[5]["state"], "GONE");
+  EXPECT_EQ(got[5]["lease"], 2);
+}
+
+// Issue 34 item 3: slurmctld killed with -9 can come back without jobs it
+// had not saved. Such a job's run ends as revoked (never as the job's
+// failure) and the job is submitted again, its new id handed to the
+// manager; a run that had done its work ends as finished; a new job that
+// takes a lost job's id (Slurm numbers from its saved state) is not
+// mistaken for it.
+TEST_F(SlurmExecutorTest, AJobSlurmLostIsSubmittedAgainAndItsRunEndsAsRevoked) {
+  const std::int64_t a = std::stoll(exec_.admit(job("a")));
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  exec_.apply({start(1, "a", "n1"), start(2, "b", "n2", "p100")}, {}, 0);
+  fake_.schedule();
+  exec_.poll(1);
+  std::ofstream(dir_ / "a" / "progress") << "10\n";
+  std::ofstream(dir_ / "b" / "progress") << "10\n";
+  exec_.poll(2);
+  // c's run did its work just before Slurm lost the jobs.
+  ExecutorJob with_total = job("c");
+  with_total.iterations = 10;
+  const std::int64_t c = std::stoll(exec_.admit(with_total));
+  exec_.apply({start(3, "c", "n1")}, {}, 3);
+  fake_.schedule();
+  exec_.poll(4);
+  std::ofstream(dir_ / "c" / "progress") << "10\n";
+  fake_.jobs.erase(a);
+  fake_.jobs.erase(c);
+  fake_.jobs[b].name = "someone-else";  // b's id now another job's
+  const auto ended = of_kind(exec_.poll(5), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 3u);
+  for (const RunEvent& e : ended) {
+    SCOPED_TRACE(e.job);
+    if (e.job == "c") {
+      EXPECT_FALSE(e.revoked);
+      EXPECT_EQ(e.exit_code, 0);
+    } else {
+      EXPECT_TRUE(e.revoked);
+      EXPECT_FALSE(e.launch_failed);
+    }
+  }
+  const auto again = exec_.take_resubmitted();
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(fake_.submits, 5);
+  std::map<std::string, std::int64_t> id_of(again.begin(), again.end());
+  EXPECT_EQ(exec_.slurm_id("a"), id_of.at("a"));
+  EXPECT_EQ(exec_.slurm_id("b"), id_of.at("b"));
+  EXPECT_TRUE(fake_.jobs.at(id_of.at("a")).held);
+  EXPECT_TRUE(exec_.take_resubmitted().empty());
+  // The next lease runs the new Slurm job.
+  exec_.apply({start(4, "a", "n2", "p100")}, {}, 6);
+  EXPECT_EQ(fake_.commands[fake_.commands.size() - 2], pin(id_of.at("a"), "n2"));
+  fake_.schedule();
+  const auto running = of_kind(exec_.poll(7), RunEvent::Kind::kRunning);
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].lease, 4);
 }
 
 // A move waits for the revoked run's end: a run that checkpointed and exited

@@ -678,6 +678,126 @@ TEST_F(SlurmServeFaults, ControllerRestartAndCrashAfterSbatchEveryJobFinishesOnc
   slurm_output("scancel " + foreign);
 }
 
+// Issue 34 item 3: slurmctld killed with -9 (no shutdown, its last state
+// saves may be lost) during a round, and again while a revoke is in flight
+// (a node drained through fairgpu, a lease of it still revoking), each time
+// started again by scripts/slurm-cluster.sh start-ctld: every job finishes
+// exactly once (one Slurm job, COMPLETED, one completed run in its log) with
+// the weights of an uninterrupted run, and the server's log shows the Slurm
+// state of the runs it waited on (slurm_run_state).
+TEST_F(SlurmServeFaults, ControllerKilledDuringARoundAndARevokeEveryJobFinishesOnce) {
+  std::string conf = slurp(cluster_->conf());
+  conf += "MessageTimeout=3\n";  // commands give up on a dead slurmctld in about 2 s
+  std::ofstream(dir_ / "client.conf") << conf;
+  json slurm = good_slurm();
+  slurm["conf"] = (dir_ / "client.conf").string();
+  start_server(slurm);
+  std::map<std::string, int> seed_of;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<std::string> argv = train_command(300 + i);
+    argv[6] = "25";  // --base-rate: 3 to 12 s a run, so that runs span the kills
+    seed_of[submit(i % 2 ? "bob" : "alice", argv, kIterations)] = 300 + i;
+  }
+  auto errors_total = [&]() {
+    auto r = call("GET", "/metrics", nullptr, "admin-token");
+    if (!r || r->status != 200) return -1.0;
+    const auto at = r->body.find("\nfairgpu_slurm_errors_total ");
+    return at == std::string::npos ? -1.0 : std::stod(r->body.substr(at + 28));
+  };
+  // kill -9, one failed exchange at least, started again by the script; back
+  // once every node has registered again.
+  auto kill_and_restart_ctld = [&](const std::string& when) {
+    const pid_t ctld = std::stoi(slurp(slurmctld_pid_file()));
+    const double before = errors_total();
+    ASSERT_EQ(::kill(ctld, SIGKILL), 0);
+    for (int i = 0; i < 200 && ::kill(ctld, 0) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    wait_jobs(60, [&](const json&) { return errors_total() >= before + 1; });
+    ASSERT_FALSE(HasFailure()) << when;
+    const std::string cmd = quote(testing_support::source_path("scripts/slurm-cluster.sh")) +
+                            " start-ctld " + quote(cluster_->dir()) + " >" +
+                            quote((dir_ / "start-ctld.out").string()) + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "start-ctld.out");
+    wait_jobs(60, [&](const json&) {
+      const std::string states = slurm_output("sinfo -h -N -o '%T'", false);
+      return !states.empty() && states.find("unknown") == std::string::npos;
+    });
+    ASSERT_FALSE(HasFailure()) << when;
+    std::cout << "slurmctld killed " << when << "\n";
+  };
+  auto running = [&](const json& list) {
+    int n = 0;
+    for (const json& j : list) n += j["state"] == "running";
+    return n;
+  };
+  wait_jobs(60, [&](const json& list) { return running(list) >= 3; });
+  ASSERT_FALSE(HasFailure());
+  kill_and_restart_ctld("during a round");
+
+  // A node drained through fairgpu: its runs are revoked; killed while one
+  // of those leases is still revoking.
+  std::string node;
+  wait_jobs(60, [&](const json&) {
+    const auto rows = query("SELECT node FROM leases WHERE status = 'active' AND profiling = 0");
+    if (!rows.empty()) node = rows[0][0];
+    return !node.empty();
+  });
+  ASSERT_FALSE(HasFailure());
+  auto r = call("POST", "/v1/nodes/" + node + "/drain", json::object(), "admin-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  wait_jobs(30, [&](const json&) {
+    return !query("SELECT id FROM leases WHERE status = 'revoking'").empty();
+  });
+  ASSERT_FALSE(HasFailure());
+  kill_and_restart_ctld("while a revoke is in flight");
+  r = call("POST", "/v1/nodes/" + node + "/undrain", json::object(), "admin-token");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+
+  const json jobs = wait_jobs(240, [&](const json& list) {
+    return list.size() == 8 && std::all_of(list.begin(), list.end(), [](const json& j) {
+             return j["state"] == "finished" || j["state"] == "failed";
+           });
+  });
+  ASSERT_FALSE(HasFailure());
+  // This server's Slurm jobs (its instance tag; the suite's earlier tests
+  // left jobs of the same names): one per job, COMPLETED.
+  const auto instance = query("SELECT value FROM meta WHERE key = 'slurm_instance'");
+  ASSERT_EQ(instance.size(), 1u);
+  std::map<std::string, std::vector<std::string>> ours;  // name -> states
+  std::istringstream lines(slurm_output("squeue -h -t all -o '%j|%T|%k'"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto a = line.find('|'), b = line.rfind('|');
+    if (a != b && line.substr(b + 1) == instance[0][0])
+      ours[line.substr(0, a)].push_back(line.substr(a + 1, b - a - 1));
+  }
+  for (const json& j : jobs) {
+    const std::string id = j["id"];
+    SCOPED_TRACE(id);
+    EXPECT_EQ(j["state"], "finished") << j.dump() << "\n" << slurp(dir_ / "server.log");
+    EXPECT_EQ(ours["fairgpu-" + id], std::vector<std::string>{"COMPLETED"});
+    // Each run appends to the job's log; a completed run ends with its checksum.
+    const std::string log = slurp(dir_ / "ckpt" / (id + ".log"));
+    std::size_t completions = 0;
+    for (auto at = log.find("weights checksum: "); at != std::string::npos;
+         at = log.find("weights checksum: ", at + 1))
+      ++completions;
+    EXPECT_EQ(completions, 1u) << log;
+    const fs::path result = dir_ / "ckpt" / id / "result.json";
+    ASSERT_TRUE(fs::exists(result)) << log;
+    const json got = json::parse(slurp(result));
+    const json want = reference(seed_of.at(id));
+    EXPECT_EQ(got["weights_checksum"], want["weights_checksum"]);
+    EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>());
+  }
+  const std::string log = slurp(dir_ / "server.log");
+  EXPECT_NE(log.find("slurm_run_state"), std::string::npos);
+  std::size_t lost = 0;
+  for (auto at = log.find(" slurm_job_lost "); at != std::string::npos;
+       at = log.find(" slurm_job_lost ", at + 1))
+    ++lost;
+  std::cout << "jobs Slurm lost and fairgpu submitted again: " << lost << "\n";
+}
+
 // A job submitted to the Slurm backend joins the policy's state as one
 // submitted to the agents does: once it is a held Slurm job, with no rebuild.
 // A rebuild makes a new policy, which forgets what the one in force keeps
@@ -723,13 +843,13 @@ class SlurmServeGangs : public SlurmServe {
   }
   // Submits `workers` GPUs of a job that writes, on every node, the
   // variables it was started with to rank.<NODE_RANK> in its checkpoint
-  // folder (rank 0 reports its work done).
-  std::string submit_env_writer(const std::string& tenant, int workers) {
+  // folder (rank 0 reports its work done), after `sleep_s` seconds.
+  std::string submit_env_writer(const std::string& tenant, int workers, int sleep_s = 0) {
     const std::string script =
-        "f=\"$FAIRGPU_CHECKPOINT_DIR/rank.$NODE_RANK\"; "
+        "sleep " + std::to_string(sleep_s) + "; f=\"$FAIRGPU_CHECKPOINT_DIR/rank.$NODE_RANK\"; "
         "env | grep -E '^(MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK|NODE_RANK|LOCAL_WORLD_SIZE|"
         "FAIRGPU_NUM_NODES|FAIRGPU_NUM_WORKERS|FAIRGPU_LEASE_ID|SLURMD_NODENAME|"
-        "CUDA_VISIBLE_DEVICES|SLURM_STEP_GPUS|SLURM_JOB_ID)=' >\"$f.tmp\"; mv \"$f.tmp\" \"$f\"; "
+        "CUDA_VISIBLE_DEVICES|SLURM_STEP_GPUS|SLURM_JOB_GPUS|SLURM_JOB_ID)=' >\"$f.tmp\"; mv \"$f.tmp\" \"$f\"; "
         "if [ \"$RANK\" = 0 ]; then echo 10 >\"$FAIRGPU_PROGRESS_FILE\"; fi; exit 0";
     auto r = call("POST", "/v1/jobs",
                   {{"job_type", "mlp"},
@@ -796,11 +916,166 @@ TEST_F(SlurmServeGangs, GangsLargerThanANodeRunOverNodesWithTheAgentsRendezvous)
   }
 }
 
+// Issue 34 item 2: Slurm 22.05 picks each job's GPU indices itself, so the
+// manager relabels a run's leases with the indices Slurm gave it. Runs of
+// 1, 2 and 4 GPUs (some overlapping, of two tenants) write the devices they
+// were given (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) on every node; each
+// must equal the devices the store gives its lease part there, and no
+// device is ever in two leases that may run (sampled throughout).
+TEST_F(SlurmServeGangs, EveryRunHoldsTheDevicesTheStoreSaysItHolds) {
+  start_server();
+  std::vector<std::string> jobs_in;
+  for (int i = 0; i < 10; ++i) {
+    const int workers = i % 5 == 4 ? 4 : i % 3 == 2 ? 2 : 1;
+    jobs_in.push_back(submit_env_writer(i % 2 ? "bob" : "alice", workers, 1 + i % 4));
+  }
+  wait_jobs(120, [&](const json& all) {
+    return std::all_of(jobs_in.begin(), jobs_in.end(),
+                       [&](const std::string& id) { return job_of(all, id)["state"] == "finished"; });
+  });
+  ASSERT_FALSE(HasFailure());
+  int compared = 0;
+  for (const std::string& id : jobs_in) {
+    SCOPED_TRACE(id);
+    for (int r = 0; r < 3; ++r) {
+      auto env = rank_env(id, r);
+      if (env.empty()) continue;
+      const std::string lease = env["FAIRGPU_LEASE_ID"];
+      const auto rows = query("SELECT devices FROM leases WHERE gang = " + lease + " AND node = '" +
+                              env["SLURMD_NODENAME"] + "'");
+      ASSERT_EQ(rows.size(), 1u) << "lease " << lease << " on " << env["SLURMD_NODENAME"];
+      std::string held;
+      for (int d : json::parse(rows[0][0]).get<std::vector<int>>())
+        held += (held.empty() ? "" : ",") + std::to_string(d);
+      EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], held) << "lease " << lease;
+      // srun's steps (a gang's ranks) have SLURM_STEP_GPUS; the batch step
+      // (a run on one node) SLURM_JOB_GPUS.
+      const std::string slurm_gpus =
+          env.count("SLURM_STEP_GPUS") ? env["SLURM_STEP_GPUS"] : env["SLURM_JOB_GPUS"];
+      EXPECT_EQ(slurm_gpus, held) << "lease " << lease;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 10);
+  const std::string log = slurp(dir_ / "server.log");
+  std::size_t adopted = 0;
+  for (auto at = log.find(" slurm_devices_adopted "); at != std::string::npos;
+       at = log.find(" slurm_devices_adopted ", at + 1))
+    ++adopted;
+  std::cout << compared << " runs' devices compared; " << adopted
+            << " relabelled to Slurm's indices\n";
+}
+
+// Issue 34 item 2, the case the plan and Slurm disagree on: a running job
+// whose lease names the other GPU of its node (as a store written before
+// this fix could: the plan's ids counted GPUs), so that the plan puts the
+// next job on the GPU Slurm has given the first. Slurm gives the new run
+// the other one: the two leases swap names, and each run's
+// CUDA_VISIBLE_DEVICES is what the store says it holds.
+TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
+  ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=DRAIN Reason=fairgpu-test"));
+  start_server();
+  auto job_writing_env = [&](const std::string& tenant, int sleep_s) {
+    const std::string script =
+        "env | grep -E '^(CUDA_VISIBLE_DEVICES|FAIRGPU_LEASE_ID|SLURMD_NODENAME)=' "
+        ">\"$FAIRGPU_CHECKPOINT_DIR/rank.0\"; sleep " + std::to_string(sleep_s) +
+        "; echo 10 >\"$FAIRGPU_PROGRESS_FILE\"";
+    auto r = call("POST", "/v1/jobs",
+                  {{"job_type", "mlp"}, {"workers", 1}, {"iterations", 10},
+                   {"command", {"/bin/sh", "-c", script}}},
+                  tenant + "-token");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r && r->status == 201 ? json::parse(r->body)["id"].get<std::string>() : "";
+  };
+  const std::string first = job_writing_env("alice", 20);
+  wait_jobs(60, [&](const json&) { return !rank_env(first, 0).empty(); });
+  ASSERT_FALSE(HasFailure());
+  const std::string given = rank_env(first, 0)["CUDA_VISIBLE_DEVICES"];
+  ASSERT_TRUE(given == "0" || given == "1") << given;
+  const std::string other = given == "0" ? "1" : "0";
+  server_->kill(SIGKILL);
+  exec_sql("UPDATE leases SET devices = '[" + other + "]' WHERE job = '" + first +
+           "' AND status != 'ended'");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  start_server();
+  const std::string second = job_writing_env("bob", 1);
+  wait_jobs(90, [&](const json& all) {
+    return job_of(all, first)["state"] == "finished" && job_of(all, second)["state"] == "finished";
+  });
+  ASSERT_FALSE(HasFailure());
+  for (const std::string& id : {first, second}) {
+    auto env = rank_env(id, 0);
+    const auto rows = query("SELECT devices FROM leases WHERE gang = " + env["FAIRGPU_LEASE_ID"]);
+    ASSERT_EQ(rows.size(), 1u) << id;
+    EXPECT_EQ(rows[0][0], "[" + env["CUDA_VISIBLE_DEVICES"] + "]") << id << "\n"
+                                                                    << slurp(dir_ / "server.log");
+  }
+  EXPECT_EQ(rank_env(second, 0)["CUDA_VISIBLE_DEVICES"], other);
+  EXPECT_NE(slurp(dir_ / "server.log").find("slurm_devices_adopted"), std::string::npos);
+  ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=RESUME"));
+}
+
+// Issue 34's target: on 2-GPU nodes, a 4-GPU and a 6-GPU fairgpu-train gang
+// each run over several nodes, are revoked by a drain of one of their nodes
+// (checkpoint, requeue), resume from their checkpoint once it is undrained
+// and finish with the weights and loss of an uninterrupted run; every rank
+// reported the rendezvous it was given.
+TEST_F(SlurmServeGangs, TrainGangsDrainedMidRunResumeWithTheWeightsOfAnUninterruptedRun) {
+  start_server();
+  for (const auto& [workers, seed] : {std::pair<int, int>{4, 401}, {6, 402}}) {
+    SCOPED_TRACE(std::to_string(workers) + " GPUs");
+    std::vector<std::string> argv = train_command(seed);
+    argv[6] = "4";  // --base-rate: long enough to be drained mid-run
+    auto r = call("POST", "/v1/jobs",
+                  {{"job_type", "mlp"}, {"workers", workers}, {"iterations", kIterations},
+                   {"command", argv}},
+                  "alice-token");
+    ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    const std::string id = json::parse(r->body)["id"];
+    // Running over its nodes, past its first checkpoint (every 50).
+    json job;
+    wait_jobs(120, [&](const json& all) {
+      job = job_of(all, id);
+      return job["state"] == "running" && job["iterations_done"].get<double>() >= 60;
+    });
+    ASSERT_FALSE(HasFailure());
+    ASSERT_EQ(job["nodes"].size(), static_cast<std::size_t>(workers / 2)) << job.dump();
+    const std::string node = job["nodes"].back();
+    r = call("POST", "/v1/nodes/" + node + "/drain", json::object(), "admin-token");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    wait_jobs(60, [&](const json& all) { return job_of(all, id)["state"] == "queued"; });
+    ASSERT_FALSE(HasFailure());
+    r = call("POST", "/v1/nodes/" + node + "/undrain", json::object(), "admin-token");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    job = job_of(wait_jobs(180, [&](const json& all) {
+                   return job_of(all, id)["state"] == "finished";
+                 }),
+                 id);
+    ASSERT_FALSE(HasFailure());
+    EXPECT_GE(job["restarts"], 1) << job.dump();
+    EXPECT_EQ(job["failures"], 0) << job.dump();
+    const std::string log = slurp(dir_ / "ckpt" / (id + ".log"));
+    EXPECT_NE(log.find("resumed from"), std::string::npos) << log;
+    for (int rank = 0; rank < workers / 2; ++rank)
+      EXPECT_NE(log.find("WORLD_SIZE=" + std::to_string(workers) + " RANK=" +
+                         std::to_string(2 * rank) + " NODE_RANK=" + std::to_string(rank) +
+                         " LOCAL_WORLD_SIZE=2"),
+                std::string::npos)
+          << "rank " << rank << ":\n"
+          << log;
+    const json got = json::parse(slurp(dir_ / "ckpt" / id / "result.json"));
+    const json want = reference(seed);
+    EXPECT_EQ(got["weights_checksum"], want["weights_checksum"]);
+    EXPECT_EQ(got["final_loss"].get<double>(), want["final_loss"].get<double>());
+  }
+}
+
 // Issue 34 item 4 and issue 32 item 5: a tenant's "account" is its jobs'
 // Slurm account (what sacct charges; the test cluster has no accounting
 // database, so the job's Account field is read); `fairgpu logs
 // --checkpoint-dir` prints a job's output; `fairgpu drain` drains the node
-// in Slurm too (sinfo shows it) and undrain resumes it.
+// in Slurm too (sinfo shows it) and undrain resumes it; a tenant reads its
+// own job's log through the server, another tenant gets 403 (issue 32 item 7).
 TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
   tenants_[0]["account"] = "team-alice";
   start_server();
@@ -833,6 +1108,28 @@ TEST_F(SlurmServeGangs, AccountsLogsAndDrainReachSlurm) {
   auto escape = testing_support::run_binary(
       {"logs", "../serve", "--checkpoint-dir", (dir_ / "ckpt").string()}, scratch, {}, 30);
   EXPECT_EQ(escape.status, 2) << escape.out;
+  // Issue 32 item 7: a tenant reads its own job's log through the server
+  // (from <checkpoint_dir>/<job>.log); another tenant is refused (403) and
+  // sees none of it, over the CLI and the API.
+  const std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
+  auto own = testing_support::run_binary(
+      {"logs", a, "--server", url, "--token", "alice-token"}, scratch, {}, 30);
+  EXPECT_EQ(own.status, 0) << own.err;
+  EXPECT_EQ(own.out, "hello from " + a + "\n");
+  auto other = testing_support::run_binary(
+      {"logs", a, "--server", url, "--token", "bob-token"}, scratch, {}, 30);
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.err.find("403"), std::string::npos) << other.err;
+  EXPECT_TRUE(other.out.empty()) << other.out;
+  auto refused = call("GET", "/v1/jobs/" + a + "/log", nullptr, "bob-token");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  EXPECT_EQ(refused->body.find("hello from"), std::string::npos) << refused->body;
+  auto mine = call("GET", "/v1/jobs/" + a + "/log", nullptr, "alice-token");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->status, 200) << mine->body;
+  EXPECT_EQ(json::parse(mine->body)["source"], "slurm") << mine->body;
+  EXPECT_EQ(json::parse(mine->body)["size"], ("hello from " + a + "\n").size()) << mine->body;
 
   // Drain and undrain reach Slurm: sinfo shows them.
   auto sinfo_state = [&](const std::string& node) {

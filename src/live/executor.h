@@ -92,6 +92,10 @@ struct RunEvent {
   std::int64_t lease = 0;
   std::string job;
   std::vector<std::string> nodes;  // kRunning; kProgress, kEnded: the reporting node (agents)
+  // kRunning (Slurm): the GPU indices Slurm gave the run, per node (empty
+  // when Slurm did not say); the lease manager relabels the lease's devices
+  // to them, since Slurm 22.05 cannot be asked for indices.
+  std::vector<std::pair<std::string, std::vector<int>>> node_devices;
   double iterations = 0;           // kProgress, kEnded: total iterations done
   int exit_code = 0;               // kEnded; -1 when unknown (lost, never started)
   int signal = 0;                  // kEnded

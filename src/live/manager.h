@@ -329,6 +329,11 @@ class Manager : private LeaseHost {
   double gang_rate(const JobTypeProfile* p, const std::string& type, int workers) const;
   // Ids of the gang's parts not yet ended, by rank.
   std::vector<std::int64_t> part_ids(std::int64_t gang) const;
+  // The GPU indices Slurm gave a run (kRunning's node_devices) become its
+  // leases' devices (manager_slurm.cc).
+  void adopt_slurm_devices(const StoredLease& started,
+                           const std::vector<std::pair<std::string, std::vector<int>>>& given,
+                           Tickets& tickets);
   // Ends a part whose run is gone (its node re-registered or was lost) and
   // revokes the rest of its gang.
   void lose_part(StoredLease& l, std::vector<std::uint64_t>& tickets);

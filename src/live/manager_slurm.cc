@@ -281,7 +281,7 @@ void Manager::tick_slurm() {
   store_->wait(decided);
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::pair<std::string, std::int64_t>> admitted;
+  std::vector<std::pair<std::string, std::int64_t>> admitted, resubmitted;
   std::vector<std::pair<std::string, std::string>> refused;  // job, why (never runs)
   std::vector<std::string> retry;
   std::vector<RunEvent> events;
@@ -296,6 +296,9 @@ void Manager::tick_slurm() {
     for (const std::string& job : cancels) slurm_->cancel(job);
     events = slurm_->poll(now());
     polled = true;
+    // Jobs Slurm lost (slurmctld killed before it saved them), submitted
+    // again: their new ids are stored as an admit's are.
+    for (const auto& [job, id] : slurm_->take_resubmitted()) resubmitted.push_back({job, id});
     for (const ExecutorJob& j : admits) {
       try {
         admitted.push_back({j.job, std::stoll(slurm_->admit(j))});
@@ -353,6 +356,10 @@ void Manager::tick_slurm() {
       // remembers between rounds (when it last solved, the shares it keeps).
       if (e.s.state == "queued" && e.sched == kNone) admit(e);
     }
+    for (const auto& [job, id] : resubmitted) {
+      slurm_ids_[job] = id;
+      tickets.push_back(store_->put(StoredMeta{kSlurmJobMeta + job, std::to_string(id)}));
+    }
     for (const auto& [job, why] : refused) {
       JobEntry& e = job_by_id(job);
       if (terminal(e.s.state)) continue;
@@ -376,6 +383,8 @@ void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
   StoredLease& l = lit->second;
   switch (ev.kind) {
     case RunEvent::Kind::kRunning:
+      adopt_slurm_devices(l, ev.node_devices, tickets);
+      [[fallthrough]];
     case RunEvent::Kind::kProgress:
       ev.nodes = {l.node};
       run_running(ev, tickets);  // revocations reach Slurm through revoke()
@@ -406,6 +415,65 @@ void Manager::slurm_event(RunEvent ev, Tickets& tickets) {
     }
     case RunEvent::Kind::kNodeLost:
       return;
+  }
+}
+
+// Slurm 22.05 picks a job's GPU indices on each node itself: once Slurm
+// starts a run, the devices the plan chose for it become the ones Slurm
+// gave it, so that the plan and Slurm agree on who holds which GPU. On each
+// node this is a swap of names: a device Slurm gave that the plan had for
+// another lease (one not started yet, or whose names were stale) changes
+// places with one the plan had for this run, in every lease on that node
+// that may still run and in the policy's state (the devices its running jobs
+// hold), so no device is in two leases. A count that differs from the
+// plan's (never: the pin asks for it) is left alone.
+void Manager::adopt_slurm_devices(const StoredLease& started,
+                                  const std::vector<std::pair<std::string, std::vector<int>>>& given,
+                                  Tickets& tickets) {
+  for (std::int64_t id : part_ids(started.gang)) {
+    const StoredLease& part = leases_.at(id);
+    auto g = std::find_if(given.begin(), given.end(),
+                          [&](const auto& x) { return x.first == part.node; });
+    if (g == given.end()) continue;
+    std::vector<int> now = g->second, before = part.devices;
+    std::sort(now.begin(), now.end());
+    std::sort(before.begin(), before.end());
+    if (now == before || now.size() != before.size()) continue;
+    std::vector<int> freed, gained;
+    std::set_difference(before.begin(), before.end(), now.begin(), now.end(),
+                        std::back_inserter(freed));
+    std::set_difference(now.begin(), now.end(), before.begin(), before.end(),
+                        std::back_inserter(gained));
+    std::map<int, int> swap;
+    for (std::size_t k = 0; k < freed.size(); ++k) {
+      swap[freed[k]] = gained[k];
+      swap[gained[k]] = freed[k];
+    }
+    const std::string node = part.node;
+    log::info("slurm_devices_adopted", {{"lease", id},
+                                        {"job", part.job},
+                                        {"node", node},
+                                        {"planned", part.devices},
+                                        {"slurm", g->second}});
+    for (auto& [other_id, l] : leases_) {
+      if (l.node != node || l.status == "ended") continue;
+      bool changed = false;
+      for (int& d : l.devices)
+        if (auto m = swap.find(d); m != swap.end()) {
+          d = m->second;
+          changed = true;
+        }
+      if (changed) tickets.push_back(persist(l));
+    }
+    if (!model_) continue;
+    for (Job& j : state_.jobs)
+      for (DeviceRef& d : j.devices) {
+        const auto& [name, device] = flat_device_[state_.flat(d)];
+        if (name != node) continue;
+        auto m = swap.find(device);
+        if (m == swap.end()) continue;
+        if (auto ref = device_ref_.find({name, m->second}); ref != device_ref_.end()) d = ref->second;
+      }
   }
 }
 

@@ -6,10 +6,44 @@
 #include <set>
 #include <stdexcept>
 
+#include "live/log.h"
+
 namespace fairgpu::live::slurm {
 
 SlurmExecutor::SlurmExecutor(SlurmClient& client, SlurmExecutorOptions options)
     : client_(client), options_(std::move(options)) {}
+
+void SlurmExecutor::log_slurm_state(Tracked& t, const JobDetail* d) {
+  // Only runs it waits on: an idle job is held by design, a done one is over.
+  const char* phase = "";
+  switch (t.phase) {
+    case Phase::kIdle:
+    case Phase::kDone:
+      return;
+    case Phase::kAdopted: phase = "adopted"; break;
+    case Phase::kStarting: phase = "starting"; break;
+    case Phase::kRunning: phase = "running"; break;
+    case Phase::kRevoking: phase = "revoking"; break;
+    case Phase::kRequeued: phase = "requeued"; break;
+    case Phase::kFenced: phase = "fenced"; break;
+  }
+  std::string nodes;
+  if (d)
+    for (const std::string& n : d->nodes) nodes += (nodes.empty() ? "" : ",") + n;
+  const std::string state = d ? job_state_name(d->state) : "GONE";
+  const std::string seen = std::string(phase) + "|" + state + "|" +
+                           (d ? d->reason : "") + "|" + (d && d->held ? "1" : "0") + "|" + nodes;
+  if (seen == t.slurm_seen) return;
+  t.slurm_seen = seen;
+  log::info("slurm_run_state", {{"job", t.spec.job},
+                                {"lease", t.lease},
+                                {"slurm_job", t.slurm_id},
+                                {"phase", phase},
+                                {"state", state},
+                                {"reason", d ? d->reason : ""},
+                                {"held", d && d->held},
+                                {"nodes", nodes}});
+}
 
 bool uniform_placement(const std::vector<Placement>& placement) {
   return std::all_of(placement.begin(), placement.end(), [&](const Placement& p) {
@@ -100,6 +134,10 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
     std::filesystem::create_directories(job.checkpoint_dir, ec);
     return track(job, id, Phase::kAdopted);
   }
+  return track(job, client_.submit(submit_spec(job)), Phase::kIdle);
+}
+
+SubmitSpec SlurmExecutor::submit_spec(const ExecutorJob& job) const {
   SubmitSpec s;
   s.job = job.job;
   s.argv = job.argv;
@@ -113,7 +151,23 @@ std::string SlurmExecutor::admit(const ExecutorJob& job) {
   s.comment = options_.instance;
   s.run_as_user = job.run_as_user;
   s.account = job.account;
-  return track(job, client_.submit(s), Phase::kIdle);
+  return s;
+}
+
+void SlurmExecutor::resubmit_lost() {
+  for (auto& [name, t] : jobs_) {
+    if (!t.lost || t.lease != 0 || t.phase != Phase::kIdle) continue;
+    try {
+      const std::int64_t id = client_.submit(submit_spec(t.spec));
+      t.slurm_id = id;
+      t.lost = false;
+      job_of_slurm_id_[id] = name;
+      resubmitted_.push_back({name, id});
+      log::warn("slurm_job_resubmitted", {{"job", name}, {"slurm_job", id}});
+    } catch (const SlurmError& e) {
+      log::warn("slurm_submit_failed", {{"job", name}, {"error", e.what()}});
+    }
+  }
 }
 
 std::string SlurmExecutor::track(const ExecutorJob& job, std::int64_t slurm_id, Phase phase) {
@@ -200,8 +254,9 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
   for (std::int64_t lease : revokes) {
     Tracked* t = by_lease(lease);  // none: the run ended meanwhile (kEnded on its way)
     // (kAdopted: a revoke the lease manager decided before a restart.)
-    if (!t || (t->phase != Phase::kStarting && t->phase != Phase::kRunning &&
-               t->phase != Phase::kAdopted))
+    if (!t || t->lost ||
+        (t->phase != Phase::kStarting && t->phase != Phase::kRunning &&
+         t->phase != Phase::kAdopted))
       continue;
     signal_ids.push_back(t->slurm_id);
     t->phase = Phase::kRevoking;
@@ -232,6 +287,18 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
     const bool retry = t.phase == Phase::kDone && !t.cancelled;
     if (t.phase != Phase::kIdle && !retry) {
       fail_start(s, "start of job " + s.job + " whose previous run has not ended");
+      continue;
+    }
+    if (t.lost) {  // not in Slurm until its submission goes through: the next lease
+      RunEvent e;
+      e.kind = RunEvent::Kind::kEnded;
+      e.lease = s.lease;
+      e.job = s.job;
+      e.exit_code = -1;
+      e.revoked = true;
+      e.never_started = true;
+      e.detail = "job " + s.job + " is being submitted to Slurm again (Slurm lost it)";
+      carried_.push_back(std::move(e));
       continue;
     }
     // The run's shape: its nodes, the same GPU count on each (Slurm's
@@ -296,6 +363,7 @@ void SlurmExecutor::cancel(const std::string& job) {
   if (it == jobs_.end()) return;
   Tracked& t = it->second;
   t.cancelled = true;
+  if (t.lost) return;  // nothing in Slurm to cancel: the next poll ends it
   try {
     client_.cancel({t.slurm_id});
     t.cancel_sent = true;
@@ -400,12 +468,44 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
   for (auto& [name, t] : jobs_) {
     if (t.phase == Phase::kDone) continue;
     auto it = snap.detail.find(t.slurm_id);
-    if (it == snap.detail.end()) {
-      ended(t, events, t.phase == Phase::kRevoking || t.phase == Phase::kRequeued,
-            "job " + std::to_string(t.slurm_id) + " no longer known to Slurm");
-      t.phase = Phase::kDone;
+    // Slurm lost it: slurmctld died (kill -9, a crash) before it saved the
+    // job and came back without it (its id may go to another job later).
+    if (!t.lost && (it == snap.detail.end() || it->second.name != "fairgpu-" + name)) {
+      log_slurm_state(t, nullptr);
+      if (t.cancelled) {
+        ended(t, events, false, "cancelled");
+        t.phase = Phase::kDone;
+        continue;
+      }
+      log::warn("slurm_job_lost", {{"job", name}, {"slurm_job", t.slurm_id}, {"lease", t.lease}});
+      job_of_slurm_id_.erase(t.slurm_id);
+      t.slurm_id = 0;
+      t.lost = true;
+    }
+    if (t.lost) {
+      // Once no process of its run is left (the restarted slurmctld has the
+      // orphan killed), a run that had done its work ends as finished; any
+      // other ends as revoked (the next run resumes from the checkpoint) and
+      // the job is submitted again (resubmit_lost, below), unless cancelled.
+      if (t.lease != 0) {
+        if (!run_gone(t)) continue;
+        if (work_done(t)) {
+          t.exit_code = 0;
+          t.signal = 0;
+          ended(t, events, false, "Slurm lost its job after the run did its work");
+          t.lost = false;
+          t.phase = Phase::kDone;
+          continue;
+        }
+        ended(t, events, !t.cancelled, "Slurm lost its job");
+      }
+      t.start_refused.clear();
+      t.no_gpu = false;
+      t.phase = t.cancelled ? Phase::kDone : Phase::kIdle;
+      if (t.cancelled) t.lost = false;
       continue;
     }
+    log_slurm_state(t, &it->second);
     const JobDetail& d = it->second;
     const bool pending = d.state == JobState::kPending;
     if (holds_nodes(d.state) && !d.nodes.empty()) t.nodes = d.nodes;
@@ -463,6 +563,8 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
           e.lease = t.lease;
           e.job = t.spec.job;
           e.nodes = d.nodes;
+          for (const NodeGpus& g : d.per_node)
+            if (!g.indices.empty()) e.node_devices.push_back({g.node, g.indices});
           events.push_back(std::move(e));
         } else if (is_final(d.state)) {
           if (refused_for_gpus(t, name)) break;
@@ -546,6 +648,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
     carried_ = std::move(events);
     throw;
   }
+  resubmit_lost();
   // The requeueholds of runs that exited take effect at once: read again so
   // that their ends are reported now, not one poll later (if the read fails,
   // the next poll sees them held).

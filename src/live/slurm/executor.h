@@ -55,6 +55,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "live/executor.h"
@@ -107,6 +108,11 @@ class SlurmExecutor : public Executor {
   }
   // The Slurm job id of a fairgpu job (0 when unknown).
   std::int64_t slurm_id(const std::string& job) const;
+  // Jobs that Slurm lost and that were submitted again since the last call,
+  // with their new Slurm ids (to store, as an admit's).
+  std::vector<std::pair<std::string, std::int64_t>> take_resubmitted() {
+    return std::exchange(resubmitted_, {});
+  }
 
   // Strays found by the last poll (fairgpu job -> Slurm ids, lowest first)
   // that no admit() took over since.
@@ -149,6 +155,10 @@ class SlurmExecutor : public Executor {
     // to write too; past that it is the job's failure).
     int no_gpu_runs = 0;
     bool no_gpu = false;  // the current requeue is such a refusal
+    std::string slurm_seen;  // the Slurm state last logged for it (log_slurm_state)
+    // Slurm lost the job (slurmctld died before it saved it): its run is
+    // reported ended and the job is submitted again (resubmit_lost).
+    bool lost = false;
   };
   static constexpr int kMaxNoGpuRuns = 3;
 
@@ -159,6 +169,15 @@ class SlurmExecutor : public Executor {
   void flush(RoundWrites& writes, std::vector<RunEvent>& events);
   // A revoked (or refused) run held again: its end reported, the job idle.
   void requeued_ended(Tracked& t, std::vector<RunEvent>& events);
+  // One `slurm_run_state` log line when the Slurm state (job state, reason,
+  // hold, nodes) of a run the executor waits on differs from the last one
+  // logged for it, so that a run stuck starting or revoking can be diagnosed
+  // from the log. `d` null: Slurm no longer knows the job.
+  void log_slurm_state(Tracked& t, const JobDetail* d);
+  SubmitSpec submit_spec(const ExecutorJob& job) const;
+  // Submits every lost job again (held, idle), each on its own: one that
+  // fails is tried again at the next poll.
+  void resubmit_lost();
 
   struct Taken {  // a node's GPUs in use by jobs that are not fairgpu's
     std::set<int> indices;
@@ -174,6 +193,7 @@ class SlurmExecutor : public Executor {
   std::map<std::string, std::vector<std::int64_t>> strays_;
   std::map<std::int64_t, std::string> stray_user_;  // each stray's Slurm user
   std::set<std::string> settling_;
+  std::vector<std::pair<std::string, std::int64_t>> resubmitted_;
 };
 
 }  // namespace fairgpu::live::slurm
