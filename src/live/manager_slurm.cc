@@ -474,6 +474,16 @@ void Manager::adopt_slurm_devices(const StoredLease& started,
         if (m == swap.end()) continue;
         if (auto ref = device_ref_.find({name, m->second}); ref != device_ref_.end()) d = ref->second;
       }
+    // ... and so do the devices' owners, which mid-round starts read as the
+    // free devices: left as planned, they offered the device Slurm gave this
+    // run to another job (an invalid plan that stopped the server).
+    for (const auto& [from, to] : swap) {
+      if (from > to) continue;  // each pair once
+      auto a = device_ref_.find({node, from}), b = device_ref_.find({node, to});
+      if (a == device_ref_.end() || b == device_ref_.end()) continue;
+      std::swap(state_.device_owner[state_.flat(a->second)],
+                state_.device_owner[state_.flat(b->second)]);
+    }
   }
 }
 
