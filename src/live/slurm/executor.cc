@@ -263,18 +263,22 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
     t->requeue_at = now + options_.grace_s;
   }
   RoundWrites w;
-  // A start that cannot be carried out fails that run alone (reported ended,
-  // never launched, at the next poll); the round's other starts go on.
-  auto fail_start = [&](const RunStart& s, const std::string& why) {
+  // A start that cannot be carried out ends that run alone (reported at the
+  // next poll); the round's other starts go on. It failed to launch, or, when
+  // `retry_later`, it never started and is not the job's failure.
+  auto end_start = [&](const RunStart& s, const std::string& why, bool retry_later = false) {
     RunEvent e;
     e.kind = RunEvent::Kind::kEnded;
     e.lease = s.lease;
     e.job = s.job;
     e.exit_code = -1;
-    e.launch_failed = true;
+    e.launch_failed = !retry_later;
+    e.revoked = retry_later;
+    e.never_started = retry_later;
     e.detail = why;
     carried_.push_back(std::move(e));
   };
+  auto fail_start = [&](const RunStart& s, const std::string& why) { end_start(s, why); };
   for (const RunStart& s : starts) {
     auto it = jobs_.find(s.job);
     if (it == jobs_.end()) {
@@ -290,15 +294,7 @@ void SlurmExecutor::apply(const std::vector<RunStart>& starts,
       continue;
     }
     if (t.lost) {  // not in Slurm until its submission goes through: the next lease
-      RunEvent e;
-      e.kind = RunEvent::Kind::kEnded;
-      e.lease = s.lease;
-      e.job = s.job;
-      e.exit_code = -1;
-      e.revoked = true;
-      e.never_started = true;
-      e.detail = "job " + s.job + " is being submitted to Slurm again (Slurm lost it)";
-      carried_.push_back(std::move(e));
+      end_start(s, "job " + s.job + " is being submitted to Slurm again (Slurm lost it)", true);
       continue;
     }
     // The run's shape: its nodes, the same GPU count on each (Slurm's
