@@ -37,6 +37,8 @@ class FakeSlurm : public SlurmClient {
     std::vector<std::string> nodes, pinned;
     int restarts = 0, exit_code = 0;
     std::string comment, user = "fairgpu";
+    std::string checkpoint_dir;
+    bool launch_fails = false;  // Slurm fails its next run before the wrapper begins
   };
 
   std::int64_t submit(const SubmitSpec& spec) override {
@@ -45,6 +47,7 @@ class FakeSlurm : public SlurmClient {
     const std::int64_t id = next_id_++;
     jobs[id].name = "fairgpu-" + spec.job;
     jobs[id].comment = spec.comment;
+    jobs[id].checkpoint_dir = spec.checkpoint_dir;
     if (!spec.run_as_user.empty()) jobs[id].user = spec.run_as_user;
     return id;
   }
@@ -134,12 +137,19 @@ class FakeSlurm : public SlurmClient {
     return nodes;
   }
 
-  // Slurm's scheduler: released, pinned, pending jobs start on their pin.
+  // Slurm's scheduler: released, pinned, pending jobs start on their pin,
+  // and their wrapper begins (the began mark names the run file's lease).
   void schedule() {
     for (auto& [id, j] : jobs) {
       if (j.state == JobState::kPending && !j.held && !j.pinned.empty()) {
         j.state = JobState::kRunning;
         j.nodes = j.pinned;
+        if (j.launch_fails || j.checkpoint_dir.empty()) continue;
+        std::ifstream run(run_file_path(j.checkpoint_dir));
+        std::string line;
+        while (std::getline(run, line))
+          if (line.rfind("FAIRGPU_LEASE_ID=", 0) == 0)
+            std::ofstream(began_file_path(j.checkpoint_dir)) << line.substr(17) << "\n";
       }
     }
   }
@@ -476,6 +486,50 @@ TEST_F(SlurmExecutorTest, ARunStartedWithoutItsGpusIsRequeuedNotFailed) {
   EXPECT_FALSE(ended[0].revoked);
 }
 
+// A run Slurm failed before its wrapper began (no began mark for its lease:
+// seen when Slurm relaunched a requeued job on the node it had just left,
+// exit 1 and no output) is requeued held and reported ended as a revoked
+// run, up to three in a row; a run that began and failed is the job's
+// failure.
+TEST_F(SlurmExecutorTest, ARunSlurmFailedBeforeItBeganIsRequeuedNotFailed) {
+  const ExecutorJob spec = job("a");
+  const std::int64_t a = std::stoll(exec_.admit(spec));
+  auto failed_run = [&](std::int64_t lease, double t, bool began) {
+    exec_.apply({start(lease, "a", "n1")}, {}, t);
+    fake_.jobs.at(a).launch_fails = !began;
+    fake_.schedule();
+    exec_.poll(t + 1);
+    fake_.jobs.at(a).state = JobState::kFailed;
+    fake_.jobs.at(a).exit_code = 1;
+    return of_kind(exec_.poll(t + 2), RunEvent::Kind::kEnded);
+  };
+  for (int run = 0; run < 3; ++run) {
+    const auto ended = failed_run(1 + run, 10.0 * run, false);
+    ASSERT_EQ(ended.size(), 1u) << run;
+    EXPECT_TRUE(ended[0].revoked) << run;
+    EXPECT_NE(ended[0].detail.find("before its command started"), std::string::npos)
+        << ended[0].detail;
+    EXPECT_EQ(fake_.jobs.at(a).state, JobState::kPending);  // requeued, held
+    EXPECT_TRUE(fake_.jobs.at(a).held);
+  }
+  // A fourth in a row: the job's failure (the mark is the job's to write).
+  auto ended = failed_run(4, 40.0, false);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_EQ(ended[0].exit_code, 1);
+  // A run that began: its failure is the job's, whatever came before.
+  const std::int64_t b = std::stoll(exec_.admit(job("b")));
+  exec_.apply({start(5, "b", "n2", "p100")}, {}, 50);
+  fake_.schedule();
+  exec_.poll(51);
+  fake_.jobs.at(b).state = JobState::kFailed;
+  fake_.jobs.at(b).exit_code = 1;
+  ended = of_kind(exec_.poll(52), RunEvent::Kind::kEnded);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_EQ(ended[0].detail, "FAILED");
+}
+
 // Issue 30 H4: a job whose run failed is retried: its final Slurm job is
 // requeued held, pinned and released in one exchange (before: the start
 // threw out of apply and the round's later starts never reached Slurm).
@@ -579,7 +633,7 @@ TEST_F(SlurmExecutorTest, ARunRequeuedByANodeFailureEndsOnlyWhenTheNodeRespondsA
   const auto ended = of_kind(exec_.poll(1001), RunEvent::Kind::kEnded);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].lease, 1);
-  EXPECT_FALSE(ended[0].revoked);
+  EXPECT_TRUE(ended[0].revoked);  // not the job's failure
   EXPECT_EQ(ended[0].detail, "node failure: requeued by Slurm");
   exec_.apply({start(2, "a", "n2", "p100")}, {}, 1002);  // held: may start again
 }

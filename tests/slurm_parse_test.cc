@@ -346,6 +346,7 @@ TEST(SlurmSubmitScript, ARunStartedWithoutItsGpusIsRefusedAndMarked) {
   };
   EXPECT_EQ(run_with("1"), kNoGpuExitCode);
   EXPECT_FALSE(fs::exists(dir / "out"));  // the command never ran
+  EXPECT_FALSE(run_began(dir.string(), 42));  // nor began
   EXPECT_FALSE(take_no_gpu_mark(dir.string(), 41));  // another lease's run: not this one
   EXPECT_EQ(run_with("0"), kNoGpuExitCode);
   EXPECT_TRUE(take_no_gpu_mark(dir.string(), 42));
@@ -353,6 +354,9 @@ TEST(SlurmSubmitScript, ARunStartedWithoutItsGpusIsRefusedAndMarked) {
   EXPECT_EQ(run_with("2"), 0);
   EXPECT_EQ(testing_support::slurp(dir / "out"), "ran\n");
   EXPECT_FALSE(fs::exists(no_gpu_file_path(dir.string())));
+  // Began: the mark names this run's lease, no other.
+  EXPECT_TRUE(run_began(dir.string(), 42));
+  EXPECT_FALSE(run_began(dir.string(), 41));
   fs::remove_all(dir);
 }
 

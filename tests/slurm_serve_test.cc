@@ -115,7 +115,19 @@ class SlurmServe : public ::testing::Test {
     std::ofstream(dir_ / "profiles.json") << R"json({"k80": {"('mlp', 1)": {"null": 100}},
       "p100": {"('mlp', 1)": {"null": 200}}, "v100": {"('mlp', 1)": {"null": 400}}})json";
   }
-  void TearDown() override { server_.reset(); }
+  // A failure leaves what a reader needs to find its cause in the test's
+  // output: the server's log and the end of every Slurm daemon's log (the
+  // cluster's folder is gone once the suite stops).
+  void TearDown() override {
+    server_.reset();
+    if (!HasFailure()) return;
+    std::cout << "server log (" << dir_ / "server.log" << "):\n" << slurp(dir_ / "server.log");
+    for (const auto& entry : fs::directory_iterator(fs::path(cluster_->dir()) / "log")) {
+      const std::string text = slurp(entry.path());
+      std::cout << "--- last lines of " << entry.path() << ":\n"
+                << text.substr(text.size() > 6000 ? text.size() - 6000 : 0);
+    }
+  }
 
   json config(const json& slurm) const {
     return {{"listen", "127.0.0.1:0"},
@@ -971,7 +983,9 @@ TEST_F(SlurmServeGangs, EveryRunHoldsTheDevicesTheStoreSaysItHolds) {
 // this fix could: the plan's ids counted GPUs), so that the plan puts the
 // next job on the GPU Slurm has given the first. Slurm gives the new run
 // the other one: the two leases swap names, and each run's
-// CUDA_VISIBLE_DEVICES is what the store says it holds.
+// CUDA_VISIBLE_DEVICES is what the store says it holds. A third job, started
+// mid-round once the second has ended, takes the GPU the second held, not
+// the one the first job still holds.
 TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
   ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=DRAIN Reason=fairgpu-test"));
   start_server();
@@ -987,7 +1001,7 @@ TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r && r->status == 201 ? json::parse(r->body)["id"].get<std::string>() : "";
   };
-  const std::string first = job_writing_env("alice", 20);
+  const std::string first = job_writing_env("alice", 30);
   wait_jobs(60, [&](const json&) { return !rank_env(first, 0).empty(); });
   ASSERT_FALSE(HasFailure());
   const std::string given = rank_env(first, 0)["CUDA_VISIBLE_DEVICES"];
@@ -998,12 +1012,16 @@ TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
            "' AND status != 'ended'");
   std::this_thread::sleep_for(std::chrono::seconds(1));
   start_server();
-  const std::string second = job_writing_env("bob", 1);
+  const std::string second = job_writing_env("bob", 3);
+  wait_jobs(60, [&](const json&) { return !rank_env(second, 0).empty(); });
+  ASSERT_FALSE(HasFailure());
+  const std::string third = job_writing_env("bob", 1);
   wait_jobs(90, [&](const json& all) {
-    return job_of(all, first)["state"] == "finished" && job_of(all, second)["state"] == "finished";
+    return job_of(all, first)["state"] == "finished" &&
+           job_of(all, second)["state"] == "finished" && job_of(all, third)["state"] == "finished";
   });
   ASSERT_FALSE(HasFailure());
-  for (const std::string& id : {first, second}) {
+  for (const std::string& id : {first, second, third}) {
     auto env = rank_env(id, 0);
     const auto rows = query("SELECT devices FROM leases WHERE gang = " + env["FAIRGPU_LEASE_ID"]);
     ASSERT_EQ(rows.size(), 1u) << id;
@@ -1011,6 +1029,10 @@ TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
                                                                     << slurp(dir_ / "server.log");
   }
   EXPECT_EQ(rank_env(second, 0)["CUDA_VISIBLE_DEVICES"], other);
+  // Started while the first job still ran (on `given`).
+  EXPECT_LT(job_of(get("/v1/jobs")["jobs"], third)["started_at"].get<double>(),
+            job_of(get("/v1/jobs")["jobs"], first)["finished_at"].get<double>());
+  EXPECT_EQ(rank_env(third, 0)["CUDA_VISIBLE_DEVICES"], other);
   EXPECT_NE(slurp(dir_ / "server.log").find("slurm_devices_adopted"), std::string::npos);
   ASSERT_TRUE(scontrol("update NodeName=n2,n3 State=RESUME"));
 }

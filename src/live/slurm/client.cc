@@ -125,6 +125,16 @@ bool take_no_gpu_mark(const std::string& checkpoint_dir, std::int64_t lease) {
   return line == std::to_string(lease);
 }
 
+std::string began_file_path(const std::string& checkpoint_dir) {
+  return checkpoint_dir + "/.fairgpu-began";
+}
+
+bool run_began(const std::string& checkpoint_dir, std::int64_t lease) {
+  std::ifstream in(began_file_path(checkpoint_dir));
+  std::string line;
+  return in && std::getline(in, line) && line == std::to_string(lease);
+}
+
 std::string fence_file_path(const std::string& checkpoint_dir) {
   return checkpoint_dir + "/.fairgpu-fence";
 }
@@ -220,7 +230,9 @@ std::string submit_script(const SubmitSpec& spec) {
        "export MASTER_ADDR=127.0.0.1 NODE_RANK=0 RANK=0\n"
        "# The run's fence: each of its processes holds fd 9's shared lock, so\n"
        "# fairgpu sees when none is left (a node whose slurmd died).\n"
-       "exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n";
+       "exec 9>>\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-fence\" && flock -s 9\n"
+       "# Began: what fails from here on is the job's own doing.\n"
+       "printf '%s\\n' \"$FAIRGPU_LEASE_ID\" >\"$FAIRGPU_CHECKPOINT_DIR/.fairgpu-began\" || true\n";
   for (const auto& [name, value] : spec.env)
     s << "export " << name << "=" << sh_quote(value) << "\n";
   std::string command;

@@ -132,6 +132,12 @@ inline constexpr int kNoGpuExitCode = 75;  // EX_TEMPFAIL
 std::string no_gpu_file_path(const std::string& checkpoint_dir);
 // Whether the run of `lease` ended so (the file names it); removes the file.
 bool take_no_gpu_mark(const std::string& checkpoint_dir, std::int64_t lease);
+// The wrapper writes its lease id to this file just before it starts the
+// job's command: a run that failed without it never began (Slurm failed its
+// launch), and the executor requeues it as never started, not failed.
+std::string began_file_path(const std::string& checkpoint_dir);
+// Whether the run of `lease` began (the file names it).
+bool run_began(const std::string& checkpoint_dir, std::int64_t lease);
 // Writes it atomically (a temporary file renamed over it). The run's shape
 // goes with it: its GPUs per node (the wrapper refuses a run started with
 // fewer; 0 = the submitted --gres) and its gang's MASTER_PORT (0 = the

@@ -219,7 +219,7 @@ void SlurmExecutor::ended(Tracked& t, std::vector<RunEvent>& events, bool revoke
     e.detail = detail;
     events.push_back(std::move(e));
   }
-  if (!t.no_gpu) t.no_gpu_runs = 0;
+  if (t.unstarted.empty()) t.unstarted_runs = 0;
   t.lease = 0;
   t.progress.reset();
   t.reported_iterations = -1;
@@ -448,14 +448,30 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
 
   RoundWrites writes;
   std::vector<std::string> exited;  // revoked runs that exited: requeueheld below
-  // A run the wrapper refused for want of GPUs: held again and reported
-  // ended as never started (requeued_ended), not as the job's failure.
-  auto refused_for_gpus = [&](Tracked& t, const std::string& name) {
-    if (t.exit_code != kNoGpuExitCode || t.lease == 0 ||
-        !take_no_gpu_mark(t.spec.checkpoint_dir, t.lease) || t.no_gpu_runs >= kMaxNoGpuRuns)
+  // A run that ended before its command started: the wrapper refused it for
+  // want of GPUs, or Slurm failed it before the wrapper's began mark (seen
+  // when Slurm relaunched a requeued job on the node it had just left: exit
+  // 1, no output). Held again and reported ended as never started
+  // (requeued_ended), not as the job's failure.
+  auto never_began = [&](Tracked& t, const std::string& name, const JobDetail& d) {
+    if (t.lease == 0 || t.unstarted_runs >= kMaxUnstartedRuns) return false;
+    if (t.exit_code == kNoGpuExitCode && take_no_gpu_mark(t.spec.checkpoint_dir, t.lease)) {
+      t.unstarted = "Slurm started it without its GPUs: requeued, not failed";
+    } else if ((d.state == JobState::kFailed || d.state == JobState::kNodeFail ||
+                d.state == JobState::kBootFail) &&
+               !run_began(t.spec.checkpoint_dir, t.lease)) {
+      t.unstarted = "Slurm ended it " + std::string(job_state_name(d.state)) + " (exit " +
+                    std::to_string(t.exit_code) + ") before its command started: requeued, not failed";
+      log::warn("slurm_run_never_began", {{"job", name},
+                                          {"lease", t.lease},
+                                          {"slurm_job", t.slurm_id},
+                                          {"state", job_state_name(d.state)},
+                                          {"exit_code", t.exit_code},
+                                          {"reason", d.reason}});
+    } else {
       return false;
-    ++t.no_gpu_runs;
-    t.no_gpu = true;
+    }
+    ++t.unstarted_runs;
     writes.requeue_hold.push_back(t.slurm_id);
     exited.push_back(name);
     t.phase = Phase::kRequeued;
@@ -496,7 +512,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         ended(t, events, !t.cancelled, "Slurm lost its job");
       }
       t.start_refused.clear();
-      t.no_gpu = false;
+      t.unstarted.clear();
       t.phase = t.cancelled ? Phase::kDone : Phase::kIdle;
       if (t.cancelled) t.lost = false;
       continue;
@@ -563,7 +579,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
             if (!g.indices.empty()) e.node_devices.push_back({g.node, g.indices});
           events.push_back(std::move(e));
         } else if (is_final(d.state)) {
-          if (refused_for_gpus(t, name)) break;
+          if (never_began(t, name, d)) break;
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
         } else if (pending && d.held) {
@@ -575,7 +591,7 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
       case Phase::kRunning:
         if (is_final(d.state)) {
-          if (refused_for_gpus(t, name)) break;
+          if (never_began(t, name, d)) break;
           ended(t, events, false, job_state_name(d.state));
           t.phase = Phase::kDone;
         } else if (pending) {
@@ -620,8 +636,11 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
         break;
       case Phase::kFenced:
         if (pending && !d.held) writes.hold.push_back(t.slurm_id);
+        // Ended as revoked, not as the job's failure: as on agents, where a
+        // lost node's jobs wait again without a failure counted (a slurmd
+        // killed while it launched a run left it requeued, never started).
         if (pending && d.held && run_gone(t)) {
-          ended(t, events, false, "node failure: requeued by Slurm");
+          ended(t, events, true, "node failure: requeued by Slurm");
           t.phase = Phase::kIdle;
         }
         break;
@@ -664,9 +683,9 @@ std::vector<RunEvent> SlurmExecutor::poll(double now) {
 }
 
 void SlurmExecutor::requeued_ended(Tracked& t, std::vector<RunEvent>& events) {
-  if (t.no_gpu) {  // as a revoked run: the job waits for its next lease
-    ended(t, events, true, "Slurm started it without its GPUs: requeued, not failed");
-    t.no_gpu = false;
+  if (!t.unstarted.empty()) {  // as a revoked run: the job waits for its next lease
+    ended(t, events, true, t.unstarted);
+    t.unstarted.clear();
   } else {
     const std::string why = t.start_refused.empty() ? "revoked" : t.start_refused;
     ended(t, events, t.start_refused.empty(), why);

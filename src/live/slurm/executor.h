@@ -150,17 +150,19 @@ class SlurmExecutor : public Executor {
     bool cancel_sent = false;   // scancel answered (redone while not final)
     RoundWrites::Pin pin;       // the current start's (redone while it is held)
     std::string start_refused;  // why Slurm refused the current start
-    // Runs in a row the wrapper refused for want of GPUs (kNoGpuExitCode):
-    // requeued as never started, up to kMaxNoGpuRuns (the mark is the job's
-    // to write too; past that it is the job's failure).
-    int no_gpu_runs = 0;
-    bool no_gpu = false;  // the current requeue is such a refusal
+    // Runs in a row that ended before the wrapper started the job's command
+    // (refused for want of GPUs, kNoGpuExitCode; or failed by Slurm before
+    // the wrapper's began mark): requeued as never started, up to
+    // kMaxUnstartedRuns (the marks are the job's to write too; past that it
+    // is the job's failure).
+    int unstarted_runs = 0;
+    std::string unstarted;   // why the current requeue is such a run ("" if not)
     std::string slurm_seen;  // the Slurm state last logged for it (log_slurm_state)
     // Slurm lost the job (slurmctld died before it saved it): its run is
     // reported ended and the job is submitted again (resubmit_lost).
     bool lost = false;
   };
-  static constexpr int kMaxNoGpuRuns = 3;
+  static constexpr int kMaxUnstartedRuns = 3;
 
   Tracked* by_lease(std::int64_t lease);
   // Starts tracking `job` as Slurm job `slurm_id`; returns the id as its handle.
