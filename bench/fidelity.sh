@@ -15,24 +15,35 @@
 # Prints average JCT and makespan of both and their ratio. Takes ~20 min per
 # backend (mostly idle: the emulated rates need CPU, so run it on a quiet
 # machine).
+# --trace big-gangs: gangs larger than a node instead. Four nodes of two GPUs
+# (n-slow-1, n-slow-2 of type slow, n-fast-1, n-fast-2 of type fast) and every
+# fifth job a 4-GPU gang, which only runs spread over two nodes of a type: on
+# Slurm one job over both nodes (--nodes=2), its ranks started by srun.
 #
-#   bench/fidelity.sh [build-dir] [--backend agents|slurm|both]   (default agents;
-#   needs python3 for the JSON arithmetic; slurm needs Debian's Slurm, scripts/setup.sh)
+#   bench/fidelity.sh [build-dir] [--backend agents|slurm|both] [--trace standard|big-gangs]
+#   (defaults agents, standard; needs python3 for the JSON arithmetic; slurm needs
+#   Debian's Slurm, scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 BUILD_ARG=build
 BACKEND=agents
+TRACE=standard
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) BACKEND=${2:?--backend needs agents, slurm or both}; shift 2 ;;
     --backend=*) BACKEND=${1#--backend=}; shift ;;
+    --trace) TRACE=${2:?--trace needs standard or big-gangs}; shift 2 ;;
+    --trace=*) TRACE=${1#--trace=}; shift ;;
     -*) echo "fidelity.sh: unknown option $1" >&2; exit 2 ;;
     *) BUILD_ARG=$1; shift ;;
   esac
 done
 case "$BACKEND" in agents | slurm | both) ;; *)
   echo "fidelity.sh: --backend: expected agents, slurm or both, got '$BACKEND'" >&2; exit 2 ;;
+esac
+case "$TRACE" in standard | big-gangs) ;; *)
+  echo "fidelity.sh: --trace: expected standard or big-gangs, got '$TRACE'" >&2; exit 2 ;;
 esac
 BUILD=$(cd "$BUILD_ARG" && pwd)
 FAIRGPU="$BUILD/fairgpu"
@@ -80,16 +91,26 @@ speeds = {"mlp-a": (1, 2, 3), "mlp-b": (1, 1.5, 2), "mlp-c": (1, 3, 6)}
 out = {t: {} for t in ("slow", "mid", "fast")}
 for job, s in speeds.items():
     for t, x in zip(("slow", "mid", "fast"), s):
-        for w in (1, 2):  # linear scaling, as fairgpu-train emulates without --scaling
+        for w in (1, 2, 4):  # linear scaling, as fairgpu-train emulates without --scaling
             out[t][f"('{job}', {w})"] = {"null": float(sys.argv[2]) * x * w}
 json.dump(out, open(sys.argv[1], "w"), indent=1)
 EOF
-cat > "$WORK/cluster.json" <<'EOF'
-{"nodes": [{"name": "n-slow", "gpu_type": "slow", "gpus": 2},
-           {"name": "n-mid", "gpu_type": "mid", "gpus": 2},
-           {"name": "n-fast", "gpu_type": "fast", "gpus": 2}]}
+# The nodes, name:type (two GPUs each), as the cluster file, the agents and
+# the Slurm test cluster take them.
+if [ "$TRACE" = big-gangs ]; then
+  NODES=(n-slow-1:slow n-slow-2:slow n-fast-1:fast n-fast-2:fast)
+  GANG_WORKERS=4
+else
+  NODES=(n-slow:slow n-mid:mid n-fast:fast)
+  GANG_WORKERS=2
+fi
+python3 - "$WORK/cluster.json" "${NODES[@]}" <<'EOF'
+import json, sys
+nodes = [dict(zip(("name", "gpu_type"), n.split(":")), gpus=2) for n in sys.argv[2:]]
+json.dump({"nodes": nodes}, open(sys.argv[1], "w"), indent=1)
 EOF
-# 30 jobs: tenants round-robin, job types mixed, every fifth a 2-GPU gang,
+# 30 jobs: tenants round-robin, job types mixed, every fifth a gang (2 GPUs;
+# 4 with --trace big-gangs),
 # one arrival every 20 s, 2 to 8 minutes and 7 s of work on the slow type.
 # The 7 s keep every job's time on every type (speeds 1 to 6) off the 60 s
 # round grid. Whole minutes made many a job exactly one or two rounds long
@@ -104,7 +125,7 @@ OFF_GRID_ITERATIONS=$((7 * BASE_RATE))
   echo "job_id,tenant,job_type,num_workers,arrival_s,iterations"
   for i in $(seq 0 29); do
     types=(mlp-a mlp-b mlp-c)
-    workers=$(( i % 5 == 4 ? 2 : 1 ))
+    workers=$(( i % 5 == 4 ? GANG_WORKERS : 1 ))
     minutes=$(( 2 + (i * 5) % 7 ))
     printf 'j%02d,t%d,%s,%d,%d,%d\n' "$i" $((i % 3)) "${types[$(( (i * 2 + i / 3) % 3 ))]}" \
       "$workers" $((i * 20)) $((minutes * 60 * BASE_RATE + OFF_GRID_ITERATIONS))
@@ -239,33 +260,36 @@ stop_server() {
   PIDS=()
 }
 
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
+echo "trace: $TRACE; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 if [ "$BACKEND" != slurm ]; then
   simulate agents "$AGENTS_RESTART_S"
   echo "== live manager, agents"
   serve agents "$AGENTS_RESTART_S" ""
-  for node in slow mid fast; do
-    (umask 077; "$FAIRGPU" node-token --server "$URL" --token admin-token "n-$node" > "$WORK/token-$node")
-    "$FAIRGPU" agent --server "$URL" --node "n-$node" --gpus "$node:2" --token-file "$WORK/token-$node" \
+  for n in "${NODES[@]}"; do
+    node=${n%%:*}
+    (umask 077; "$FAIRGPU" node-token --server "$URL" --token admin-token "$node" > "$WORK/token-$node")
+    "$FAIRGPU" agent --server "$URL" --node "$node" --gpus "${n#*:}:2" --token-file "$WORK/token-$node" \
       --state-dir "$WORK/agent-$node" 2> "$WORK/agent-$node.log" &
     PIDS+=($!)
   done
-  wait_nodes 3
+  wait_nodes ${#NODES[@]}
   live agents 1
   ratios live
   stop_server
 fi
 if [ "$BACKEND" != agents ]; then
-  # A Slurm job keeps one node, and serve plans so: the simulator too.
-  simulate slurm "$SLURM_RESTART_S" --gangs-on-one-node
+  # A gang the plan spreads is one Slurm job over its nodes: the simulator
+  # plans as serve does on Slurm.
+  simulate slurm "$SLURM_RESTART_S"
   echo "== live manager, Slurm (poll_s $SLURM_POLL_S)"
   SLURM_DIR=$WORK/slurm
-  "$REPO/scripts/slurm-cluster.sh" start "$SLURM_DIR" n-slow:slow:2,n-mid:mid:2,n-fast:fast:2 > /dev/null
+  slurm_nodes=$(printf '%s:2,' "${NODES[@]}")
+  "$REPO/scripts/slurm-cluster.sh" start "$SLURM_DIR" "${slurm_nodes%,}" > /dev/null
   serve slurm "$SLURM_RESTART_S" ", \"backend\": \"slurm\", \"slurm\": {\"partition\": \"main\",
    \"conf\": \"$SLURM_DIR/slurm.conf\", \"poll_s\": $SLURM_POLL_S}"
   # A submission becomes a Slurm job at the server's next tick (poll_s, plus
   # sbatch): lead the first round by 2 s so that it is placed there.
-  wait_nodes 3
+  wait_nodes ${#NODES[@]}
   live slurm 2
   ratios Slurm
   # What a start and a move cost in this run, from the server's log (the
