@@ -278,9 +278,9 @@ if [ "$BACKEND" != slurm ]; then
   stop_server
 fi
 if [ "$BACKEND" != agents ]; then
-  # A gang the plan spreads is one Slurm job over its nodes: the simulator
-  # plans as serve does on Slurm.
-  simulate slurm "$SLURM_RESTART_S"
+  # A gang the plan spreads is one Slurm job over its nodes, with the same
+  # GPUs on each (Slurm's --gres): the simulator plans as serve does on Slurm.
+  simulate slurm "$SLURM_RESTART_S" --gangs-spread-evenly
   echo "== live manager, Slurm (poll_s $SLURM_POLL_S)"
   SLURM_DIR=$WORK/slurm
   slurm_nodes=$(printf '%s:2,' "${NODES[@]}")

@@ -3,6 +3,7 @@
 // of more than 64 GPUs (its free set spans two words of the bit set).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -147,6 +148,45 @@ TEST(FreeDevices, WhereGangsKeepToOneNodeAPickNeverSpreads) {
       EXPECT_EQ(free.pick(slow, 4), std::vector<DeviceRef>({{1, 1}, {1, 2}, {1, 3}, {0, 1}}));
     }
   }
+}
+
+// Where the backend gives a job one GPU count per node (Slurm's --gres), a
+// gang no node holds whole is spread with the same count on each of the
+// fewest nodes, the ones with the fewest free devices that still hold it.
+TEST(FreeDevices, WhereGangsSpreadEvenlyEachNodeGivesTheSameCount) {
+  // Nodes 0-3: 4 slow GPUs each.
+  Workload w = workload({job("j0", "t", "a", 1, 0, 100)});
+  Cluster c = toy_cluster({{"slow", 4}, {"slow", 4}, {"slow", 4}, {"slow", 4}});
+  c.gangs_spread_evenly = true;
+  ClusterModel m = bind_model(c, toy_profiles(), w, 10.0);
+  SchedulerState s = make_scheduler_state(m, w);
+  const std::size_t slow = 0;
+  FreeDevices free(s);
+  EXPECT_TRUE(free.gangs_spread_evenly());
+  // Free: 1, 3, 2, 2.
+  ASSERT_TRUE(free.take(on(0, {0, 1, 2})));
+  ASSERT_TRUE(free.take(on(1, {0})));
+  ASSERT_TRUE(free.take(on(2, {0, 1})));
+  ASSERT_TRUE(free.take(on(3, {0, 1})));
+  // 4: two nodes of 2, the two with exactly 2 free (not 3 + 1).
+  EXPECT_TRUE(free.can_hold(slow, 4));
+  EXPECT_EQ(free.pick(slow, 4), std::vector<DeviceRef>({{3, 2}, {3, 3}, {2, 2}, {2, 3}}));
+  // Free: 1, 3, 0, 0. Three GPUs fit on node 1 whole; two nodes of one
+  // each fit 2; 4 fits neither whole nor evenly (3 + 1 would).
+  EXPECT_TRUE(free.can_hold(slow, 2));
+  EXPECT_FALSE(free.can_hold(slow, 4));
+  EXPECT_TRUE(free.pick(slow, 4).empty());
+  EXPECT_EQ(free.free_of_type(slow), 4);  // nothing taken
+  ASSERT_TRUE(free.take(on(1, {1})));     // free: 1, 2
+  EXPECT_EQ(free.pick(slow, 2), on(1, {2, 3}));  // whole on one node first
+  ASSERT_TRUE(free.take(on(1, {0})) == false);   // already taken
+  free.give_back(on(1, {2, 3}));                 // free: 1, 2 again
+  free.give_back(on(2, {2}));                    // free: 1, 2, 1
+  // 3: one from each (the 1-free nodes first; 2 + 1 would not do).
+  std::vector<DeviceRef> three = free.pick(slow, 3);
+  std::sort(three.begin(), three.end(),
+            [](DeviceRef a, DeviceRef b) { return a.node < b.node; });
+  EXPECT_EQ(three, std::vector<DeviceRef>({{0, 3}, {1, 2}, {2, 2}}));
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "fairgpu/allocation_io.h"
@@ -708,6 +710,86 @@ INSTANTIATE_TEST_SUITE_P(SharePolicies, OneNodeGangs,
                          param_name);
 INSTANTIATE_TEST_SUITE_P(
     JobLevelPolicies, OneNodeGangs,
+    ::testing::Combine(::testing::Values("astraea", "themis", "ftf", "tiresias", "allox", "fifo",
+                                         "fifo-backfill", "yarn-cs", "hived", "drf", "ossp",
+                                         "synergy-proportional", "synergy-greedy", "synergy-tune"),
+                       ::testing::Values("job")),
+    param_name);
+
+// Where a backend gives a job one GPU count per node (Cluster::
+// gangs_spread_evenly, as serve plans for Slurm): on nodes of 2 GPUs, every
+// gang the plan or a mid-round start spreads takes the same count on each of
+// its nodes, all of one type, and every job still finishes. A decorator
+// checks each plan the policy returns.
+class EvenSpreadCheck : public RoundPolicy {
+ public:
+  EvenSpreadCheck(RoundPolicy& inner, const ClusterModel& model) : inner_(inner), model_(model) {}
+  std::string_view name() const override { return inner_.name(); }
+  std::string_view level() const override { return inner_.level(); }
+  double interval() const override { return inner_.interval(); }
+  bool reads_progress() const override { return inner_.reads_progress(); }
+  bool starts_midround() const override { return inner_.starts_midround(); }
+  Stability stability(const SchedulerState& s) const override { return inner_.stability(s); }
+  RoundPlan plan(const SchedulerState& s) override {
+    RoundPlan p = inner_.plan(s);
+    for (const Assignment& a : p.run) check(a, s);
+    return p;
+  }
+  std::vector<Assignment> midround(const SchedulerState& s, const std::vector<DeviceRef>& free,
+                                   double round_end) override {
+    std::vector<Assignment> out = inner_.midround(s, free, round_end);
+    for (const Assignment& a : out) check(a, s);
+    return out;
+  }
+  int spread = 0;
+  std::vector<std::string> uneven;
+
+ private:
+  void check(const Assignment& a, const SchedulerState& s) {
+    std::map<std::uint32_t, int> per_node;
+    std::set<std::size_t> types;
+    for (DeviceRef d : a.devices) {
+      ++per_node[d.node];
+      types.insert(model_.cluster.nodes[d.node].type);
+    }
+    if (per_node.size() < 2) return;
+    ++spread;
+    std::set<int> counts;
+    for (const auto& [node, n] : per_node) counts.insert(n);
+    if (counts.size() > 1 || types.size() > 1)
+      uneven.push_back(s.jobs[a.job].record.id + " at " + std::to_string(s.now));
+  }
+  RoundPolicy& inner_;
+  const ClusterModel& model_;
+};
+
+class EvenGangs : public Conservation {};
+
+TEST_P(EvenGangs, EverySpreadTakesTheSameCountOnEachNodeOfOneType) {
+  auto [policy, level] = GetParam();
+  ScenarioOptions o = generated_scenario(60, 6, 20, 7);
+  o.cluster_spec = "k80:12:2,p100:12:2,v100:12:2";
+  o.gangs_spread_evenly = true;
+  Scenario sc = load_scenario(o);
+  ASSERT_TRUE(sc.model.cluster.gangs_spread_evenly);
+  auto inner = make_round_policy(policy, {level, 0});
+  EvenSpreadCheck p(*inner, sc.model);
+  SimResult r = simulate(sc.model, sc.workload, p);
+  for (const auto& j : r.jobs) {
+    ASSERT_FALSE(std::isnan(j.finish)) << j.id;
+    EXPECT_DOUBLE_EQ(j.done, j.work) << j.id;
+  }
+  EXPECT_GT(p.spread, 10);  // gangs of 4 and 8 on 2-GPU nodes
+  EXPECT_TRUE(p.uneven.empty()) << p.uneven.size() << " uneven, first: " << p.uneven.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(SharePolicies, EvenGangs,
+                         ::testing::Combine(::testing::Values("oef-coop", "oef-noncoop", "gavel",
+                                                              "gandiva-fair", "max-min"),
+                                            ::testing::Values("tenant", "job")),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(
+    JobLevelPolicies, EvenGangs,
     ::testing::Combine(::testing::Values("astraea", "themis", "ftf", "tiresias", "allox", "fifo",
                                          "fifo-backfill", "yarn-cs", "hived", "drf", "ossp",
                                          "synergy-proportional", "synergy-greedy", "synergy-tune"),

@@ -28,6 +28,11 @@ struct Cluster {
   // Placers then never spread a gang over nodes or types, and a gang bigger
   // than every node of a type does not run on that type.
   bool gangs_on_one_node = false;
+  // A gang spread over nodes takes the same number of GPUs on each, all of
+  // one type: the backend gives a job one count of GPUs per node (Slurm's
+  // --gres). Placers then never mix types for a gang nor spread it
+  // unevenly; a gang that no node holds whole waits for such a spread.
+  bool gangs_spread_evenly = false;
   // Readers' remarks on what they skipped (read_alibaba_cluster: CPU-only
   // nodes), for the CLI to print on stderr; see Workload::notes.
   std::vector<std::string> notes = {};

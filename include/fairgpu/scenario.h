@@ -20,7 +20,8 @@ struct ScenarioOptions {
   std::string cluster_path;     // cluster JSON; "" = built-in (or the Alibaba node list)
   std::string cluster_spec;     // Gavel-style "k80:36,p100:36:4" (parse_cluster_spec), instead
   std::string alibaba_nodes;    // Alibaba node CSV: the cluster comes from it
-  bool gangs_on_one_node = false;    // Cluster::gangs_on_one_node (as serve on Slurm plans)
+  bool gangs_on_one_node = false;    // Cluster::gangs_on_one_node
+  bool gangs_spread_evenly = false;  // Cluster::gangs_spread_evenly (as serve on Slurm plans)
   std::vector<std::string> gpu_map;  // "MODEL=type" overrides of the Alibaba map
   std::string profiles_path;    // Gavel simulation_throughputs.json; "" = built-in
   std::string trace_path;       // "" = the built-in generated workload

@@ -73,9 +73,12 @@ void add_scenario_options(CLI::App* c, SimArgs& a) {
                 "GPUs, the last one holding the rest (k80:36: 4 x 8 + 4); TYPE:GPUS:1 is "
                 "Gavel's default --num_gpus_per_server (every GPU its own node)");
   c->add_flag("--gangs-on-one-node", s.gangs_on_one_node,
-              "never spread a gang over nodes or GPU types, as `serve` with the Slurm backend "
-              "plans (a Slurm job runs on one node); a gang larger than every node of a type "
-              "does not run on that type");
+              "never spread a gang over nodes or GPU types; a gang larger than every node of "
+              "a type does not run on that type");
+  c->add_flag("--gangs-spread-evenly", s.gangs_spread_evenly,
+              "spread a gang over nodes only with the same number of GPUs on each, all of one "
+              "type, as `serve` with the Slurm backend plans (Slurm's --gres counts GPUs per "
+              "node)");
   c->add_option("--alibaba-nodes", s.alibaba_nodes,
                 "cluster from Alibaba's 2023 node list CSV (openb_node_list_gpu_node.csv)");
   c->add_option("--gpu-map", s.gpu_map,
@@ -330,6 +333,7 @@ Json options_json(const SimArgs& a) {
   o["cluster_spec"] = s.cluster_spec;
   o["alibaba_nodes"] = s.alibaba_nodes;
   o["gangs_on_one_node"] = s.gangs_on_one_node;
+  o["gangs_spread_evenly"] = s.gangs_spread_evenly;
   o["gpu_map"] = s.gpu_map;
   o["profiles"] = s.profiles_path;
   o["trace"] = s.trace_path;

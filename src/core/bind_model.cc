@@ -98,6 +98,7 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
   for (std::size_t i = 0; i < k; ++i) new_index[order[i]] = i;
 
   model.cluster.gangs_on_one_node = cluster.gangs_on_one_node;
+  model.cluster.gangs_spread_evenly = cluster.gangs_spread_evenly;
   model.cluster.gpu_types.resize(k);
   for (std::size_t t = 0; t < k; ++t) model.cluster.gpu_types[new_index[t]] = cluster.gpu_types[t];
   model.capacity.assign(k, 0);

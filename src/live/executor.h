@@ -178,6 +178,9 @@ class Executor {
   // Whether a run must keep to one node (the plan then never spreads a gang;
   // Cluster::gangs_on_one_node).
   virtual bool gangs_on_one_node() const { return false; }
+  // Whether a run over several nodes must take the same GPUs on each, of one
+  // type (Cluster::gangs_spread_evenly).
+  virtual bool gangs_spread_evenly() const { return false; }
 };
 
 }  // namespace fairgpu::live

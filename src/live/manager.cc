@@ -423,6 +423,7 @@ void Manager::rebuild() {
 
   Cluster cluster;
   cluster.gangs_on_one_node = executor_ != nullptr && executor_->gangs_on_one_node();
+  cluster.gangs_spread_evenly = executor_ != nullptr && executor_->gangs_spread_evenly();
   std::vector<std::string> node_names;
   for (auto& [name, n] : nodes_) {
     if (n.s.state != "ready" || n.s.devices.empty()) continue;

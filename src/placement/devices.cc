@@ -6,7 +6,9 @@
 namespace fairgpu::placement {
 
 FreeDevices::FreeDevices(const SchedulerState& s)
-    : s_(s), one_node_(s.model->cluster.gangs_on_one_node) {
+    : s_(s),
+      one_node_(s.model->cluster.gangs_on_one_node),
+      even_(s.model->cluster.gangs_spread_evenly) {
   const auto& nodes = s.model->cluster.nodes;
   const std::size_t k = s.model->cluster.num_types();
   first_word_.resize(nodes.size() + 1);
@@ -105,6 +107,17 @@ void FreeDevices::give_back(const std::vector<DeviceRef>& devices) {
   }
 }
 
+int FreeDevices::even_spread(std::size_t type, int g) const {
+  const auto& b = buckets_[type];
+  for (int k = 2; k <= g; ++k) {
+    if (g % k != 0) continue;
+    std::size_t nodes = 0;  // with at least g / k free
+    for (std::size_t c = static_cast<std::size_t>(g / k); c < b.size(); ++c) nodes += b[c].size();
+    if (nodes >= static_cast<std::size_t>(k)) return k;
+  }
+  return 0;
+}
+
 bool FreeDevices::fits_one_node(std::size_t type, int g) const {
   const auto& b = buckets_[type];
   for (std::size_t c = static_cast<std::size_t>(std::max(g, 1)); c < b.size(); ++c)
@@ -141,6 +154,17 @@ std::vector<DeviceRef> FreeDevices::pick(std::size_t type, int g) {
     return out;
   }
   if (one_node_) return out;
+  if (even_) {
+    // The same count on each of the fewest nodes: best fit again, the
+    // nodes with the fewest free devices that still hold g / k each.
+    const int k = even_spread(type, g);
+    const int per = k > 0 ? g / k : 0;
+    for (std::size_t c = static_cast<std::size_t>(per); k > 0 && out.size() < std::size_t(g) &&
+                                                        c < b.size();
+         ++c)
+      while (!b[c].empty() && out.size() < static_cast<std::size_t>(g)) take_from(b[c].back(), per);
+    return out;
+  }
   // Spread: emptiest nodes first, so the job touches as few nodes as possible.
   int need = g;
   for (std::size_t c = b.size() - 1; c > 0 && need > 0; --c) {

@@ -37,16 +37,24 @@ class FreeDevices {
   // Whether some node of `type` has g free devices.
   bool fits_one_node(std::size_t type, int g) const;
   // Whether pick(type, g) succeeds: g free devices of the type, on one node
-  // when the cluster keeps gangs on one node.
+  // when the cluster keeps gangs on one node, over nodes with the same count
+  // on each when it spreads them evenly.
   bool can_hold(std::size_t type, int g) const {
-    return one_node_ ? fits_one_node(type, g) : free_count_[type] >= g;
+    if (one_node_) return fits_one_node(type, g);
+    if (even_) return fits_one_node(type, g) || even_spread(type, g) > 0;
+    return free_count_[type] >= g;
   }
   bool gangs_on_one_node() const { return one_node_; }
+  bool gangs_spread_evenly() const { return even_; }
 
  private:
   void move_bucket(std::uint32_t node, int from, int to);
+  // The fewest nodes k (k > 1, dividing g) of `type` that each have g / k
+  // free devices; 0 when there are none.
+  int even_spread(std::size_t type, int g) const;
   const SchedulerState& s_;
   bool one_node_;  // the cluster's gangs_on_one_node
+  bool even_;      // the cluster's gangs_spread_evenly
   // Node n's free devices: bit g of words_[first_word_[n] + g / 64].
   std::vector<std::uint64_t> words_;
   std::vector<std::size_t> first_word_;

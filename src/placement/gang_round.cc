@@ -93,7 +93,7 @@ bool GangRound::choose(std::size_t job, std::size_t type, Grant* out) const {
   }
   if (room_held_out) return false;
   // Spanning types only for a gang no single type could ever hold.
-  if (s_.model->cluster.gangs_on_one_node) return false;
+  if (s_.model->cluster.gangs_on_one_node || s_.model->cluster.gangs_spread_evenly) return false;
   int room = 0;
   for (std::size_t t = 0; t < k; ++t) {
     if (!j.runs_on(t)) continue;
@@ -174,7 +174,8 @@ RoundPlan GangRound::plan() const {
     for (std::size_t t = free_.size(); t-- > 0;) {
       if (g.per_type[t] == 0) continue;
       std::vector<DeviceRef> d = free.pick(t, g.per_type[t]);
-      if (d.empty() && free.gangs_on_one_node()) return;  // no node holds it whole: it waits
+      // No node holds it whole (nor an even spread): it waits.
+      if (d.empty() && (free.gangs_on_one_node() || free.gangs_spread_evenly())) return;
       if (d.empty()) throw std::logic_error("a granted gang does not fit its type");
       a.devices.insert(a.devices.end(), d.begin(), d.end());
     }

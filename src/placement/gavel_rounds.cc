@@ -162,7 +162,8 @@ std::vector<Assignment> gavel_priority_round(const SchedulerState& s,
         break;
       }
     for (std::size_t t : order) {
-      if (need == 0 || free.gangs_on_one_node() || holding[r]) break;
+      if (need == 0 || free.gangs_on_one_node() || free.gangs_spread_evenly() || holding[r])
+        break;
       counts[t] = std::min(need, free.free_of_type(t));
       need -= counts[t];
     }

@@ -70,6 +70,19 @@ std::optional<Assignment> MidroundPlacer::place_spread(const MidroundCandidate& 
     return std::nullopt;
   const auto workers = static_cast<std::size_t>(j.workers);
   const std::size_t types = left_by_type_.size();
+  const bool even = s_.model->cluster.gangs_spread_evenly;
+  // Where gangs spread evenly: the GPUs per node of the fewest nodes of
+  // type t that each have that many free (0: none).
+  auto even_share = [&](std::size_t t) -> std::size_t {
+    for (std::size_t k = 2; k <= workers; ++k) {
+      if (workers % k != 0) continue;
+      std::size_t fit = 0;
+      for (const NodeFree& n : nodes_)
+        if (s_.model->cluster.nodes[n.node].type == t && n.end - n.begin >= workers / k) ++fit;
+      if (fit >= k) return workers / k;
+    }
+    return 0;
+  };
   // Over nodes of one type: a preferred type first, then the fastest spread
   // rate.
   std::size_t first = types, last = types;
@@ -77,6 +90,7 @@ std::optional<Assignment> MidroundPlacer::place_spread(const MidroundCandidate& 
   double best_rate = 0.0;
   for (std::size_t t = 0; t < types; ++t) {
     if (left_by_type_[t] < workers || !j.runs_on(t)) continue;
+    if (even && even_share(t) == 0) continue;
     const double rate = j.rate_spread[t];
     if (!(rate > 0.0) || rate < min_rate) continue;
     const bool preferred = t < 64 && (c.preferred_types >> t & 1);
@@ -89,8 +103,8 @@ std::optional<Assignment> MidroundPlacer::place_spread(const MidroundCandidate& 
   }
   // Else over adjacent types (OEF's rule; types go slowest first), at the
   // slowest one's spread rate: the shortest run of types from each type up
-  // that has room, the fastest such.
-  if (first == types) {
+  // that has room, the fastest such. (Never where gangs spread evenly.)
+  if (first == types && !even) {
     for (std::size_t a = 0; a < types; ++a) {
       std::size_t room = 0;
       double rate = std::numeric_limits<double>::infinity();
@@ -113,14 +127,23 @@ std::optional<Assignment> MidroundPlacer::place_spread(const MidroundCandidate& 
     const std::size_t t = s_.model->cluster.nodes[n.node].type;
     if (n.end > n.begin && t >= first && t <= last) nodes.push_back(&n);
   }
-  std::stable_sort(nodes.begin(), nodes.end(), [](const NodeFree* x, const NodeFree* y) {
-    return x->end - x->begin > y->end - y->begin;
-  });
+  const std::size_t per = even ? even_share(first) : 0;
+  if (even) {  // the same count from each: the nodes with the fewest that still hold it
+    std::erase_if(nodes, [&](const NodeFree* n) { return n->end - n->begin < per; });
+    std::stable_sort(nodes.begin(), nodes.end(), [](const NodeFree* x, const NodeFree* y) {
+      return x->end - x->begin < y->end - y->begin;
+    });
+  } else {  // emptiest first: as few nodes as possible
+    std::stable_sort(nodes.begin(), nodes.end(), [](const NodeFree* x, const NodeFree* y) {
+      return x->end - x->begin > y->end - y->begin;
+    });
+  }
   Assignment a;
   a.job = c.job;
   a.lease_end = round_end;
   for (NodeFree* n : nodes) {
-    const std::size_t take = std::min(n->end - n->begin, workers - a.devices.size());
+    const std::size_t take =
+        even ? per : std::min(n->end - n->begin, workers - a.devices.size());
     a.devices.insert(a.devices.end(), free_.begin() + static_cast<std::ptrdiff_t>(n->begin),
                      free_.begin() + static_cast<std::ptrdiff_t>(n->begin + take));
     n->begin += take;

@@ -169,7 +169,9 @@ Fit choose_counts(const Job& j, const std::vector<double>& owed, const std::vect
     counts[best] = g;
     return Fit::kPlaced;
   }
-  if (free.gangs_on_one_node()) return too_slow ? Fit::kTooSlow : Fit::kNoRoom;
+  // Never mixed where gangs keep to one node or one even spread.
+  if (free.gangs_on_one_node() || free.gangs_spread_evenly())
+    return too_slow ? Fit::kTooSlow : Fit::kNoRoom;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return j.rate_spread[a] > j.rate_spread[b];
   });

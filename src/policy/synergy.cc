@@ -170,6 +170,7 @@ bool Round::alloc(const Job& j, PerGpu d, double speedup) {
     return static_cast<int>(std::max(0.0, k));
   };
   const bool one_node = s_.model->cluster.gangs_on_one_node;
+  const bool even = s_.model->cluster.gangs_spread_evenly;
   std::vector<std::uint32_t> order(nodes);
   for (std::uint32_t node = 0; node < nodes; ++node) order[node] = node;
   if (fit_ == Fit::kFirst) {
@@ -184,7 +185,8 @@ bool Round::alloc(const Job& j, PerGpu d, double speedup) {
         }
       return false;
     }
-    const auto counts = take_gpus(order, g, room);
+    const auto counts = even ? take_gpus_evenly(order, g, room, s_.model->cluster)
+                             : take_gpus(order, g, room);
     if (counts.empty()) return false;
     place_on(j, counts, d, speedup);
     return true;
@@ -216,7 +218,8 @@ bool Round::alloc(const Job& j, PerGpu d, double speedup) {
   // Spread: the servers with the most room first.
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return room(a) > room(b); });
-  const auto counts = take_gpus(order, g, room);
+  const auto counts =
+      even ? take_gpus_evenly(order, g, room, s_.model->cluster) : take_gpus(order, g, room);
   if (counts.empty()) return false;
   place_on(j, counts, d, speedup);
   return true;

@@ -128,6 +128,29 @@ std::vector<std::pair<std::uint32_t, int>> take_gpus(const std::vector<std::uint
   return out;
 }
 
+// The same where the cluster spreads gangs evenly (Cluster::
+// gangs_spread_evenly): `gpus` / k from each of the first k nodes in the
+// given order that all have that much room and one GPU type, for the fewest
+// nodes k > 1 that can; none when no such nodes.
+template <class Room>
+std::vector<std::pair<std::uint32_t, int>> take_gpus_evenly(const std::vector<std::uint32_t>& nodes,
+                                                            int gpus, Room room,
+                                                            const Cluster& cluster) {
+  for (int k = 2; k <= gpus; ++k) {
+    if (gpus % k != 0) continue;
+    const int per = gpus / k;
+    for (std::size_t type = 0; type < cluster.num_types(); ++type) {
+      std::vector<std::pair<std::uint32_t, int>> out;
+      for (std::uint32_t node : nodes)
+        if (cluster.nodes[node].type == type && room(node) >= per &&
+            static_cast<int>(out.size()) < k)
+          out.push_back({node, per});
+      if (static_cast<int>(out.size()) == k) return out;
+    }
+  }
+  return {};
+}
+
 // The active jobs whose lease ended, in the base order (specs/synergy.md §2):
 // FIFO by arrival; LAS by (-priority, attained GPU service, arrival); SRTF by
 // (-priority, remaining time at the best-case speedup, arrival); FTF by

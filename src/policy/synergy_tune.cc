@@ -81,8 +81,10 @@ class SynergyTune final : public synergy::SynergyPolicy {
       std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
         return r.free_gpus(a) > r.free_gpus(b);
       });
-    return synergy::take_gpus(order, j.workers,
-                              [&r](std::uint32_t node) { return r.free_gpus(node); });
+    auto room = [&r](std::uint32_t node) { return r.free_gpus(node); };
+    if (const Cluster& c = r.state().model->cluster; c.gangs_spread_evenly)
+      return synergy::take_gpus_evenly(order, j.workers, room, c);
+    return synergy::take_gpus(order, j.workers, room);
   }
 
   // Shrinks jobs placed on `node` this round to min(held, proportional) until

@@ -325,6 +325,7 @@ Scenario load_scenario(const ScenarioOptions& o) {
     cluster_desc = "built-in cluster";
   }
   cluster.gangs_on_one_node = o.gangs_on_one_node;
+  cluster.gangs_spread_evenly = o.gangs_spread_evenly;
   if (!o.gpu_map.empty() && alibaba_nodes.empty())
     throw InputError("options", "gpu-map", "only applies with --alibaba-nodes");
 

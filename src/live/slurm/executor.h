@@ -93,8 +93,9 @@ class SlurmExecutor : public Executor {
   void cancel(const std::string& job) override;
   std::vector<RunEvent> poll(double now) override;
   // A run's shape (nodes, GPUs per node) is set at its pin: gangs spread
-  // over nodes as on agents, with the same GPU count on each node
-  // (uniform_placement).
+  // over nodes, with the same GPU count on each node (uniform_placement),
+  // so the plan spreads them so.
+  bool gangs_spread_evenly() const override { return true; }
 
   // The tag and users of SlurmExecutorOptions (known once the store is read).
   void set_identity(std::string instance, std::set<std::string> users, std::string submitter) {
