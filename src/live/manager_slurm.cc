@@ -11,9 +11,10 @@
 //     TresPerNode=), so a gang the plan spreads over nodes is one Slurm job
 //     over them (its part leases end together, with the job's one run), and
 //     a gang larger than every node runs when a GPU type's pool holds it.
-//     Slurm counts GPUs per node: a start spread with unequal counts per
-//     node is ended unstarted (slurm_uneven_spread in the log) and the job
-//     waits for its next lease;
+//     Slurm counts GPUs per node, so the plan spreads gangs evenly
+//     (Executor::gangs_spread_evenly); a start spread unevenly all the same
+//     (a Python policy's plan) is ended unstarted (slurm_uneven_spread in the
+//     log) and the job waits for its next lease;
 //   - a node Slurm does not offer (drained, down, not responding, GPUs of
 //     several types) is "lost" here: its leases are revoked, and the
 //     executor reports each run ended only once Slurm shows its processes
