@@ -985,9 +985,10 @@ TEST_F(AgentRunCgroups, ARestartedAgentKillsWhatItsKilledPredecessorsRunLeft) {
   ASSERT_TRUE(server_.wait([](FakeServer::State& s) { return s.epoch >= 2; }, 30))
       << second->text();
   EXPECT_TRUE(wait_for([&] { return !e.alive(); }, 30)) << second->text();
-  EXPECT_NE(second->text().find("killed the processes an earlier agent's run left in cgroup " +
-                                cg.dir() + "/fairgpu-n1-"),
-            std::string::npos)
+  // Logged once they are gone: wait for the line too (a loaded machine).
+  const std::string killed =
+      "killed the processes an earlier agent's run left in cgroup " + cg.dir() + "/fairgpu-n1-";
+  EXPECT_TRUE(wait_for([&] { return second->text().find(killed) != std::string::npos; }, 30))
       << second->text();
   EXPECT_EQ(cg.children(), 0) << "the leftover cgroup is removed before the registration";
   EXPECT_EQ(second->stop(SIGTERM), 0) << second->text();
