@@ -158,11 +158,11 @@ std::vector<DeviceRef> FreeDevices::pick(std::size_t type, int g) {
     // The same count on each of the fewest nodes: best fit again, the
     // nodes with the fewest free devices that still hold g / k each.
     const int k = even_spread(type, g);
-    const int per = k > 0 ? g / k : 0;
-    for (std::size_t c = static_cast<std::size_t>(per); k > 0 && out.size() < std::size_t(g) &&
-                                                        c < b.size();
-         ++c)
-      while (!b[c].empty() && out.size() < static_cast<std::size_t>(g)) take_from(b[c].back(), per);
+    if (k == 0) return out;
+    const int per = g / k;
+    const auto want = static_cast<std::size_t>(g);
+    for (auto c = static_cast<std::size_t>(per); c < b.size() && out.size() < want; ++c)
+      while (!b[c].empty() && out.size() < want) take_from(b[c].back(), per);
     return out;
   }
   // Spread: emptiest nodes first, so the job touches as few nodes as possible.
