@@ -702,19 +702,19 @@ INSTANTIATE_TEST_SUITE_P(TimeSharingPolicies, Conservation,
                                             ::testing::Values("job")),
                          param_name);
 
-INSTANTIATE_TEST_SUITE_P(SharePolicies, OneNodeGangs,
-                         ::testing::Combine(::testing::Values("oef-coop", "oef-noncoop", "gavel",
-                                                              "gandiva-fair", "max-min",
-                                                              "max-sum-throughput"),
-                                            ::testing::Values("tenant", "job")),
-                         param_name);
-INSTANTIATE_TEST_SUITE_P(
-    JobLevelPolicies, OneNodeGangs,
-    ::testing::Combine(::testing::Values("astraea", "themis", "ftf", "tiresias", "allox", "fifo",
-                                         "fifo-backfill", "yarn-cs", "hived", "drf", "ossp",
-                                         "synergy-proportional", "synergy-greedy", "synergy-tune"),
-                       ::testing::Values("job")),
-    param_name);
+// The policies whose placement a backend's gang rule constrains.
+const auto kGangRuleSharePolicies = ::testing::Combine(
+    ::testing::Values("oef-coop", "oef-noncoop", "gavel", "gandiva-fair", "max-min",
+                      "max-sum-throughput"),
+    ::testing::Values("tenant", "job"));
+const auto kGangRuleJobLevelPolicies = ::testing::Combine(
+    ::testing::Values("astraea", "themis", "ftf", "tiresias", "allox", "fifo", "fifo-backfill",
+                      "yarn-cs", "hived", "drf", "ossp", "synergy-proportional", "synergy-greedy",
+                      "synergy-tune"),
+    ::testing::Values("job"));
+
+INSTANTIATE_TEST_SUITE_P(SharePolicies, OneNodeGangs, kGangRuleSharePolicies, param_name);
+INSTANTIATE_TEST_SUITE_P(JobLevelPolicies, OneNodeGangs, kGangRuleJobLevelPolicies, param_name);
 
 // Where a backend gives a job one GPU count per node (Cluster::
 // gangs_spread_evenly, as serve plans for Slurm): on nodes of 2 GPUs, every
@@ -783,18 +783,8 @@ TEST_P(EvenGangs, EverySpreadTakesTheSameCountOnEachNodeOfOneType) {
   EXPECT_TRUE(p.uneven.empty()) << p.uneven.size() << " uneven, first: " << p.uneven.front();
 }
 
-INSTANTIATE_TEST_SUITE_P(SharePolicies, EvenGangs,
-                         ::testing::Combine(::testing::Values("oef-coop", "oef-noncoop", "gavel",
-                                                              "gandiva-fair", "max-min"),
-                                            ::testing::Values("tenant", "job")),
-                         param_name);
-INSTANTIATE_TEST_SUITE_P(
-    JobLevelPolicies, EvenGangs,
-    ::testing::Combine(::testing::Values("astraea", "themis", "ftf", "tiresias", "allox", "fifo",
-                                         "fifo-backfill", "yarn-cs", "hived", "drf", "ossp",
-                                         "synergy-proportional", "synergy-greedy", "synergy-tune"),
-                       ::testing::Values("job")),
-    param_name);
+INSTANTIATE_TEST_SUITE_P(SharePolicies, EvenGangs, kGangRuleSharePolicies, param_name);
+INSTANTIATE_TEST_SUITE_P(JobLevelPolicies, EvenGangs, kGangRuleJobLevelPolicies, param_name);
 
 }  // namespace
 }  // namespace fairgpu
