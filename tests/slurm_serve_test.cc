@@ -1044,6 +1044,16 @@ TEST_F(SlurmServeGangs, ADeviceSlurmGaveAnotherRunChangesPlacesInThePlan) {
 // reported the rendezvous it was given.
 TEST_F(SlurmServeGangs, TrainGangsDrainedMidRunResumeWithTheWeightsOfAnUninterruptedRun) {
   start_server();
+  // Every node ready first (the test before resumes two it drained; a
+  // submission checks the gang against the ready nodes' GPUs of one type).
+  wait_jobs(60, [&](const json&) {
+    const json c = get("/v1/cluster");
+    if (c.is_null() || c["nodes"].size() != 3) return false;
+    for (const json& n : c["nodes"])
+      if (n["state"] != "ready") return false;
+    return true;
+  });
+  ASSERT_FALSE(HasFailure());
   for (const auto& [workers, seed] : {std::pair<int, int>{4, 401}, {6, 402}}) {
     SCOPED_TRACE(std::to_string(workers) + " GPUs");
     std::vector<std::string> argv = train_command(seed);
