@@ -366,14 +366,12 @@ LpStatus LinearProgram::solve(const LpSolveOptions& options) {
     // the new objective left it dual infeasible too, primal finishes.
     d.clp.dual();
     if (d.clp.status() != 0) d.clp.primal();
-    { static long n=0, it=0; n++; it+=d.clp.numberIterations(); if (getenv("LPSTAT") && n%500==0) fprintf(stderr,"warmstart %ld solves %ld iters rows %d cols %d\n",n,it,d.clp.numberRows(),d.clp.numberColumns()); }
   } else if (!d.loaded) {
     d.load(maximize_);
     ClpSolve how;
     how.setSolveType(ClpSolve::useDual);
     how.setPresolveType(options.presolve ? ClpSolve::presolveOn : ClpSolve::presolveOff);
     d.clp.initialSolve(how);
-    { static long n=0, it=0; n++; it+=d.clp.numberIterations(); if (getenv("LPSTAT") && n%500==0) fprintf(stderr,"initial %ld solves %ld iters rows %d cols %d\n",n,it,d.clp.numberRows(),d.clp.numberColumns()); }
   } else {
     d.clp.setOptimizationDirection(maximize_ ? -1.0 : 1.0);
     bool new_columns = !d.new_cols.empty();
