@@ -17,6 +17,16 @@ read from a run's compare.csv, summary.json or jobs.csv.
       Mean / p99 / p99.9 JCT (hours) of the jobs numbered A..B in arrival
       order (jobs.csv of each policy folder under each DIR), as Synergy's
       artifact measures its steady state.
+  results.py share-problem --trace CSV --profiles JSON --capacity TYPE=N,...
+      The allocation problem (`fairgpu allocate --input`) of a trace's tenants
+      all active at once with unbounded demand: one row per tenant and job
+      type, weight 1, its 1-worker speedups from Gavel's throughputs file
+      (relative to the slowest type), on the given GPUs.
+  results.py shares --lead P DIR...
+      DIR: one seed's `fairgpu allocate --json` outputs (POLICY.json), named
+      ...shares-<N>. The allocations' total normalised throughput per policy:
+      means ± 95% CI over the seeds, paired differences to the lead policy
+      and the lead's relative gain.
 """
 import argparse
 import csv
@@ -200,9 +210,12 @@ def cmd_seeds(args):
         mark = "*" if k >= 2 and not math.isnan(h) and abs(mean) > h else ""
         rows.append([p, fmt_ci(k, mean, h, 1) + " %" + mark])
     print(table(["policy", f"{lead} vs policy"], rows))
-    print(f"\n{first.label}, seed by seed:\n")
-    rows = [[p] + [fmt(first.value(runs[s][p]), first.digits) for s in seeds] for p in policies]
-    print(table(["policy"] + [f"seed {s}" for s in seeds], rows))
+    print(f"\n{first.label}, seed by seed:")
+    for at in range(0, n, 10):  # ten seeds a table, to stay readable
+        part = seeds[at:at + 10]
+        rows = [[p] + [fmt(first.value(runs[s][p]), first.digits) for s in part] for p in policies]
+        print()
+        print(table(["policy"] + [f"seed {s}" for s in part], rows))
 
 
 def cmd_single(args):
@@ -264,6 +277,75 @@ def cmd_window(args):
     print(table(["policy"] + [f"seed {s}" for s in seeds], rows))
 
 
+def cmd_share_problem(args):
+    profiles = json.load(open(args.profiles))
+    capacity = {}
+    for part in args.capacity.split(","):
+        name, _, count = part.partition("=")
+        capacity[name] = float(count)
+    types = list(capacity)
+    for t in types:
+        if t not in profiles:
+            sys.exit(f"results.py: {args.profiles}: no throughputs for GPU type '{t}'")
+    tenants = {}  # tenant -> its job types, in trace order
+    with open(args.trace) as f:
+        for row in csv.DictReader(f):
+            kinds = tenants.setdefault(row["tenant"], [])
+            if row["job_type"] not in kinds:
+                kinds.append(row["job_type"])
+
+    def speedup(job_type):
+        key = str((job_type, 1))
+        rates = []
+        for t in types:
+            entry = profiles[t].get(key)
+            if entry is None:
+                sys.exit(f"results.py: {args.profiles}: no 1-worker throughput of '{job_type}' on {t}")
+            rates.append(entry["null"])
+        slowest = min(rates)
+        return [r / slowest for r in rates]
+
+    out = {"gpu_types": types, "capacity": capacity, "tenants": []}
+    for name, kinds in sorted(tenants.items()):
+        out["tenants"].append({"name": name, "weight": 1,
+                               "job_types": [{"name": k, "speedup": speedup(k)} for k in kinds]})
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+def cmd_shares(args):
+    totals = {}  # seed -> policy -> total normalised throughput
+    policies = None
+    for d in args.dirs:
+        seed = int(re.search(r"shares-(\d+)", d).group(1)) if re.search(r"shares-(\d+)", d) else None
+        if seed is None:
+            sys.exit(f"results.py: cannot tell the seed of {d} (expected ...shares-<N>)")
+        names = sorted(f[:-5] for f in os.listdir(d) if f.endswith(".json"))
+        if policies is None:
+            policies = [args.lead] + [p for p in names if p != args.lead]
+        if sorted(policies) != names:
+            sys.exit(f"results.py: {d} holds other policies than the first folder")
+        totals[seed] = {p: sum(t["throughput"] for t in json.load(open(os.path.join(d, p + ".json")))["tenants"])
+                        for p in policies}
+    seeds = sorted(totals)
+    n, lead = len(seeds), args.lead
+    rows = []
+    for p in policies:
+        _, m, h = mean_ci([totals[s][p] for s in seeds])
+        cells = [f"**{p}**" if p == lead else p, fmt_ci(n, m, h, 2)]
+        if p == lead:
+            cells += ["", ""]
+        else:
+            k, dm, dh = mean_ci([totals[s][p] - totals[s][lead] for s in seeds])
+            cells.append(fmt_ci(k, dm, dh, 2) + ("*" if abs(dm) > dh else ""))
+            k, rm, rh = mean_ci([100 * (totals[s][lead] / totals[s][p] - 1) for s in seeds])
+            cells.append(fmt_ci(k, rm, rh, 1) + " %" + ("*" if abs(rm) > rh else ""))
+        rows.append(cells)
+    print(f"Means ± half-width of the 95% confidence interval ({n} seeds: {', '.join(map(str, seeds))}); "
+          f"paired differences seed by seed, * where the interval excludes 0.\n")
+    print(table(["policy", "total normalised throughput", f"policy − {lead}", f"{lead} vs policy"], rows))
+
+
 class Column(argparse.Action):
     """--metric and --ratio into one list, in command-line order."""
 
@@ -289,8 +371,16 @@ def main():
     p.add_argument("--first", type=int, required=True)
     p.add_argument("--last", type=int, required=True)
     p.add_argument("dirs", nargs="+")
+    p = sub.add_parser("share-problem")
+    p.add_argument("--trace", required=True)
+    p.add_argument("--profiles", required=True)
+    p.add_argument("--capacity", required=True, help="TYPE=N,... (the GPUs of each type)")
+    p = sub.add_parser("shares")
+    p.add_argument("--lead", default="oef-coop")
+    p.add_argument("dirs", nargs="+")
     args = ap.parse_args()
-    {"seeds": cmd_seeds, "single": cmd_single, "window": cmd_window}[args.cmd](args)
+    {"seeds": cmd_seeds, "single": cmd_single, "window": cmd_window,
+     "share-problem": cmd_share_problem, "shares": cmd_shares}[args.cmd](args)
 
 
 if __name__ == "__main__":
