@@ -188,7 +188,9 @@ rounds (compare runs share policies on one round length). \`oef-coop:midround=of
 is the lead policy without mid-round starts (GPUs freed inside a round idle until the
 next one, as in the papers): its paired row is what work-conserving rounds change.
 
-Columns: actual and estimated normalised throughput over contended time (K80 = 1
+Columns: actual and estimated normalised throughput over contended time (while
+some job waits; docs/design.md §6: it depends on the policy, and without mid-round
+starts every arrival waits for the next round; K80 = 1
 per GPU; the estimate is the share policy's fractional allocation with each LP
 row counted up to the GPUs its jobs can use, at the rates the policy planned with:
 whole GPUs, gang placement, restarts and mid-round idling cost nothing in it),
@@ -283,7 +285,10 @@ Why the paper's margins (+20% estimated, +32% actual) do not show here, plainly:
 its paired row is what work-conserving rounds change. GPUs freed one by one seldom
 make a whole 4-GPU host for a gang: mid-round starts then run the gang spread over
 hosts (one GPU type, else adjacent types) until the round ends, as the round's own
-placer does with GPUs no other job takes.
+placer does with GPUs no other job takes. Contended time is the time some job waits
+(docs/design.md §6): without mid-round starts every arrival waits for the next round,
+so that row's contended time holds lightly loaded stretches the others do not count,
+and its idle-while-waiting and JCT columns are the like-for-like comparison.
 
 EOF
     else

@@ -129,6 +129,31 @@ TEST(SimCore, AGpuFreedMidRoundGoesAtOnceToTheNextWaitingJobUntilTheRoundEnds) {
   EXPECT_FALSE(rec(late, "A3").first_start < 300.0);
 }
 
+TEST(SimCore, ContendedTimeIsTheTimeSomeJobWaitsNotTheRestOfTheRound) {
+  // The rounds of the test above. Midround on: A3 waits from 0 until A1's
+  // GPU frees at 150, B from its arrival at 200 to the round's end: 150 +
+  // 100 s of round 0 are contended, not all 300. Off: A3 waits all round.
+  const Workload w = workload({job("A1", "t1", "a", 1, 0, 420), job("A2", "t1", "a", 1, 0, 1e6),
+                               job("A3", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 200, 1e6)});
+  const auto cluster = toy_cluster({{"fast", 2}});
+  auto on = run(cluster, w, "oef-coop", "", 300, 600);
+  ASSERT_GE(on.rounds.size(), 1u);
+  EXPECT_NEAR(on.rounds[0].contended_s, 250.0, 1e-6);
+  // Busy GPUs while contended: 2 from 0 to 150 (A1, A2), 2 from 200 to 300.
+  EXPECT_NEAR(on.rounds[0].contended_busy_gpu_seconds, 500.0, 1e-6);
+  auto off = run(cluster, w, "oef-coop:midround=off", "", 300, 600);
+  EXPECT_NEAR(off.rounds[0].contended_s, 300.0, 1e-6);
+
+  // An arrival that a mid-round start places at once never waits: B arrives
+  // at 100 with a GPU free and starts, so round 0 has no contended time.
+  auto quiet = run(cluster, workload({job("A", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 100, 1e6)}),
+                   "oef-coop", "", 300, 600);
+  EXPECT_DOUBLE_EQ(rec(quiet, "B").first_start, 100.0);
+  ASSERT_GE(quiet.rounds.size(), 1u);
+  EXPECT_EQ(quiet.rounds[0].contended_s, 0.0);
+  EXPECT_EQ(quiet.rounds[0].contended_throughput, 0.0);
+}
+
 TEST(SimCore, MidRoundStartsGoToTheRowFurthestBelowItsShare) {
   // One fast node of 3 GPUs. t1 has three jobs, t2 two; at 0 the plan gives
   // t1 2 GPUs and t2 1 (1.5 each, rounded), or the other way. The first

@@ -197,8 +197,14 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   // work-conservation measure and contention are followed event by event.
   WaitingClasses waiting;
   int waiting_jobs = 0;
-  double contended_from = kUnset;  // NaN: nothing has waited yet this round
-  double throughput_before = 0.0, busy_before = 0.0;
+  // Contended time: the parts of the round in which some active job waits.
+  // An arrival that a mid-round start places at once never waited, and a
+  // round whose waiting jobs all start mid-round is contended only until
+  // they do (counting from the first wait to the round's end made a lightly
+  // loaded cluster's arrivals look like contention).
+  double contended_from = kUnset;  // NaN: no job waits now
+  double throughput_before = 0.0, busy_before = 0.0;  // the sums at contended_from
+  double contended_s = 0.0, contended_throughput = 0.0, contended_busy = 0.0;  // this round's, so far
   double idle_waiting = 0.0;       // GPU-seconds, this round
   int usable_idle = 0;             // current value of the measure
   auto add_waiting = [&](const Job& j) {
@@ -267,16 +273,23 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       finished += completed;
       const std::size_t first_new = next_job;
       admit_arrivals();
-      if (next_job > first_new && std::isnan(contended_from)) {
-        executor.settle_all(state);  // the contended part starts here
-        contended_from = state.now;
-        throughput_before = sums.throughput;
-        busy_before = sums.busy_gpu_seconds;
-      }
       for (std::size_t i = first_new; i < next_job; ++i) add_waiting(state.jobs[i]);
       if (!sums.idle_by_type.empty() && (completed > 0 || next_job > first_new)) {
         usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
         if (midround && in_round) start_midround(until);
+      }
+      if (in_round && (waiting_jobs > 0) == std::isnan(contended_from)) {
+        executor.settle_all(state);  // a contended part starts or ends here
+        if (waiting_jobs > 0) {
+          contended_from = state.now;
+          throughput_before = sums.throughput;
+          busy_before = sums.busy_gpu_seconds;
+        } else {
+          contended_s += state.now - contended_from;
+          contended_throughput += sums.throughput - throughput_before;
+          contended_busy += sums.busy_gpu_seconds - busy_before;
+          contended_from = kUnset;
+        }
       }
     }
     executor.compact(state);  // finished jobs leave the lists once per call, not per event
@@ -324,11 +337,14 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
       sample.cpus_used = sums.cpu_used_seconds / (until - from);
       sample.memory_gb_used = sums.memory_gb_used_seconds / (until - from);
     }
-    if (!std::isnan(contended_from)) {
-      sample.contended_s = until - contended_from;
-      sample.contended_throughput = sums.throughput - throughput_before;
-      sample.contended_busy_gpu_seconds = sums.busy_gpu_seconds - busy_before;
+    if (!std::isnan(contended_from)) {  // still waiting at the round's end
+      contended_s += until - contended_from;
+      contended_throughput += sums.throughput - throughput_before;
+      contended_busy += sums.busy_gpu_seconds - busy_before;
     }
+    sample.contended_s = contended_s;
+    sample.contended_throughput = contended_throughput;
+    sample.contended_busy_gpu_seconds = contended_busy;
     if (sparse_series) {
       const double len = until - from;
       sample.sparse = true;
@@ -516,6 +532,7 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
     }
     contended_from = waiting_jobs > 0 ? t : kUnset;
     throughput_before = busy_before = idle_waiting = 0.0;
+    contended_s = contended_throughput = contended_busy = 0.0;
     usable_idle = idle_usable_by_waiting(sums.idle_by_type, waiting);
     sample.plan_idle_waiting_gpus = usable_idle;
     if (sparse_series) {
