@@ -282,6 +282,8 @@ def cmd_share_problem(args):
     capacity = {}
     for part in args.capacity.split(","):
         name, _, count = part.partition("=")
+        if not name or not re.fullmatch(r"[0-9]+(\.[0-9]*)?", count) or float(count) <= 0:
+            sys.exit(f"results.py: --capacity: '{part}' is not TYPE=N with N > 0")
         capacity[name] = float(count)
     types = list(capacity)
     for t in types:
@@ -302,7 +304,9 @@ def cmd_share_problem(args):
             if entry is None:
                 sys.exit(f"results.py: {args.profiles}: no 1-worker throughput of '{job_type}' on {t}")
             rates.append(entry["null"])
-        slowest = min(rates)
+        slowest = min((r for r in rates if r > 0), default=0.0)
+        if slowest == 0.0:
+            sys.exit(f"results.py: {args.profiles}: '{job_type}' runs on none of {types}")
         return [r / slowest for r in rates]
 
     out = {"gpu_types": types, "capacity": capacity, "tenants": []}
@@ -317,9 +321,10 @@ def cmd_shares(args):
     totals = {}  # seed -> policy -> total normalised throughput
     policies = None
     for d in args.dirs:
-        seed = int(re.search(r"shares-(\d+)", d).group(1)) if re.search(r"shares-(\d+)", d) else None
-        if seed is None:
+        m = re.search(r"shares-(\d+)", d)
+        if not m:
             sys.exit(f"results.py: cannot tell the seed of {d} (expected ...shares-<N>)")
+        seed = int(m.group(1))
         names = sorted(f[:-5] for f in os.listdir(d) if f.endswith(".json"))
         if policies is None:
             policies = [args.lead] + [p for p in names if p != args.lead]
