@@ -571,6 +571,41 @@ TEST(SimCore, ASpreadGangIsCaughtWhereGangsKeepToOneNode) {
   }
 }
 
+// Where gangs spread only evenly (serve on Slurm), a gang that no type's
+// nodes can hold so is bad input, named, rather than a job that waits for
+// ever: 4 GPUs on nodes of 3, 1 and 1 (5 in all) are neither one node, nor
+// 2 + 2, nor 1 + 1 + 1 + 1. Elsewhere it runs spread 3 + 1.
+TEST(SimCore, AGangNoEvenSpreadHoldsIsBadInputWhereGangsSpreadEvenly) {
+  Cluster c = toy_cluster({{"fast", 3}, {"fast", 1}, {"fast", 1}});
+  const Workload w = workload({job("G", "t", "a", 4, 0, 10)});
+  EXPECT_NO_THROW(bind_model(c, toy_profiles(), w, 10.0));
+  c.gangs_spread_evenly = true;
+  EXPECT_THROW(
+      try { bind_model(c, toy_profiles(), w, 10.0); } catch (const InputError& e) {
+        EXPECT_STREQ(e.what(),
+                     "trace: job G: workers: 'a' with 4 workers: the cluster spreads a gang only "
+                     "evenly (the same number of GPUs on each node, one type), and no type the "
+                     "job runs on has nodes that hold 4 so");
+        throw;
+      },
+      InputError);
+  // 2 + 2 holds it.
+  c.nodes[1].gpus = 2;
+  EXPECT_NO_THROW(bind_model(c, toy_profiles(), w, 10.0));
+}
+
+TEST(SimCore, HoldsGangEvenly) {
+  EXPECT_TRUE(holds_gang_evenly({4}, 4));           // one node
+  EXPECT_TRUE(holds_gang_evenly({2, 2}, 4));        // 2 + 2
+  EXPECT_TRUE(holds_gang_evenly({1, 1, 1}, 3));     // 1 + 1 + 1
+  EXPECT_FALSE(holds_gang_evenly({3, 1, 1}, 4));    // 5 GPUs, no even spread
+  EXPECT_FALSE(holds_gang_evenly({2, 2, 2, 2}, 5)); // 5 needs five nodes of 1
+  EXPECT_TRUE(holds_gang_evenly({2, 2, 2}, 6));     // 2 + 2 + 2
+  EXPECT_FALSE(holds_gang_evenly({4, 2}, 6));       // not 6 on one, not 3 + 3, not 2 + 2 + 2
+  EXPECT_TRUE(holds_gang_evenly({8, 2}, 6));        // 6 on the 8
+  EXPECT_FALSE(holds_gang_evenly({}, 1));
+}
+
 // A generated workload on the built-in cluster.
 ScenarioOptions generated_scenario(int jobs, int tenants, double arrivals_per_hour,
                                    std::uint64_t seed) {

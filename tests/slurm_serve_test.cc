@@ -926,6 +926,16 @@ TEST_F(SlurmServeGangs, GangsLargerThanANodeRunOverNodesWithTheAgentsRendezvous)
     EXPECT_EQ(seen_nodes.size(), static_cast<std::size_t>(nodes));
     EXPECT_EQ(slurm_job, std::to_string(job_of(jobs, job)["slurm_job"].get<long>()));
   }
+  // 5 GPUs fit the 6 the nodes have, but not the same count on each: Slurm
+  // could never run it, so it is refused, not left waiting for ever.
+  auto r = call("POST", "/v1/jobs",
+                {{"job_type", "mlp"}, {"workers", 5}, {"iterations", 10},
+                 {"command", {"/bin/sh", "-c", "exit 0"}}},
+                "alice-token");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("workers"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("same number of GPUs on each"), std::string::npos) << r->body;
 }
 
 // Issue 34 item 2: Slurm 22.05 picks each job's GPU indices itself, so the

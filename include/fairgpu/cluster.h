@@ -43,6 +43,11 @@ struct Cluster {
   int total_gpus() const;
 };
 
+// Whether nodes of one GPU type with these GPU counts can hold a gang of
+// `gang` as Cluster::gangs_spread_evenly allows: whole on one node, or
+// gang / k GPUs on each of k nodes for some k dividing gang.
+bool holds_gang_evenly(const std::vector<int>& node_gpus, int gang);
+
 // JSON cluster spec, either the node list
 //   {"nodes": [{"name": "n0", "gpu_type": "v100", "gpus": 4, "cpus": 32, "memory_gb": 256}, ...]}
 // (`name` defaults to "<type>-<i>", `cpus`/`memory_gb` to 0 = unknown), or the

@@ -141,6 +141,25 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
                                        name, job.workers, largest));
         continue;
       }
+      if (cluster.gangs_spread_evenly) {  // one type's nodes must hold it evenly
+        bool holds = false;
+        for (std::size_t t = 0; t < k && !holds; ++t) {
+          if (!(p.rate(model.cluster.gpu_types[t], job.workers,
+                       job.workers > model.largest_node[t]) > 0.0))
+            continue;
+          std::vector<int> node_gpus;
+          for (const Node& n : model.cluster.nodes)
+            if (n.type == t) node_gpus.push_back(n.gpus);
+          holds = holds_gang_evenly(node_gpus, job.workers);
+        }
+        if (!holds)
+          throw InputError("trace", fmt::format("job {}: workers", job.id),
+                           fmt::format("'{}' with {} workers: the cluster spreads a gang only "
+                                       "evenly (the same number of GPUs on each node, one type), "
+                                       "and no type the job runs on has nodes that hold {} so",
+                                       name, job.workers, job.workers));
+        continue;
+      }
       int usable = 0;
       for (std::size_t t = 0; t < k; ++t)
         if (p.rate(model.cluster.gpu_types[t], job.workers, job.workers > model.largest_node[t]) >

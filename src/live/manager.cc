@@ -245,12 +245,14 @@ void Manager::refresh_ready_types() {
   ready_types_.clear();
   ready_pool_.clear();
   ready_largest_.clear();
+  ready_node_gpus_.clear();
   for (const auto& [name, n] : nodes_) {
     if (n.s.state != "ready") continue;
     const int devices = static_cast<int>(n.s.devices.size());
     ready_types_.insert(n.s.gpu_type);
     ready_pool_[n.s.gpu_type] += devices;
     ready_largest_[n.s.gpu_type] = std::max(ready_largest_[n.s.gpu_type], devices);
+    ready_node_gpus_[n.s.gpu_type].push_back(devices);
   }
 }
 
@@ -282,20 +284,29 @@ double Manager::gang_rate(const JobTypeProfile* p, const std::string& type, int 
   return p ? p->rate(type, workers, spread) : 0.0;
 }
 
+bool Manager::ready_type_holds(const std::string& type, int workers) const {
+  auto pool = ready_pool_.find(type);
+  if (pool == ready_pool_.end()) return false;
+  if (executor_ != nullptr && executor_->gangs_on_one_node())
+    return ready_largest_.at(type) >= workers;
+  if (executor_ != nullptr && executor_->gangs_spread_evenly())
+    return holds_gang_evenly(ready_node_gpus_.at(type), workers);
+  return pool->second >= workers;
+}
+
 // A job the policy may plan for now: queued or running, profiled, and the
 // ready GPUs of some type it runs on can hold its whole gang (on one node or
 // spread over several; on one node where the executor keeps gangs on one, as
-// bind_model then requires). O(GPU types).
+// bind_model then requires; evenly where it spreads gangs evenly).
+// O(GPU types), O(ready nodes) where gangs spread evenly.
 bool Manager::schedulable(const JobEntry& e) const {
   if (e.s.state != "queued" && e.s.state != "running") return false;
   if (!launchable(e)) return false;
   if (!fully_profiled(e.s.tenant, e.s.job_type)) return false;
   const JobTypeProfile* p = catalogue_.find(profile_type(e.s.tenant, e.s.job_type));
-  const bool one_node = executor_ != nullptr && executor_->gangs_on_one_node();
-  for (const auto& [type, devices] : ready_pool_) {
-    const int room = one_node ? ready_largest_.at(type) : devices;
-    if (room >= e.s.workers && gang_rate(p, type, e.s.workers) > 0.0) return true;
-  }
+  for (const auto& pool : ready_pool_)
+    if (ready_type_holds(pool.first, e.s.workers) && gang_rate(p, pool.first, e.s.workers) > 0.0)
+      return true;
   return false;
 }
 
@@ -305,6 +316,15 @@ int Manager::largest_gang() const {
   for (const auto& [name, n] : nodes_)
     largest = std::max(largest, pool[n.s.gpu_type] += static_cast<int>(n.s.devices.size()));
   return largest;
+}
+
+bool Manager::registered_type_holds_evenly(int workers) const {
+  std::map<std::string, std::vector<int>> node_gpus;
+  for (const auto& [name, n] : nodes_)
+    node_gpus[n.s.gpu_type].push_back(static_cast<int>(n.s.devices.size()));
+  for (const auto& [type, gpus] : node_gpus)
+    if (holds_gang_evenly(gpus, workers)) return true;
+  return false;
 }
 
 Manager::PendingContext Manager::pending_context() const {
@@ -371,6 +391,14 @@ json Manager::pending_reason(const JobEntry& e, const PendingContext& ctx) const
                     fmt::format("only with lost nodes are there {} GPUs of one type", w));
     return reason("Resources", nodes_.empty() ? "no node has registered"
                                               : fmt::format("no GPU type has {} GPUs", w));
+  }
+  if (executor_ != nullptr && executor_->gangs_spread_evenly()) {
+    bool even_fit = false;
+    for (const auto& pool : ready_pool_) even_fit |= ready_type_holds(pool.first, w);
+    if (!even_fit)
+      return reason("Resources", fmt::format("no GPU type's ready nodes hold {} GPUs with the same "
+                                             "number on each (Slurm's --gres)",
+                                             w));
   }
   if (e.s.state == "profiling")
     return reason("Profiling", "waiting for free devices to measure its job type on");

@@ -317,9 +317,15 @@ class Manager : private LeaseHost {
   // tenant), else "profiling".
   std::string waiting_state(const std::string& tenant, const std::string& job_type) const;
   bool schedulable(const JobEntry& e) const;
+  // Whether the ready nodes of `type` can hold a gang of `workers` the way
+  // the executor runs gangs: on one node, evenly spread, or anywhere.
+  bool ready_type_holds(const std::string& type, int workers) const;
   // The most workers one job can have: the most devices of one GPU type
   // over the registered nodes, any state (0 when none is registered).
   int largest_gang() const;
+  // Whether the registered nodes (any state) of some GPU type hold a gang
+  // of `workers` spread evenly (holds_gang_evenly).
+  bool registered_type_holds_evenly(int workers) const;
   PendingContext pending_context() const;
   // Why a job that is not running waits, squeue-style: {"reason", "detail"},
   // or null when it does not wait.
@@ -461,6 +467,7 @@ class Manager : private LeaseHost {
   std::set<std::string> ready_types_;
   // Devices of ready nodes by GPU type, and the most of one ready node.
   std::map<std::string, int> ready_pool_, ready_largest_;
+  std::map<std::string, std::vector<int>> ready_node_gpus_;  // each ready node's devices, by type
   std::map<std::int64_t, StoredLease> leases_;  // not yet ended
   std::map<std::string, std::size_t> tenant_index_;
   // One rule for tenants at start and at reload (issue 32, defect 2): the

@@ -98,6 +98,14 @@ json Manager::submit(const Caller& c, const json& body) {
       bad("workers", fmt::format("{} exceeds the largest gang this cluster can run, {} (the most "
                                  "GPUs of one type)",
                                  s.workers, largest));
+    // Where the executor spreads a gang only evenly (Slurm's --gres counts
+    // GPUs per node), a gang no type's nodes can hold so would wait for ever.
+    if (executor_ != nullptr && executor_->gangs_spread_evenly() && !nodes_.empty() &&
+        !registered_type_holds_evenly(s.workers))
+      bad("workers", fmt::format("{} GPUs never run here: a gang over several nodes takes the same "
+                                 "number of GPUs on each (Slurm's --gres), and no GPU type has "
+                                 "k nodes of {}/k GPUs for a k that divides {}",
+                                 s.workers, s.workers, s.workers));
     // The tenant's quotas, checked before anything is stored: a refused
     // submission leaves no trace but its count in /metrics.
     const TenantQuotas& quotas = quotas_of(s.tenant);

@@ -21,6 +21,17 @@ std::vector<int> Cluster::capacity() const {
   return m;
 }
 
+bool holds_gang_evenly(const std::vector<int>& node_gpus, int gang) {
+  if (gang <= 0) return true;
+  for (int k = 1; k <= gang && k <= static_cast<int>(node_gpus.size()); ++k) {
+    if (gang % k != 0) continue;
+    int nodes = 0;
+    for (int g : node_gpus) nodes += g >= gang / k;
+    if (nodes >= k) return true;
+  }
+  return false;
+}
+
 int Cluster::total_gpus() const {
   int total = 0;
   for (const Node& n : nodes) total += n.gpus;
