@@ -146,8 +146,9 @@ TEST(SimCore, ContendedTimeIsTheTimeSomeJobWaitsNotTheRestOfTheRound) {
 
   // An arrival that a mid-round start places at once never waits: B arrives
   // at 100 with a GPU free and starts, so round 0 has no contended time.
-  auto quiet = run(cluster, workload({job("A", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 100, 1e6)}),
-                   "oef-coop", "", 300, 600);
+  auto quiet =
+      run(cluster, workload({job("A", "t1", "a", 1, 0, 1e6), job("B", "t2", "a", 1, 100, 1e6)}),
+          "oef-coop", "", 300, 600);
   EXPECT_DOUBLE_EQ(rec(quiet, "B").first_start, 100.0);
   ASSERT_GE(quiet.rounds.size(), 1u);
   EXPECT_EQ(quiet.rounds[0].contended_s, 0.0);

@@ -204,7 +204,8 @@ SimResult simulate(const ClusterModel& model, const Workload& workload, RoundPol
   // loaded cluster's arrivals look like contention).
   double contended_from = kUnset;  // NaN: no job waits now
   double throughput_before = 0.0, busy_before = 0.0;  // the sums at contended_from
-  double contended_s = 0.0, contended_throughput = 0.0, contended_busy = 0.0;  // this round's, so far
+  // This round's contended parts so far.
+  double contended_s = 0.0, contended_throughput = 0.0, contended_busy = 0.0;
   double idle_waiting = 0.0;       // GPU-seconds, this round
   int usable_idle = 0;             // current value of the measure
   auto add_waiting = [&](const Job& j) {
