@@ -155,6 +155,30 @@ TEST(SimCore, ContendedTimeIsTheTimeSomeJobWaitsNotTheRestOfTheRound) {
   EXPECT_EQ(quiet.rounds[0].contended_throughput, 0.0);
 }
 
+TEST(SimCore, ArrivalsStartedMidRoundFollowTheTenantsWeights) {
+  // One fast node of 8 GPUs, 300 s rounds. C's job runs from 0 on one GPU;
+  // at 10 alice (weight 3) and bob (weight 1) each submit eight 1-GPU jobs,
+  // rows with no share yet. The next plan would give alice 8 x 3/5 = 4.8
+  // GPUs and bob 1.6 (C's weight 1 counts too): of the 7 free GPUs alice's
+  // jobs take 5 at once and bob's 2, not 4 and 3 as counting workers did.
+  std::vector<JobSpec> jobs{job("C", "c", "a", 1, 0, 1e6)};
+  for (int i = 0; i < 8; ++i) {
+    jobs.push_back(job("A" + std::to_string(i), "alice", "a", 1, 10, 1e6));
+    jobs.push_back(job("B" + std::to_string(i), "bob", "a", 1, 10, 1e6));
+  }
+  Workload w = workload(jobs);
+  for (TenantSpec& t : w.tenants) t.weight = t.name == "alice" ? 3.0 : 1.0;
+  auto r = run(toy_cluster({{"fast", 8}}), w, "oef-coop", "", 300, 300);
+  int alice = 0, bob = 0;
+  for (const JobRecord& j : r.jobs) {
+    if (!(j.first_start == 10.0)) continue;
+    alice += j.tenant == "alice";
+    bob += j.tenant == "bob";
+  }
+  EXPECT_EQ(alice, 5);
+  EXPECT_EQ(bob, 2);
+}
+
 TEST(SimCore, MidRoundStartsGoToTheRowFurthestBelowItsShare) {
   // One fast node of 3 GPUs. t1 has three jobs, t2 two; at 0 the plan gives
   // t1 2 GPUs and t2 1 (1.5 each, rounded), or the other way. The first

@@ -700,6 +700,9 @@ class ShareRoundPolicy final : public RoundPolicy {
   // rows' shares and actual throughput fell from 90% to 76% of the estimate.)
   void build_tenant_problem(const SchedulerState& s) {
     problem_ = empty_problem(s);
+    for (std::size_t t : weighed_tenants_) tenant_weighed_[t] = 0;
+    weighed_tenants_.clear();
+    tenant_weight_sum_ = 0.0;
     num_job_types_ = s.model->profiles.job_types.size();
     demand_.clear();
     usable_demand_.clear();
@@ -756,6 +759,10 @@ class ShareRoundPolicy final : public RoundPolicy {
         usable_demand_.push_back(demand);
       }
       const TenantSpec& spec = s.tenants[tenant];
+      if (tenant >= tenant_weighed_.size()) tenant_weighed_.resize(tenant + 1, 0);
+      tenant_weighed_[tenant] = 1;
+      weighed_tenants_.push_back(tenant);
+      tenant_weight_sum_ += spec.weight;
       // Rows keep one name however many a tenant has (carry_over matches by
       // it). No tenant demand: rows are capped one by one in solve().
       if (types.size() == 1 && !tenant_demands_)
@@ -812,6 +819,7 @@ class ShareRoundPolicy final : public RoundPolicy {
   struct WaitingRow {
     double shortfall = 0.0;
     std::uint64_t types = 0;
+    double arrived = 0.0;  // a row without a share yet: the workers of its arrivals
     std::vector<std::size_t> jobs;
     // Tenant level: the row's jobs at the plan, read into `jobs` (those
     // waiting) the first time the row is tried: most rows never are, and
@@ -968,12 +976,38 @@ class ShareRoundPolicy final : public RoundPolicy {
       }
       WaitingRow& w = waiting_rows_[row];
       if (!waiting_order_.erase({-w.shortfall, row})) note_kind(w, j);  // not listed yet
-      if (w.types == 0) w.shortfall += j.workers;  // a row without a share yet
+      if (w.types == 0) {  // a row without a share yet: what the next plan would about give it
+        const double share = arrival_share(s, j);
+        w.shortfall += std::min(w.arrived + j.workers, share) - std::min(w.arrived, share);
+        w.arrived += j.workers;
+      }
       w.jobs.push_back(i);
       w.sorted = false;
       waiting_order_.insert({-w.shortfall, row});
     }
     if (!s.active.empty()) seen_jobs_ = std::max(seen_jobs_, s.active.back() + 1);
+  }
+
+  // The GPUs a row of arrivals only would about get at the next plan: the
+  // cluster's GPUs in proportion to its owner's weight among the weights
+  // active (tenants at tenant level, jobs at job level), at most what it
+  // asks. Counting its workers alone started arrivals between scheduling
+  // points without regard to weights: live, with weights 2:1, a round's
+  // arrivals went half to each tenant.
+  double arrival_share(const SchedulerState& s, const Job& j) {
+    double weight = j.weight, total = s.active_weight;
+    if (tenant_level_) {
+      if (j.tenant >= tenant_weighed_.size()) tenant_weighed_.resize(j.tenant + 1, 0);
+      weight = s.tenants[j.tenant].weight;
+      if (!tenant_weighed_[j.tenant]) {  // a tenant new since the plan
+        tenant_weighed_[j.tenant] = 1;
+        weighed_tenants_.push_back(j.tenant);
+        tenant_weight_sum_ += weight;
+      }
+      total = tenant_weight_sum_;
+    }
+    if (!(total > 0.0) || !(weight > 0.0)) return j.workers;
+    return s.model->total_gpus * weight / total;
   }
 
   // Job level: each job's share of its group's allocation.
@@ -1016,6 +1050,12 @@ class ShareRoundPolicy final : public RoundPolicy {
   bool rows_by_key_ = false;
   std::unordered_map<std::uint64_t, std::size_t> row_of_key_;
   std::size_t seen_jobs_ = 0;  // jobs from this index on arrived after the plan
+  // Tenant level: the tenants with active jobs at the last problem built,
+  // and arrivals' tenants since, with the sum of their weights
+  // (arrival_share).
+  std::vector<char> tenant_weighed_;
+  std::vector<std::size_t> weighed_tenants_;
+  double tenant_weight_sum_ = 0.0;
   std::vector<Holder> holders_;  // the last plan's runs (tenant level, midround on)
   double holders_until_ = 0.0;
   std::vector<char> in_plan_;
