@@ -281,6 +281,7 @@ Why the paper's margins (+20% estimated, +32% actual) do not show here, plainly:
   \`gavel:level=job\` (Gavel's own shares and priority rounds) and
   \`gandiva-fair:mechanism=stride\` (stride scheduling, as Shockwave §8.2 ran
   Gandiva_fair) are the paper's baselines with their own placement.
+
 \`oef-coop:midround=off\` is oef-coop without mid-round starts (the papers' rounds):
 its paired row is what work-conserving rounds change. GPUs freed one by one seldom
 make a whole 4-GPU host for a gang: mid-round starts then run the gang spread over
