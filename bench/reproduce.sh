@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --data) DATA=$2; shift 2 ;;
     --seeds) SEEDS_TEXT=$2; shift 2 ;;
     -j) JOBS=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "reproduce.sh: unknown option $1" >&2; exit 2 ;;
     *) EXPERIMENTS+=("$1"); shift ;;
   esac
