@@ -759,10 +759,7 @@ class ShareRoundPolicy final : public RoundPolicy {
         usable_demand_.push_back(demand);
       }
       const TenantSpec& spec = s.tenants[tenant];
-      if (tenant >= tenant_weighed_.size()) tenant_weighed_.resize(tenant + 1, 0);
-      tenant_weighed_[tenant] = 1;
-      weighed_tenants_.push_back(tenant);
-      tenant_weight_sum_ += spec.weight;
+      weigh_tenant(tenant, spec.weight);
       // Rows keep one name however many a tenant has (carry_over matches by
       // it). No tenant demand: rows are capped one by one in solve().
       if (types.size() == 1 && !tenant_demands_)
@@ -997,17 +994,21 @@ class ShareRoundPolicy final : public RoundPolicy {
   double arrival_share(const SchedulerState& s, const Job& j) {
     double weight = j.weight, total = s.active_weight;
     if (tenant_level_) {
-      if (j.tenant >= tenant_weighed_.size()) tenant_weighed_.resize(j.tenant + 1, 0);
       weight = s.tenants[j.tenant].weight;
-      if (!tenant_weighed_[j.tenant]) {  // a tenant new since the plan
-        tenant_weighed_[j.tenant] = 1;
-        weighed_tenants_.push_back(j.tenant);
-        tenant_weight_sum_ += weight;
-      }
+      weigh_tenant(j.tenant, weight);  // a tenant new since the plan counts from now
       total = tenant_weight_sum_;
     }
     if (!(total > 0.0) || !(weight > 0.0)) return j.workers;
     return s.model->total_gpus * weight / total;
+  }
+
+  // Counts a tenant's weight in tenant_weight_sum_ once.
+  void weigh_tenant(std::size_t tenant, double weight) {
+    if (tenant >= tenant_weighed_.size()) tenant_weighed_.resize(tenant + 1, 0);
+    if (tenant_weighed_[tenant]) return;
+    tenant_weighed_[tenant] = 1;
+    weighed_tenants_.push_back(tenant);
+    tenant_weight_sum_ += weight;
   }
 
   // Job level: each job's share of its group's allocation.
