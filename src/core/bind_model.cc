@@ -4,8 +4,11 @@
 // figure mid-run.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -118,6 +121,16 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
   model.largest_node.assign(k, 0);
   for (const Node& n : model.cluster.nodes)
     model.largest_node[n.type] = std::max(model.largest_node[n.type], n.gpus);
+  // Where gangs spread evenly: each type's nodes, and whether they hold a
+  // gang of a size, worked out once per (type, size), not once per job.
+  std::vector<std::vector<int>> node_gpus_of_type(k);
+  for (const Node& n : model.cluster.nodes) node_gpus_of_type[n.type].push_back(n.gpus);
+  std::map<std::pair<std::size_t, int>, bool> holds_evenly;
+  auto type_holds_evenly = [&](std::size_t t, int gang) {
+    auto [it, fresh] = holds_evenly.try_emplace({t, gang}, false);
+    if (fresh) it->second = holds_gang_evenly(node_gpus_of_type[t], gang);
+    return it->second;
+  };
   for (const JobSpec& job : workload.jobs) {
     if (job.workers > model.total_gpus)
       throw InputError("trace", fmt::format("job {}: workers", job.id),
@@ -143,15 +156,10 @@ ClusterModel bind_model(const Cluster& cluster, const ProfileCatalogue& catalogu
       }
       if (cluster.gangs_spread_evenly) {  // one type's nodes must hold it evenly
         bool holds = false;
-        for (std::size_t t = 0; t < k && !holds; ++t) {
-          if (!(p.rate(model.cluster.gpu_types[t], job.workers,
-                       job.workers > model.largest_node[t]) > 0.0))
-            continue;
-          std::vector<int> node_gpus;
-          for (const Node& n : model.cluster.nodes)
-            if (n.type == t) node_gpus.push_back(n.gpus);
-          holds = holds_gang_evenly(node_gpus, job.workers);
-        }
+        for (std::size_t t = 0; t < k && !holds; ++t)
+          holds = p.rate(model.cluster.gpu_types[t], job.workers,
+                         job.workers > model.largest_node[t]) > 0.0 &&
+                  type_holds_evenly(t, job.workers);
         if (!holds)
           throw InputError("trace", fmt::format("job {}: workers", job.id),
                            fmt::format("'{}' with {} workers: the cluster spreads a gang only "
